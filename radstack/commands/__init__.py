@@ -1,0 +1,1 @@
+"""radctl command groups, one module each."""
