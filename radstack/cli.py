@@ -15,7 +15,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from radstack.commands import serve  # noqa: F401
+    from radstack.commands import config, serve  # noqa: F401
 
 
 _register()

@@ -65,6 +65,23 @@ DEFAULTS: dict[str, Any] = {
         "port": 9092,
         "controller_port": 9093,
         "heap": "512m",
+        "auto_create_topics": False,
+        "start_timeout_seconds": 90,
+        # topic → partitions; created (replication 1 embedded) by `radctl up` / `radctl kafka topics`
+        "topics": {"events": 2, "impressions": 2, "clicks": 2, "netflow": 2},
+        "replication_factor": 1,
+    },
+    "receiver": {
+        "host": "127.0.0.1",
+        "port": 8200,
+        "max_body_bytes": 16 * 1024 * 1024,
+        "timestamp_field": "timestamp",
+        "delivery_timeout_ms": 10_000,
+        "auth": {
+            "enabled": False,
+            # [{name, password}]
+            "users": [],
+        },
     },
     "spark": {
         "master": "local[*]",
@@ -231,3 +248,20 @@ def load_settings(
     if overrides:
         _merge(raw, overrides)
     return Settings(raw, path)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}`` (lists and empty dicts are leaves)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def env_name(dotted: str) -> str:
+    """The environment variable that overrides ``dotted`` (``server.port`` → ``RADSTACK_SERVER__PORT``)."""
+    return ENV_PREFIX + "__".join(p.upper() for p in dotted.split("."))

@@ -1,0 +1,363 @@
+"""A real single-node HDFS (one NameNode + one DataNode) from the Apache Hadoop jars in ``.jvm/hadoop``.
+
+Used by the test suite (``tests/fixtures/hdfs.py``) and by developers who want a local HDFS:
+
+    python -m radstack.hdfs_cluster [DIR]      # runs until Ctrl-C, prints the URLs
+
+Everything binds to 127.0.0.1 on free ports picked at start: the RPC port (``fs.defaultFS``), the
+NameNode HTTP port (WebHDFS, ``/jmx``) and the DataNode's transfer/HTTP/IPC ports. The DataNode
+registers as ``127.0.0.1`` so WebHDFS redirects (NameNode → DataNode) stay on loopback. Both JVMs run
+in their own process groups, log to ``<dir>/logs/{namenode,datanode}.log`` and are stopped by
+:meth:`HdfsCluster.stop` (TERM, then KILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from radstack import jvm
+
+
+class HdfsClusterError(RuntimeError):
+    """The cluster did not come up (see the log files named in the message)."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _site_xml(props: dict[str, str]) -> str:
+    rows = "\n".join(
+        f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>" for k, v in props.items()
+    )
+    return f'<?xml version="1.0"?>\n<configuration>\n{rows}\n</configuration>\n'
+
+
+LOG4J = """\
+log4j.rootLogger=INFO,console
+log4j.appender.console=org.apache.log4j.ConsoleAppender
+log4j.appender.console.target=System.err
+log4j.appender.console.layout=org.apache.log4j.PatternLayout
+log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
+log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
+"""
+
+WEB_XML = """\
+<?xml version="1.0" encoding="UTF-8"?>
+<web-app xmlns="http://xmlns.jcp.org/xml/ns/javaee" version="3.1"></web-app>
+"""
+
+
+@dataclass
+class HdfsPorts:
+    rpc: int
+    http: int
+    dn_xfer: int
+    dn_http: int
+    dn_ipc: int
+
+    @classmethod
+    def pick(cls) -> HdfsPorts:
+        ports: set[int] = set()
+        while len(ports) < 5:
+            ports.add(free_port())
+        return cls(*ports)
+
+
+@dataclass
+class HdfsCluster:
+    """A single-node HDFS in ``base_dir`` (a fresh temp dir when omitted; removed on stop then)."""
+
+    base_dir: Path | None = None
+    heap: str = "384m"
+    user: str = field(default_factory=getpass.getuser)
+    jvm_dir: Path | None = None
+    start_timeout: float = 120.0
+    ports: HdfsPorts | None = None
+    start_seconds: float | None = None
+    _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _own_dir: bool = field(default=False, repr=False)
+
+    # ---------------------------------------------------------------- addresses
+    @property
+    def fs_url(self) -> str:
+        """``fs.defaultFS`` — what Spark and the Hadoop client use (``hdfs://127.0.0.1:PORT``)."""
+        return f"hdfs://127.0.0.1:{self._ports.rpc}"
+
+    @property
+    def webhdfs_url(self) -> str:
+        """The NameNode HTTP address (WebHDFS at ``/webhdfs/v1``), for ``hdfs.InsecureClient``."""
+        return f"http://127.0.0.1:{self._ports.http}"
+
+    @property
+    def conf_dir(self) -> Path:
+        return self._dir / "conf"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self._dir / "logs"
+
+    @property
+    def _dir(self) -> Path:
+        if self.base_dir is None:
+            raise HdfsClusterError("the cluster has not been started")
+        return self.base_dir
+
+    @property
+    def _ports(self) -> HdfsPorts:
+        if self.ports is None:
+            raise HdfsClusterError("the cluster has not been started")
+        return self.ports
+
+    def deep_storage_settings(self, path: str = "/radstack") -> dict[str, str]:
+        """The ``deep_storage`` settings block pointing radstack at this cluster."""
+        return {
+            "type": "hdfs",
+            "path": path,
+            "namenode_url": self.webhdfs_url,
+            "hdfs_fs_url": self.fs_url,
+            "user": self.user,
+        }
+
+    # ---------------------------------------------------------------- lifecycle
+    def start(self, attempts: int = 3) -> HdfsCluster:
+        """Format and start; retried with new ports when one was taken between pick and bind."""
+        if self.base_dir is None:
+            self.base_dir = Path(tempfile.mkdtemp(prefix="radstack-hdfs-"))
+            self._own_dir = True
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        t0 = time.monotonic()
+        last: Exception | None = None
+        for _ in range(attempts):
+            self.ports = HdfsPorts.pick()
+            try:
+                self._start_once()
+                self.start_seconds = time.monotonic() - t0
+                return self
+            except HdfsClusterError as e:
+                last = e
+                self._stop_processes()
+        raise HdfsClusterError(f"HDFS did not start after {attempts} attempts: {last}")
+
+    def _start_once(self) -> None:
+        self._write_conf()
+        name_dir = self._dir / "name"
+        if name_dir.exists():
+            shutil.rmtree(name_dir)
+        data_dir = self._dir / "data"
+        if data_dir.exists():
+            shutil.rmtree(data_dir)
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        fmt_log = self.logs_dir / "format.log"
+        with fmt_log.open("wb") as out:
+            rc = subprocess.run(
+                self._java_cmd("org.apache.hadoop.hdfs.server.namenode.NameNode", "-format", "-nonInteractive"),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self._env(),
+                timeout=self.start_timeout,
+                start_new_session=True,
+            ).returncode
+        if rc != 0:
+            raise HdfsClusterError(f"NameNode -format failed (exit {rc}); see {fmt_log}")
+        self._spawn("namenode", "org.apache.hadoop.hdfs.server.namenode.NameNode")
+        self._spawn("datanode", "org.apache.hadoop.hdfs.server.datanode.DataNode")
+        self._wait_ready()
+
+    def _spawn(self, name: str, main_class: str) -> None:
+        log = (self.logs_dir / f"{name}.log").open("ab")
+        try:
+            self._procs[name] = subprocess.Popen(
+                self._java_cmd(main_class),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self._env(),
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+
+    def _java_cmd(self, main_class: str, *args: str) -> list[str]:
+        cp = f"{self.conf_dir}{os.pathsep}{jvm.classpath('hadoop', self.jvm_dir)}"
+        return [
+            jvm.java_bin(),
+            f"-Xmx{self.heap}",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Djava.net.preferIPv4Stack=true",
+            f"-Dhadoop.log.dir={self.logs_dir}",
+            f"-Dhadoop.home.dir={self._dir}",
+            f"-Dlog4j.configuration=file:{self.conf_dir / 'log4j.properties'}",
+            f"-Duser.name={self.user}",
+            "-cp",
+            cp,
+            main_class,
+            *args,
+        ]
+
+    def _env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["HADOOP_CONF_DIR"] = str(self.conf_dir)
+        env["HADOOP_USER_NAME"] = self.user
+        env.pop("HADOOP_HOME", None)
+        return env
+
+    def _write_conf(self) -> None:
+        p = self._ports
+        self.conf_dir.mkdir(parents=True, exist_ok=True)
+        core = {
+            "fs.defaultFS": f"hdfs://127.0.0.1:{p.rpc}",
+            "hadoop.tmp.dir": str(self._dir / "tmp"),
+            "hadoop.security.authentication": "simple",
+            "hadoop.http.staticuser.user": self.user,
+        }
+        hdfs = {
+            "dfs.replication": "1",
+            "dfs.namenode.name.dir": (self._dir / "name").as_uri(),
+            "dfs.datanode.data.dir": (self._dir / "data").as_uri(),
+            "dfs.permissions.enabled": "false",
+            "dfs.webhdfs.enabled": "true",
+            "dfs.namenode.rpc-address": f"127.0.0.1:{p.rpc}",
+            "dfs.namenode.rpc-bind-host": "127.0.0.1",
+            "dfs.namenode.http-address": f"127.0.0.1:{p.http}",
+            "dfs.namenode.http-bind-host": "127.0.0.1",
+            "dfs.namenode.https-address": "127.0.0.1:0",
+            "dfs.namenode.secondary.http-address": "127.0.0.1:0",
+            "dfs.namenode.secondary.https-address": "127.0.0.1:0",
+            "dfs.namenode.backup.address": "127.0.0.1:0",
+            "dfs.namenode.backup.http-address": "127.0.0.1:0",
+            "dfs.datanode.address": f"127.0.0.1:{p.dn_xfer}",
+            "dfs.datanode.http.address": f"127.0.0.1:{p.dn_http}",
+            "dfs.datanode.ipc.address": f"127.0.0.1:{p.dn_ipc}",
+            "dfs.datanode.https.address": "127.0.0.1:0",
+            "dfs.datanode.hostname": "127.0.0.1",
+            "dfs.datanode.use.datanode.hostname": "true",
+            "dfs.client.use.datanode.hostname": "true",
+            "dfs.namenode.datanode.registration.ip-hostname-check": "false",
+            "dfs.namenode.safemode.extension": "0",
+            "dfs.namenode.safemode.min.datanodes": "0",
+            "dfs.heartbeat.interval": "1",
+            "dfs.namenode.heartbeat.recheck-interval": "10000",
+            "dfs.datanode.du.reserved": "0",
+            "dfs.namenode.resource.du.reserved": str(16 * 1024 * 1024),
+            "dfs.namenode.handler.count": "4",
+            "dfs.datanode.handler.count": "4",
+            "dfs.blocksize": str(32 * 1024 * 1024),
+            "dfs.namenode.fs-limits.min-block-size": str(1024 * 1024),
+        }
+        (self.conf_dir / "core-site.xml").write_text(_site_xml(core))
+        (self.conf_dir / "hdfs-site.xml").write_text(_site_xml(hdfs))
+        (self.conf_dir / "log4j.properties").write_text(LOG4J)
+        # The Maven Central jars do not carry the NameNode/DataNode web UIs (the binary tarball does);
+        # HttpServer2 only needs the webapp folders to exist on the classpath. WebHDFS and /jmx are
+        # servlets registered in code, so empty webapps serve them fine.
+        for app in ("hdfs", "datanode", "static"):
+            web_inf = self.conf_dir / "webapps" / app / "WEB-INF"
+            web_inf.mkdir(parents=True, exist_ok=True)
+            (web_inf / "web.xml").write_text(WEB_XML)
+
+    def _jmx(self, query: str) -> dict[str, object]:
+        url = f"{self.webhdfs_url}/jmx?qry={query}"
+        with urllib.request.urlopen(url, timeout=5) as r:
+            beans = json.loads(r.read())["beans"]
+        return beans[0] if beans else {}
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout
+        last = "no answer yet"
+        while time.monotonic() < deadline:
+            for name, proc in self._procs.items():
+                if proc.poll() is not None:
+                    raise HdfsClusterError(
+                        f"{name} exited with {proc.returncode}; see {self.logs_dir / (name + '.log')}"
+                    )
+            try:
+                state = self._jmx("Hadoop:service=NameNode,name=FSNamesystemState")
+                info = self._jmx("Hadoop:service=NameNode,name=NameNodeInfo")
+                live = int(str(state.get("NumLiveDataNodes", 0)))
+                safemode = str(info.get("Safemode", "?"))
+                if live >= 1 and safemode == "" and self._probe_write():
+                    return
+                last = f"live datanodes={live}, safemode={safemode!r}"
+            except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError) as e:
+                last = repr(e)
+            time.sleep(0.3)
+        raise HdfsClusterError(f"HDFS not ready after {self.start_timeout:.0f}s ({last}); logs in {self.logs_dir}")
+
+    def _probe_write(self) -> bool:
+        """A WebHDFS create through the DataNode proves the write path end to end."""
+        from hdfs import HdfsError, InsecureClient
+
+        client = InsecureClient(self.webhdfs_url, user=self.user, timeout=10)
+        try:
+            client.write("/.radstack-probe", data=b"ok", overwrite=True)
+            client.delete("/.radstack-probe")
+        except (HdfsError, OSError):
+            return False
+        return True
+
+    def _stop_processes(self) -> None:
+        procs = list(self._procs.items())
+        for _, proc in reversed(procs):
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+        for _, proc in procs:
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        self._procs.clear()
+
+    def stop(self) -> None:
+        self._stop_processes()
+        if self._own_dir and self.base_dir is not None:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> HdfsCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    base = Path(args[0]).resolve() if args else None
+    cluster = HdfsCluster(base_dir=base)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    cluster.start()
+    print(f"HDFS up in {cluster.start_seconds:.1f}s")
+    print(f"  fs.defaultFS  {cluster.fs_url}")
+    print(f"  WebHDFS       {cluster.webhdfs_url}/webhdfs/v1")
+    print(f"  conf / logs   {cluster.conf_dir} / {cluster.logs_dir}")
+    print("Ctrl-C stops it.", flush=True)
+    try:
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        cluster.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

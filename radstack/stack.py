@@ -1,0 +1,485 @@
+"""Process supervision for the embedded stack (``radctl up`` / ``down`` / ``status``).
+
+Every process is one entry in :data:`PROCESSES` (a :class:`ProcessSpec`: how to prepare it, its
+command line, its port, how to probe its health, what to do once it is ready). Adding a process
+(the streaming job, the archiver, the coordinator, …) is adding one entry.
+
+State lives under ``$RADSTACK_HOME``: ``run/<name>.pid`` (JSON: pid, start time, command, port) and
+``logs/<name>.log`` (stdout/stderr; Kafka's own log is ``logs/kafka.log``). Children run in their own
+session (process group), so ``down`` stops each whole group: TERM, wait, then KILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class StackError(RuntimeError):
+    """A process could not be started (port in use, crashed during start, not healthy in time)."""
+
+
+# -- process helpers ------------------------------------------------------------------------------
+def stop_process_group(pid: int, timeout: float = 30.0) -> bool:
+    """TERM the process group led by ``pid``, wait, then KILL it. True if it stopped before KILL."""
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _group_alive(pgid):
+            return True
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    for _ in range(50):
+        _reap(pid)
+        if not _group_alive(pgid):
+            break
+        time.sleep(0.1)
+    return False
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (index 0 = state), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    for d in Path("/proc").iterdir():  # only zombies left (un-reaped children) → gone
+        if d.name.isdigit():
+            f = _proc_stat(int(d.name))
+            if f is not None and int(f[2]) == pgid and f[0] != "Z":
+                return True
+    return False
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def process_start_time(pid: int) -> int | None:
+    f = _proc_stat(pid)
+    return int(f[19]) if f is not None else None
+
+
+def pid_alive(pid: int, start_time: int | None = None) -> bool:
+    """``pid`` runs (not a zombie) and, when given, is the same process (same start time)."""
+    f = _proc_stat(pid)
+    if f is None or f[0] in ("Z", "X"):
+        return False
+    return start_time is None or int(f[19]) == start_time
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            data = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback health probe
+            return 200 <= r.status < 300
+    except Exception:
+        return False
+
+
+def radctl_argv(*args: str) -> list[str]:
+    """The command line running ``radctl args…`` with this interpreter."""
+    script = Path(sys.executable).parent / "radctl"
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-c", "from radstack.cli import app; app()", *args]
+
+
+# -- the process table ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str
+    argv: Callable[[Any], list[str]]
+    port: Callable[[Any], int | None]
+    health: Callable[[Any], bool]
+    host: Callable[[Any], str] = lambda s: "127.0.0.1"
+    prepare: Callable[[Any], None] | None = None
+    after_ready: Callable[[Any], str | None] | None = None  # returns a message to print, or None
+    enabled: Callable[[Any], bool] = lambda s: True
+    extra_ports: Callable[[Any], list[int]] = lambda s: []
+    log_name: str | None = None  # stdout/stderr file under logs/ (default <name>.log)
+    ready_timeout: Callable[[Any], float] = lambda s: 60.0
+    stop_timeout: float = 30.0
+
+
+def _kafka_broker(s: Any) -> Any:
+    from realtime.kafka_broker import KafkaBroker
+
+    return KafkaBroker.from_settings(s)
+
+
+def _kafka_health(s: Any) -> bool:
+    from realtime.kafka_broker import bootstrap_servers, metadata_ok, port_open
+
+    host, _, port = bootstrap_servers(s).rpartition(":")
+    return port_open(host, int(port), 0.3) and metadata_ok(bootstrap_servers(s), 2.0)
+
+
+def _kafka_topics(s: Any) -> str | None:
+    from realtime.kafka_broker import bootstrap_servers
+    from realtime.topics import ensure_topics, topic_specs
+
+    created = ensure_topics(bootstrap_servers(s), topic_specs(s), int(s.get("kafka.replication_factor", 1)))
+    return f"created topics: {', '.join(created)}" if created else None
+
+
+PROCESSES: list[ProcessSpec] = [
+    ProcessSpec(
+        name="kafka",
+        enabled=lambda s: bool(s.get("kafka.embedded", True)),
+        prepare=lambda s: _kafka_broker(s).prepare(),
+        argv=lambda s: _kafka_broker(s).command(),
+        port=lambda s: int(s.get("kafka.port")),
+        extra_ports=lambda s: [int(s.get("kafka.controller_port"))],
+        health=_kafka_health,
+        after_ready=_kafka_topics,
+        log_name="kafka.out",
+        ready_timeout=lambda s: float(s.get("kafka.start_timeout_seconds", 90)),
+    ),
+    ProcessSpec(
+        name="receiver",
+        argv=lambda s: radctl_argv("receiver"),
+        host=lambda s: str(s.get("receiver.host", "127.0.0.1")),
+        port=lambda s: int(s.get("receiver.port")),
+        health=lambda s: http_ok(
+            f"http://{_probe_host(s.get('receiver.host'))}:{s.get('receiver.port')}/health"
+        ),
+        stop_timeout=15.0,
+    ),
+    ProcessSpec(
+        name="serve",
+        argv=lambda s: radctl_argv("serve"),
+        host=lambda s: str(s.get("server.host", "127.0.0.1")),
+        port=lambda s: int(s.get("server.port")),
+        health=lambda s: http_ok(
+            f"http://{_probe_host(s.get('server.host'))}:{s.get('server.port')}/status/health"
+        ),
+        stop_timeout=15.0,
+    ),
+]
+
+
+def _probe_host(host: Any) -> str:
+    h = str(host or "127.0.0.1")
+    return "127.0.0.1" if h in ("0.0.0.0", "::", "") else h
+
+
+def specs(settings: Any, only: list[str] | None = None, skip: list[str] | None = None) -> list[ProcessSpec]:
+    names = {p.name for p in PROCESSES}
+    for n in (only or []) + (skip or []):
+        if n not in names:
+            raise StackError(f"unknown process {n!r}; known: {', '.join(p.name for p in PROCESSES)}")
+    return [
+        p
+        for p in PROCESSES
+        if p.enabled(settings) and (not only or p.name in only) and p.name not in (skip or [])
+    ]
+
+
+# -- pid files ------------------------------------------------------------------------------------
+@dataclass
+class PidRecord:
+    name: str
+    pid: int
+    start_time: int | None
+    argv: list[str]
+    port: int | None
+    started_at: float
+    log: str
+
+    @classmethod
+    def read(cls, path: Path) -> PidRecord | None:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+    def write(self, path: Path) -> None:
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.__dict__))
+        tmp.replace(path)
+
+    @property
+    def alive(self) -> bool:
+        return pid_alive(self.pid, self.start_time)
+
+
+def pid_file(settings: Any, name: str) -> Path:
+    return settings.run_dir / f"{name}.pid"
+
+
+def log_file(settings: Any, spec: ProcessSpec) -> Path:
+    return settings.logs_dir / (spec.log_name or f"{spec.name}.log")
+
+
+# -- up / down / status ---------------------------------------------------------------------------
+@dataclass
+class Outcome:
+    name: str
+    state: str  # started | already-running | stopped | not-running | failed
+    message: str = ""
+    pid: int | None = None
+    seconds: float | None = None
+
+
+def _child_env(settings: Any) -> dict[str, str]:
+    env = dict(os.environ)
+    env["RADSTACK_HOME"] = str(settings.home)
+    if settings.source is not None:
+        env["RADSTACK_CONFIG"] = str(Path(settings.source).resolve())
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def start_one(settings: Any, spec: ProcessSpec, say: Callable[[str], None] = lambda m: None) -> Outcome:
+    settings.run_dir.mkdir(parents=True, exist_ok=True)
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    pf = pid_file(settings, spec.name)
+    log = log_file(settings, spec)
+    rec = PidRecord.read(pf)
+    if rec is not None and rec.alive:
+        if spec.health(settings):
+            return Outcome(spec.name, "already-running", f"already running (pid {rec.pid})", rec.pid)
+        return Outcome(
+            spec.name,
+            "already-running",
+            f"already running (pid {rec.pid}) but not healthy yet; see {log}",
+            rec.pid,
+        )
+    if rec is not None:
+        say(f"{spec.name}: was not running any more (crashed?); last lines of {log}:\n{tail(log, 10)}")
+        pf.unlink(missing_ok=True)
+    host = spec.host(settings)
+    port = spec.port(settings)
+    for p in [port, *spec.extra_ports(settings)]:
+        if p is not None and port_in_use(host, p):
+            return Outcome(
+                spec.name,
+                "failed",
+                f"port {host}:{p} is already in use by another process (not started by this radstack home); "
+                f"stop that process or choose another port in radstack.yaml",
+            )
+    t0 = time.monotonic()
+    if spec.prepare is not None:
+        spec.prepare(settings)
+    argv = spec.argv(settings)
+    with open(log, "ab") as out:
+        out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
+        out.flush()
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            cwd=str(settings.home),
+            env=_child_env(settings),
+        )
+    PidRecord(spec.name, proc.pid, process_start_time(proc.pid), argv, port, time.time(), str(log)).write(pf)
+    deadline = t0 + spec.ready_timeout(settings)
+    while True:
+        code = proc.poll()
+        if code is not None:
+            pf.unlink(missing_ok=True)
+            return Outcome(
+                spec.name,
+                "failed",
+                f"exited with code {code} while starting; last lines of {log}:\n{tail(log, 15)}",
+            )
+        if spec.health(settings):
+            break
+        if time.monotonic() > deadline:
+            stop_process_group(proc.pid, spec.stop_timeout)
+            pf.unlink(missing_ok=True)
+            return Outcome(
+                spec.name,
+                "failed",
+                f"not healthy after {spec.ready_timeout(settings):.0f}s; stopped it. See {log}",
+            )
+        time.sleep(0.2)
+    msg = ""
+    if spec.after_ready is not None:
+        msg = spec.after_ready(settings) or ""
+    return Outcome(spec.name, "started", msg, proc.pid, time.monotonic() - t0)
+
+
+def up(
+    settings: Any,
+    only: list[str] | None = None,
+    skip: list[str] | None = None,
+    say: Callable[[str], None] = lambda m: None,
+) -> list[Outcome]:
+    """Start every enabled process in table order (stops at the first failure: later ones need it)."""
+    out: list[Outcome] = []
+    for spec in specs(settings, only, skip):
+        o = start_one(settings, spec, say)
+        out.append(o)
+        say(_describe(o))
+        if o.state == "failed":
+            break
+    return out
+
+
+def _describe(o: Outcome) -> str:
+    if o.state == "started":
+        extra = f"; {o.message}" if o.message else ""
+        return f"{o.name}: started (pid {o.pid}) in {o.seconds:.1f}s{extra}"
+    return f"{o.name}: {o.message or o.state}"
+
+
+def down(settings: Any, say: Callable[[str], None] = lambda m: None) -> list[Outcome]:
+    """Stop every process that has a pid file, in reverse table order (then any unknown pid files)."""
+    out: list[Outcome] = []
+    known = [p.name for p in PROCESSES]
+    extra = (
+        sorted(f.stem for f in settings.run_dir.glob("*.pid") if f.stem not in known)
+        if settings.run_dir.exists()
+        else []
+    )
+    timeouts = {p.name: p.stop_timeout for p in PROCESSES}
+    for name in list(reversed(known)) + extra:
+        pf = pid_file(settings, name)
+        rec = PidRecord.read(pf)
+        if rec is None:
+            continue
+        if not rec.alive:
+            pf.unlink(missing_ok=True)
+            o = Outcome(name, "not-running", "was not running (stale pid file removed)", rec.pid)
+        else:
+            t0 = time.monotonic()
+            clean = stop_process_group(rec.pid, timeouts.get(name, 30.0))
+            pf.unlink(missing_ok=True)
+            o = Outcome(
+                name,
+                "stopped",
+                f"stopped (pid {rec.pid}) in {time.monotonic() - t0:.1f}s" + ("" if clean else " (killed)"),
+                rec.pid,
+            )
+        out.append(o)
+        say(f"{name}: {o.message}")
+    return out
+
+
+@dataclass
+class ProcessStatus:
+    name: str
+    state: str  # running | stopped | crashed
+    pid: int | None
+    port: int | None
+    healthy: bool
+    log: str
+    detail: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class StackStatus:
+    processes: list[ProcessStatus]
+    bootstrap_servers: str | None = None
+    topics: dict[str, int] = field(default_factory=dict)
+    groups: list[dict[str, Any]] = field(default_factory=list)
+    kafka_error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "processes": [p.as_dict() for p in self.processes],
+            "kafka": {
+                "bootstrap_servers": self.bootstrap_servers,
+                "topics": self.topics,
+                "groups": self.groups,
+                "error": self.kafka_error,
+            },
+        }
+
+
+def status(settings: Any, with_kafka: bool = True) -> StackStatus:
+    procs: list[ProcessStatus] = []
+    for spec in specs(settings):
+        pf = pid_file(settings, spec.name)
+        rec = PidRecord.read(pf)
+        log = str(log_file(settings, spec))
+        if rec is None:
+            procs.append(ProcessStatus(spec.name, "stopped", None, spec.port(settings), False, log))
+        elif not rec.alive:
+            procs.append(
+                ProcessStatus(
+                    spec.name,
+                    "crashed",
+                    rec.pid,
+                    rec.port,
+                    False,
+                    log,
+                    f"pid {rec.pid} is gone; last line: {tail(Path(log), 1)}",
+                )
+            )
+        else:
+            procs.append(ProcessStatus(spec.name, "running", rec.pid, rec.port, spec.health(settings), log))
+    st = StackStatus(procs)
+    if with_kafka:
+        from realtime.kafka_broker import bootstrap_servers
+        from realtime.topics import consumer_lag, list_topics
+
+        st.bootstrap_servers = bootstrap_servers(settings)
+        kafka = next((p for p in procs if p.name == "kafka"), None)
+        if kafka is not None and not kafka.healthy:
+            st.kafka_error = "the embedded broker is not running"
+        else:
+            try:
+                st.topics = list_topics(st.bootstrap_servers, timeout=5)
+                st.groups = [g.as_dict() for g in consumer_lag(st.bootstrap_servers, timeout=5)]
+            except Exception as e:  # a real cluster that is away: report, don't fail
+                st.kafka_error = f"{type(e).__name__}: {e}"
+    return st

@@ -1,0 +1,309 @@
+"""The embedded Apache Kafka broker: one KRaft node (broker + controller) run from the Maven Central jars
+in ``.jvm/kafka`` (``radstack.jvm.classpath("kafka")``).
+
+Layout under ``$RADSTACK_HOME``::
+
+    kafka/server.properties    generated on every start (ports and tuning come from the settings)
+    kafka/log4j2.properties    Log4j 2 config: everything goes to logs/kafka.log
+    kafka/data/                log.dirs (formatted once with kafka.tools.StorageTool; survives restarts)
+    logs/kafka.log             the broker's log; logs/kafka.out its stdout/stderr (JVM errors)
+
+:class:`KafkaBroker` prepares (config + one-time format), gives the ``java`` command line (so
+``radstack.stack`` can supervise it like any other process), and can also start/stop it itself
+(:meth:`start` / :meth:`stop`, used by the test fixture).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from radstack import jvm
+from radstack.stack import port_in_use, stop_process_group, tail
+
+STORAGE_TOOL = "kafka.tools.StorageTool"  # what kafka-storage.sh runs in Kafka 4.1
+SERVER_MAIN = "kafka.Kafka"
+
+
+class BrokerError(RuntimeError):
+    """The embedded broker could not be prepared or did not become ready."""
+
+
+def new_cluster_id() -> str:
+    """A Kafka cluster id: a random UUID, URL-safe base64 without padding (what ``random-uuid`` prints)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def bootstrap_servers(settings: Any) -> str:
+    """Where clients connect: the embedded broker's port when ``kafka.embedded``, else
+    ``kafka.bootstrap_servers`` (a real cluster)."""
+    if settings.get("kafka.embedded", True):
+        return f"127.0.0.1:{int(settings.get('kafka.port', 9092))}"
+    return str(settings.get("kafka.bootstrap_servers"))
+
+
+def metadata_ok(bootstrap_servers: str, timeout: float = 2.0) -> bool:
+    """True when a metadata request through confluent-kafka's AdminClient succeeds and lists a broker."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0, "logger": _quiet_logger()})
+    try:
+        md = admin.list_topics(timeout=timeout)
+    except Exception:
+        return False
+    return bool(md.brokers)
+
+
+def _quiet_logger() -> Any:
+    import logging
+
+    log = logging.getLogger("radstack.kafka.client")
+    log.propagate = False
+    log.addHandler(logging.NullHandler())
+    return log
+
+
+LOG4J2_TEMPLATE = """\
+status = warn
+appender.file.type = RollingFile
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.filePattern = {log}.%i
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.policies.type = Policies
+appender.file.policies.size.type = SizeBasedTriggeringPolicy
+appender.file.policies.size.size = 50MB
+appender.file.strategy.type = DefaultRolloverStrategy
+appender.file.strategy.max = 3
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = WARN
+"""
+
+
+@dataclass
+class KafkaBroker:
+    """One single-node KRaft broker whose state lives in ``home/kafka``."""
+
+    home: Path
+    port: int = 9092
+    controller_port: int = 9093
+    host: str = "127.0.0.1"
+    heap: str = "512m"
+    auto_create_topics: bool = False
+    jvm_dir: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> KafkaBroker:
+        return cls(
+            home=settings.home,
+            port=int(settings.get("kafka.port", 9092)),
+            controller_port=int(settings.get("kafka.controller_port", 9093)),
+            heap=str(settings.get("kafka.heap", "512m")),
+            auto_create_topics=bool(settings.get("kafka.auto_create_topics", False)),
+            jvm_dir=settings.jvm_dir,
+        )
+
+    # -- layout -----------------------------------------------------------------------------------
+    @property
+    def kafka_dir(self) -> Path:
+        return self.home / "kafka"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.kafka_dir / "data"
+
+    @property
+    def config_file(self) -> Path:
+        return self.kafka_dir / "server.properties"
+
+    @property
+    def log4j_file(self) -> Path:
+        return self.kafka_dir / "log4j2.properties"
+
+    @property
+    def log_file(self) -> Path:
+        return self.home / "logs" / "kafka.log"
+
+    @property
+    def out_file(self) -> Path:
+        return self.home / "logs" / "kafka.out"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def formatted(self) -> bool:
+        return (self.data_dir / "meta.properties").exists()
+
+    # -- configuration ----------------------------------------------------------------------------
+    def properties(self) -> dict[str, str]:
+        h = self.host
+        props: dict[str, Any] = {
+            "process.roles": "broker,controller",
+            "node.id": 1,
+            "controller.quorum.bootstrap.servers": f"{h}:{self.controller_port}",
+            "listeners": f"PLAINTEXT://{h}:{self.port},CONTROLLER://{h}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{h}:{self.port},CONTROLLER://{h}:{self.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir),
+            "num.partitions": 1,
+            "default.replication.factor": 1,
+            "offsets.topic.replication.factor": 1,
+            "offsets.topic.num.partitions": 4,
+            "transaction.state.log.replication.factor": 1,
+            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.num.partitions": 4,
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
+            "min.insync.replicas": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "num.network.threads": 2,
+            "num.io.threads": 2,
+            "num.recovery.threads.per.data.dir": 1,
+            "background.threads": 2,
+            "log.retention.hours": 168,
+            "log.segment.bytes": 256 * 1024 * 1024,
+            "auto.create.topics.enable": str(self.auto_create_topics).lower(),
+            "delete.topic.enable": "true",
+        }
+        props.update(self.extra)
+        return {k: str(v) for k, v in props.items()}
+
+    def write_config(self) -> Path:
+        self.kafka_dir.mkdir(parents=True, exist_ok=True)
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        lines = ["# generated by radstack (realtime/kafka_broker.py); edits are overwritten"]
+        lines += [f"{k}={v}" for k, v in self.properties().items()]
+        self.config_file.write_text("\n".join(lines) + "\n")
+        self.log4j_file.write_text(LOG4J2_TEMPLATE.format(log=self.log_file))
+        return self.config_file
+
+    def _java(self, main: str, *args: str, heap: str | None = None) -> list[str]:
+        cmd = [jvm.java_bin()]
+        if heap:
+            cmd += [f"-Xmx{heap}", f"-Xms{heap}"]
+        cmd += [
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.log4j_file}",
+            "-Dkafka.logs.dir=" + str(self.log_file.parent),
+            "-cp",
+            jvm.classpath("kafka", self.jvm_dir),
+            main,
+            *args,
+        ]
+        return cmd
+
+    def format_storage(self) -> bool:
+        """Format ``log.dirs`` once (standalone KRaft quorum); False when it was already formatted."""
+        if self.formatted:
+            return False
+        self.write_config()
+        cmd = self._java(
+            STORAGE_TOOL, "format", "-t", new_cluster_id(), "-c", str(self.config_file), "--standalone"
+        )
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        if res.returncode != 0:
+            raise BrokerError(f"kafka storage format failed ({res.returncode}): {res.stdout}{res.stderr}")
+        return True
+
+    def prepare(self) -> None:
+        """Write the config files and format the storage if needed (what must precede :meth:`command`)."""
+        self.write_config()
+        self.format_storage()
+
+    def command(self) -> list[str]:
+        """The ``java … kafka.Kafka server.properties`` command line."""
+        return self._java(SERVER_MAIN, str(self.config_file), heap=self.heap)
+
+    def check_ports(self) -> None:
+        for name, p in (("kafka.port", self.port), ("kafka.controller_port", self.controller_port)):
+            if port_in_use(self.host, p):
+                raise BrokerError(
+                    f"port {self.host}:{p} ({name}) is already in use by another process; "
+                    f"stop it or set {name} (RADSTACK_{name.upper().replace('.', '__')})"
+                )
+
+    # -- lifecycle (used by the test fixture; `radctl up` goes through radstack.stack) -------------
+    def start(self, timeout: float = 90.0) -> float:
+        """Start the broker in its own process group and wait until it answers metadata requests.
+
+        Returns the seconds it took (including a first-time format)."""
+        t0 = time.monotonic()
+        self.check_ports()
+        self.prepare()
+        self.out_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.out_file, "ab") as out:
+            self.process = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=self.kafka_dir,
+            )
+        self.wait_ready(timeout=timeout - (time.monotonic() - t0))
+        return time.monotonic() - t0
+
+    def wait_ready(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + max(timeout, 1.0)
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                raise BrokerError(
+                    f"kafka exited with code {self.process.returncode}; see {self.log_file} and {self.out_file}\n"
+                    + tail(self.out_file)
+                )
+            if port_open(self.host, self.port, 0.2) and metadata_ok(self.bootstrap_servers, 2.0):
+                return
+            time.sleep(0.1)
+        raise BrokerError(
+            f"kafka did not answer metadata requests within {timeout:.0f}s; see {self.log_file}"
+        )
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.process is None:
+            return
+        stop_process_group(self.process.pid, timeout)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=5)
+        self.process = None
+
+    def __enter__(self) -> KafkaBroker:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

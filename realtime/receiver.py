@@ -1,0 +1,271 @@
+"""The HTTP event receiver: ``POST /v1/events/{topic}`` → Kafka (RADStack's HTTP front for the producer).
+
+Body: one JSON object, a JSON array of objects, or newline-delimited JSON (one object per line; blank
+lines are skipped). Each event must be a JSON object whose timestamp field (``receiver.timestamp_field``,
+default ``timestamp``) is epoch millis (a number or a string of digits) or an ISO-8601 instant.
+
+Responses (all JSON):
+
+- ``200 {"accepted": n}`` — every event was acknowledged by Kafka (``acks=all``, idempotent producer).
+- ``400 {"accepted": k, "rejected": [{"index": i, "reason": …}, …], …}`` — some events were invalid;
+  the ``k`` valid ones of the same request **were delivered** (the body says so). Indexes are positions
+  in the array, or among the non-blank lines for NDJSON.
+- ``401`` (Basic auth on and missing/wrong), ``404`` (unknown topic), ``413`` (body larger than
+  ``receiver.max_body_bytes``), ``503`` + ``Retry-After`` (Kafka unavailable: retry the request).
+
+``GET /health`` (and Druid's ``/status/health``) answers ``true`` when the process is up.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import math
+import re
+import time
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+
+from radstack.intervals import TimeParseError, parse_instant
+from realtime.kafka_broker import bootstrap_servers
+from realtime.producer import BatchProducer, KafkaUnavailable
+
+TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+MAX_REPORTED_REJECTIONS = 1000
+TOPIC_CACHE_SECONDS = 30.0
+
+
+class _BadBody(ValueError):
+    pass
+
+
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def timestamp_error(value: Any) -> str | None:
+    """None when ``value`` is a usable event timestamp (epoch millis or ISO-8601), else the reason."""
+    if isinstance(value, bool) or value is None:
+        return f"timestamp must be epoch millis or an ISO-8601 string, got {orjson.dumps(value).decode()}"
+    if isinstance(value, int):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else "timestamp is not a finite number"
+    if isinstance(value, str):
+        if value.isdigit():
+            return None
+        try:  # fast path: what Python parses natively
+            datetime.fromisoformat(value)
+            return None
+        except ValueError:
+            pass
+        try:
+            parse_instant(value)
+            return None
+        except (TimeParseError, ValueError, OverflowError):
+            return f"unparseable timestamp {value[:100]!r}"
+    return f"timestamp must be epoch millis or an ISO-8601 string, got a {type(value).__name__}"
+
+
+def parse_events(body: bytes, timestamp_field: str) -> tuple[list[bytes], list[dict[str, Any]]]:
+    """Split and validate a request body: (serialized valid events, rejections with index + reason).
+
+    Raises ``_BadBody`` when the body as a whole is not JSON/NDJSON."""
+    values: list[bytes] = []
+    rejected: list[dict[str, Any]] = []
+    stripped = body.strip()
+    if not stripped:
+        raise _BadBody("empty body: send a JSON object, a JSON array of objects, or NDJSON")
+    items: list[tuple[Any, bytes | None]]
+    try:
+        doc = orjson.loads(stripped)
+        items = [(e, None) for e in doc] if isinstance(doc, list) else [(doc, stripped)]
+    except orjson.JSONDecodeError as whole_error:
+        if b"\n" not in stripped:
+            raise _BadBody(f"invalid JSON: {whole_error}") from None
+        items = []
+        for line in stripped.split(b"\n"):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                items.append((orjson.loads(line), line))
+            except orjson.JSONDecodeError as e:
+                items.append((_INVALID, str(e).encode()))
+    ts = timestamp_field
+    dumps = orjson.dumps
+    for i, (event, raw) in enumerate(items):
+        if event is _INVALID:
+            rejected.append({"index": i, "reason": f"invalid JSON: {raw.decode()}"})  # type: ignore[union-attr]
+            continue
+        if type(event) is not dict:
+            rejected.append({"index": i, "reason": f"not a JSON object (a {_json_type(event)})"})
+            continue
+        v = event.get(ts, _MISSING)
+        if v is _MISSING:
+            rejected.append({"index": i, "reason": f"missing timestamp field {ts!r}"})
+            continue
+        if type(v) is not int:  # epoch millis ints are the common case: no further check
+            err = timestamp_error(v)
+            if err is not None:
+                rejected.append({"index": i, "reason": err})
+                continue
+        values.append(raw if raw is not None else dumps(event))
+    return values, rejected
+
+
+_INVALID = object()
+_MISSING = object()
+
+
+def _json_type(v: Any) -> str:
+    return {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}.get(
+        type(v), "null" if v is None else type(v).__name__
+    )
+
+
+def _check_basic_auth(header: str | None, users: list[dict[str, Any]]) -> bool:
+    if not header or not header.lower().startswith("basic "):
+        return False
+    try:
+        name, _, password = base64.b64decode(header[6:].strip()).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return False
+    ok = False
+    for u in users:
+        # compare every user (constant-time per comparison) to not leak which names exist
+        same = hmac.compare_digest(str(u.get("name", "")).encode(), name.encode()) & hmac.compare_digest(
+            str(u.get("password", "")).encode(), password.encode()
+        )
+        ok = ok or same
+    return ok
+
+
+async def _read_body(request: Request, limit: int) -> bytes | None:
+    """The body, or None when it is larger than ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
+    """The receiver app. ``producer`` defaults to one built from ``kafka.bootstrap_servers``; it is
+    closed on shutdown only when the app created it."""
+    limit = int(settings.get("receiver.max_body_bytes", 16 * 1024 * 1024))
+    ts_field = str(settings.get("receiver.timestamp_field", "timestamp"))
+    auth_on = bool(settings.get("receiver.auth.enabled", False))
+    users = list(settings.get("receiver.auth.users") or [])
+    delivery_timeout_ms = int(settings.get("receiver.delivery_timeout_ms", 10_000))
+    state: dict[str, Any] = {"producer": producer, "topics": {}}
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):  # type: ignore[no-untyped-def]
+        owned = state["producer"] is None
+        if owned:
+            state["producer"] = BatchProducer(bootstrap_servers(settings), delivery_timeout_ms=delivery_timeout_ms)
+        try:
+            yield
+        finally:
+            if owned:
+                state["producer"].close(timeout=5)
+
+    app = FastAPI(title="radstack event receiver", lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    def _unavailable(reason: str, accepted: int = 0) -> Response:
+        return _json(
+            503,
+            {
+                "error": "Kafka unavailable",
+                "reason": reason,
+                "accepted": accepted,
+                "message": "retry the request"
+                + (f"; {accepted} event(s) of it were already delivered" if accepted else ""),
+            },
+            {"Retry-After": "1"},
+        )
+
+    def _topic_known(p: BatchProducer, topic: str) -> bool:
+        cache: dict[str, float] = state["topics"]
+        now = time.monotonic()
+        if cache.get(topic, 0.0) > now:
+            return True
+        if p.topic_exists(topic):
+            cache[topic] = now + TOPIC_CACHE_SECONDS
+            return True
+        return bool(settings.get("kafka.auto_create_topics", False))
+
+    @app.get("/health")
+    @app.get("/status/health")
+    async def health() -> Response:
+        return _json(200, True)
+
+    @app.post("/v1/events/{topic}")
+    async def post_events(topic: str, request: Request) -> Response:
+        if auth_on and not _check_basic_auth(request.headers.get("authorization"), users):
+            return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Basic realm="radstack"'})
+        if not TOPIC_RE.match(topic):
+            return _json(400, {"error": "invalid topic name", "topic": topic, "accepted": 0})
+        body = await _read_body(request, limit)
+        if body is None:
+            return _json(413, {"error": "Request Entity Too Large", "max_body_bytes": limit, "accepted": 0})
+        try:
+            values, rejected = parse_events(body, ts_field)
+        except _BadBody as e:
+            return _json(400, {"error": "invalid body", "reason": str(e), "accepted": 0, "rejected": []})
+        p: BatchProducer = state["producer"]
+        accepted = 0
+        if values:
+            try:
+                p.check_available()
+                if not _topic_known(p, topic):
+                    return _json(404, {"error": "unknown topic", "topic": topic, "accepted": 0})
+                result = await p.deliver_async(topic, values)
+            except KafkaUnavailable as e:
+                return _unavailable(str(e))
+            if not result.ok:
+                return _unavailable(result.error or "delivery failed", result.delivered)
+            accepted = result.delivered
+        if rejected:
+            return _json(
+                400,
+                {
+                    "error": "invalid events",
+                    "accepted": accepted,
+                    "rejectedCount": len(rejected),
+                    "rejected": rejected[:MAX_REPORTED_REJECTIONS],
+                    "message": (
+                        f"{accepted} valid event(s) of this request were delivered; "
+                        f"{len(rejected)} rejected event(s) were not: fix and resend only those"
+                    ),
+                },
+            )
+        return _json(200, {"accepted": accepted})
+
+    return app
+
+
+def serve(settings: Any, host: str | None = None, port: int | None = None) -> None:
+    """Run the receiver in this process (``radctl receiver``)."""
+    import uvicorn
+
+    uvicorn.run(
+        create_app(settings),
+        host=host or str(settings.get("receiver.host", "127.0.0.1")),
+        port=int(port or settings.get("receiver.port", 8200)),
+        log_level="warning",
+        access_log=False,
+    )

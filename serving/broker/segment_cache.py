@@ -1,0 +1,229 @@
+"""The segment cache: segments loaded once, like a Druid historical does.
+
+When the broker learns that a segment is visible (announced), its files are fetched from deep storage
+through the segment's ``loadSpec`` into ``{home}/segment-cache/{segment_path}`` and the Parquet file is
+loaded into an in-memory DuckDB table (one table per segment). Queries then read memory, never Parquet.
+When the segment stops being visible (unused or overshadowed) the table and the local files are
+dropped. DuckDB's MVCC keeps a dropped table readable by statements that started before the drop.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from serving.segments import DataSegment, segment_path
+
+log = logging.getLogger(__name__)
+
+# DuckDB type → Druid column type.
+_DRUID_TYPES = {
+    "VARCHAR": "STRING",
+    "BIGINT": "LONG",
+    "INTEGER": "LONG",
+    "SMALLINT": "LONG",
+    "TINYINT": "LONG",
+    "UBIGINT": "LONG",
+    "UINTEGER": "LONG",
+    "HUGEINT": "LONG",
+    "BOOLEAN": "LONG",
+    "DOUBLE": "DOUBLE",
+    "FLOAT": "FLOAT",
+    "TIMESTAMP": "LONG",
+}
+
+
+def druid_type(duckdb_type: str) -> str:
+    """Druid's name for a DuckDB column type (``DECIMAL``s read as DOUBLE, anything else as STRING)."""
+    t = duckdb_type.upper()
+    if t in _DRUID_TYPES:
+        return _DRUID_TYPES[t]
+    if t.startswith("DECIMAL"):
+        return "DOUBLE"
+    if t.startswith("TIMESTAMP"):
+        return "LONG"
+    return "STRING"
+
+
+@dataclass(frozen=True)
+class LoadedSegment:
+    """A segment held in memory: its DuckDB table and what a query planner needs to know about it."""
+
+    segment: DataSegment
+    table: str
+    local_dir: Path | None
+    num_rows: int
+    min_time: int | None  # epoch millis of the first row (None when empty)
+    max_time: int | None
+    columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in file order
+    size: int  # bytes of the Parquet file
+
+    @property
+    def identifier(self) -> str:
+        return self.segment.identifier
+
+
+class SegmentLoadError(RuntimeError):
+    """A segment's files could not be fetched or read."""
+
+
+class SegmentCache:
+    """Loads segments into DuckDB tables and drops them again. Thread-safe."""
+
+    def __init__(
+        self,
+        db: duckdb.DuckDBPyConnection,
+        cache_dir: Path,
+        settings: Any = None,
+        deep_storage: Any = None,
+    ) -> None:
+        self._db = db
+        self.cache_dir = Path(cache_dir)
+        self._settings = settings
+        self._deep_storage = deep_storage
+        self._lock = threading.Lock()
+        self._loaded: dict[str, LoadedSegment] = {}
+        self._counter = 0
+
+    # ---- lookups ------------------------------------------------------------------------------
+    def get(self, segment_id: str) -> LoadedSegment | None:
+        with self._lock:
+            return self._loaded.get(segment_id)
+
+    def loaded(self) -> dict[str, LoadedSegment]:
+        with self._lock:
+            return dict(self._loaded)
+
+    # ---- load / drop --------------------------------------------------------------------------
+    def load(self, segment: DataSegment) -> LoadedSegment:
+        """Fetch and load ``segment`` unless it is already in memory."""
+        sid = segment.identifier
+        existing = self.get(sid)
+        if existing is not None:
+            return existing
+        parquet, local_dir = self._fetch(segment)
+        with self._lock:
+            self._counter += 1
+            table = f"__seg_{self._counter}"
+        cur = self._db.cursor()
+        try:
+            names = [r[0] for r in cur.execute(
+                "SELECT name FROM parquet_schema(?) WHERE num_children IS NULL OR num_children = 0",
+                [str(parquet)],
+            ).fetchall()]
+            select = ", ".join(
+                'CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names
+            )
+            cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM read_parquet(?)", [str(parquet)])
+            cols = tuple(
+                (r[0], str(r[1]))
+                for r in cur.execute(
+                    "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                    "ORDER BY column_index",
+                    [table],
+                ).fetchall()
+            )
+            if any(c[0] == "__time" for c in cols):
+                n, lo, hi = cur.execute(
+                    f'SELECT count(*), epoch_ms(min("__time")), epoch_ms(max("__time")) FROM {table}'
+                ).fetchone()  # type: ignore[misc]
+            else:
+                n, lo, hi = cur.execute(f"SELECT count(*), NULL, NULL FROM {table}").fetchone()  # type: ignore[misc]
+        except duckdb.Error as e:
+            raise SegmentLoadError(f"cannot load segment {sid} from {parquet}: {e}") from e
+        finally:
+            cur.close()
+        loaded = LoadedSegment(
+            segment=segment,
+            table=table,
+            local_dir=local_dir,
+            num_rows=int(n),
+            min_time=None if lo is None else int(lo),
+            max_time=None if hi is None else int(hi),
+            columns=cols,
+            size=parquet.stat().st_size,
+        )
+        with self._lock:
+            if sid in self._loaded:  # lost a race: keep the first
+                self._drop_table(table)
+                return self._loaded[sid]
+            self._loaded[sid] = loaded
+        log.info("loaded segment %s (%d rows) into %s", sid, n, table)
+        return loaded
+
+    def drop(self, segment_id: str) -> None:
+        """Forget a segment: drop its table (running statements keep their snapshot) and its files."""
+        with self._lock:
+            loaded = self._loaded.pop(segment_id, None)
+        if loaded is None:
+            return
+        self._drop_table(loaded.table)
+        if loaded.local_dir is not None and loaded.local_dir.is_relative_to(self.cache_dir):
+            shutil.rmtree(loaded.local_dir, ignore_errors=True)
+        log.info("dropped segment %s", segment_id)
+
+    def close(self) -> None:
+        with self._lock:
+            self._loaded.clear()
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _drop_table(self, table: str) -> None:
+        cur = self._db.cursor()
+        try:
+            cur.execute(f"DROP TABLE IF EXISTS {table}")
+        finally:
+            cur.close()
+
+    def _fetch(self, segment: DataSegment) -> tuple[Path, Path | None]:
+        """Bring the segment's ``data.parquet`` onto local disk; returns (file, cache dir or None)."""
+        spec = segment.load_spec or {}
+        local_dir = self.cache_dir / segment_path(segment.id)
+        found = _find_parquet(local_dir)
+        if found is not None:
+            return found, local_dir
+        try:
+            from serving.deep_storage import fetch_load_spec
+        except ImportError:
+            fetch_load_spec = None  # type: ignore[assignment]
+        if fetch_load_spec is not None and spec.get("type") != "parquet-file":
+            local_dir.mkdir(parents=True, exist_ok=True)
+            try:
+                result = fetch_load_spec(spec, local_dir, self._settings)
+            except Exception as e:  # noqa: BLE001 - any storage failure is a load failure
+                shutil.rmtree(local_dir, ignore_errors=True)
+                raise SegmentLoadError(f"cannot fetch segment {segment.identifier}: {e}") from e
+            found = _find_parquet(Path(result)) if isinstance(result, str | Path) else None
+            found = found or _find_parquet(local_dir)
+            if found is None:
+                raise SegmentLoadError(f"segment {segment.identifier}: no data.parquet after fetching {spec}")
+            return found, local_dir
+        # Without a deep-storage module: a local loadSpec (or a direct file) is read in place.
+        path = spec.get("path")
+        if not path:
+            raise SegmentLoadError(f"segment {segment.identifier} has no usable loadSpec: {spec}")
+        found = _find_parquet(Path(path))
+        if found is None:
+            raise SegmentLoadError(f"segment {segment.identifier}: no data.parquet at {path}")
+        return found, None
+
+
+def _find_parquet(path: Path) -> Path | None:
+    if path.is_file() and path.suffix == ".parquet":
+        return path
+    if path.is_dir():
+        direct = path / "data.parquet"
+        if direct.is_file():
+            return direct
+        found = sorted(path.rglob("*.parquet"))
+        return found[0] if found else None
+    return None
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'

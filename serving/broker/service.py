@@ -1,0 +1,440 @@
+"""BrokerService: the broker's view of the cluster, kept in step with the metadata store.
+
+It polls the metadata store (``coordinator.metadata_poll_seconds``; :meth:`BrokerService.refresh` syncs
+at once), builds a :class:`VersionedIntervalTimeline` per datasource, loads every visible segment into
+the :class:`SegmentCache` and then, in one DuckDB transaction, replaces each datasource's VIEW (named
+after the datasource) with the UNION ALL of its visible segments, each clipped to its visible interval.
+Segments that stopped being visible are dropped afterwards; statements already running keep reading
+their snapshot (DuckDB MVCC), so a query never sees two versions of one interval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
+from serving.broker.query_manager import QueryManager
+from serving.broker.segment_cache import LoadedSegment, SegmentCache, SegmentLoadError, druid_type
+from serving.segments import DataSegment
+from serving.timeline import VersionedIntervalTimeline
+
+log = logging.getLogger(__name__)
+
+_GEN_TABLE = "__rs_generation"
+
+
+def quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def ts_literal(ms: int) -> str:
+    """A DuckDB TIMESTAMP literal for epoch millis (constant, so zone maps can prune)."""
+    iso = format_instant(ms)
+    return f"TIMESTAMP '{iso[:-1].replace('T', ' ')}'"
+
+
+def time_range_sql(start: int, end: int, col: str = '"__time"') -> str:
+    """``start <= col < end`` with eternity bounds left out; ``TRUE`` when unbounded."""
+    parts = []
+    if start > ETERNITY_START:
+        parts.append(f"{col} >= {ts_literal(start)}")
+    if end < ETERNITY_END:
+        parts.append(f"{col} < {ts_literal(end)}")
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A visible piece of one loaded segment."""
+
+    loaded: LoadedSegment
+    clip: Interval
+
+    @property
+    def segment_id(self) -> str:
+        return self.loaded.identifier
+
+    @property
+    def table(self) -> str:
+        return self.loaded.table
+
+    @property
+    def needs_clip(self) -> bool:
+        lo, hi = self.loaded.min_time, self.loaded.max_time
+        if lo is None or hi is None:
+            return False
+        return lo < self.clip.start or hi >= self.clip.end
+
+    def data_interval(self) -> Interval | None:
+        """The clipped span that can hold rows: clip ∩ [minTime, maxTime]."""
+        lo, hi = self.loaded.min_time, self.loaded.max_time
+        if lo is None or hi is None:
+            return None
+        return self.clip.intersect(Interval(lo, hi + 1))
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    sql_type: str  # DuckDB type of the view column
+    druid_type: str  # STRING | LONG | FLOAT | DOUBLE
+    kind: str  # time | dimension | metric
+
+
+@dataclass(frozen=True)
+class DatasourceState:
+    name: str
+    chunks: tuple[Chunk, ...]
+    columns: tuple[ColumnInfo, ...]
+    timeline: VersionedIntervalTimeline = field(compare=False)
+
+    @property
+    def view(self) -> str:
+        return quote_ident(self.name)
+
+    def column(self, name: str) -> ColumnInfo | None:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        return None
+
+    @property
+    def dimensions(self) -> list[str]:
+        return [c.name for c in self.columns if c.kind == "dimension"]
+
+    @property
+    def metrics(self) -> list[str]:
+        return [c.name for c in self.columns if c.kind == "metric"]
+
+
+@dataclass(frozen=True)
+class BrokerState:
+    generation: int
+    datasources: dict[str, DatasourceState]
+    segments: tuple[DataSegment, ...]  # every used segment from the metadata store
+    overshadowed: frozenset[str]
+
+
+class BrokerService:
+    """Segment cache + timeline + per-datasource views, shared by the native and SQL engines."""
+
+    def __init__(self, settings: Any, metadata: Any = None, deep_storage: Any = None) -> None:
+        self.settings = settings
+        self.metadata = metadata
+        self.deep_storage = deep_storage
+        threads = settings.get("server.duckdb_threads") if settings is not None else None
+        config: dict[str, Any] = {}
+        if threads:
+            config["threads"] = int(threads)
+        self._db = duckdb.connect(":memory:", config=config)
+        self._db.execute(f"CREATE TABLE {_GEN_TABLE} (generation BIGINT)")
+        self._db.execute(f"INSERT INTO {_GEN_TABLE} VALUES (0)")
+        home = settings.home if settings is not None else None
+        cache_dir = (home / "segment-cache") if home is not None else None
+        self.cache = SegmentCache(self._db, cache_dir, settings, deep_storage)  # type: ignore[arg-type]
+        self.queries = QueryManager(
+            max_concurrent=int(_get(settings, "server.max_concurrent_queries", 16)),
+            default_timeout_ms=int(_get(settings, "server.default_query_timeout_ms", 300_000)),
+        )
+        self.poll_seconds = float(_get(settings, "coordinator.metadata_poll_seconds", 1.0))
+        self._state = BrokerState(0, {}, (), frozenset())
+        self._refresh_lock = threading.Lock()
+        self._token: Any = object()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        try:
+            self.refresh()
+        except Exception:  # noqa: BLE001 - keep serving; the poller retries
+            log.exception("initial broker refresh failed")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._poll, name="broker-metadata-poll", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self.queries.cancel_all()
+        with self._refresh_lock:
+            self.cache.close()
+            with contextlib.suppress(duckdb.Error):
+                self._db.close()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(self.poll_seconds):
+            try:
+                self.refresh()
+            except Exception:  # noqa: BLE001
+                log.exception("broker refresh failed")
+
+    # ---- public API for the engines ---------------------------------------------------------------
+    @property
+    def state(self) -> BrokerState:
+        return self._state
+
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """A DuckDB cursor for the calling thread; every datasource is a view under its own name."""
+        return self._db.cursor()
+
+    def datasources(self) -> list[str]:
+        return sorted(self._state.datasources)
+
+    def datasource(self, name: str) -> DatasourceState | None:
+        return self._state.datasources.get(name)
+
+    def columns(self, ds: str) -> list[tuple[str, str, str]]:
+        """``(name, druid type, kind)`` for each column of ``ds``; kind is time|dimension|metric."""
+        st = self._state.datasources.get(ds)
+        if st is None:
+            return []
+        return [(c.name, c.druid_type, c.kind) for c in st.columns]
+
+    def timeline(self, ds: str) -> VersionedIntervalTimeline | None:
+        st = self._state.datasources.get(ds)
+        if st is not None:
+            return st.timeline
+        segs = [s for s in self._state.segments if s.data_source == ds]
+        return VersionedIntervalTimeline.from_segments(segs, ds) if segs else None
+
+    def segment_states(self) -> list[dict[str, Any]]:
+        """Every used segment, for ``sys.segments``: published, overshadowed, available, rows, size."""
+        state = self._state
+        loaded = self.cache.loaded()
+        out = []
+        for seg in sorted(state.segments, key=lambda s: s.id.sort_key()):
+            sid = seg.identifier
+            ld = loaded.get(sid)
+            spec = seg.shard_spec
+            out.append(
+                {
+                    "segment_id": sid,
+                    "datasource": seg.data_source,
+                    "start": format_instant(seg.interval.start),
+                    "end": format_instant(seg.interval.end),
+                    "version": seg.version,
+                    "partition_num": spec.partition_num,
+                    "size": ld.size if ld is not None else seg.size,
+                    "num_rows": ld.num_rows if ld is not None else seg.num_rows,
+                    "num_replicas": 1 if ld is not None else 0,
+                    "is_published": 1,
+                    "is_overshadowed": 1 if sid in state.overshadowed else 0,
+                    "is_available": 1 if (ld is not None or seg.is_tombstone) else 0,
+                    "is_realtime": 1 if (spec.type == "numbered" and spec.partitions == 0) else 0,
+                    "shard_spec": spec.to_json(),
+                    "dimensions": list(seg.dimensions),
+                    "metrics": list(seg.metrics),
+                    "last_compaction_state": seg.last_compaction_state,
+                    "segment": seg,
+                }
+            )
+        return out
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, BrokerState]]:
+        """A cursor inside a read transaction whose DuckDB snapshot matches the returned state."""
+        cur = self._db.cursor()
+        try:
+            for _ in range(100):
+                state = self._state
+                cur.execute("BEGIN TRANSACTION")
+                gen = cur.execute(f"SELECT generation FROM {_GEN_TABLE}").fetchone()[0]  # type: ignore[index]
+                if gen == state.generation:
+                    break
+                cur.execute("ROLLBACK")
+            else:  # pragma: no cover - only under a refresh storm
+                cur.execute("BEGIN TRANSACTION")
+                state = self._state
+            try:
+                yield cur, state
+            finally:
+                with contextlib.suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
+        finally:
+            cur.close()
+
+    # ---- syncing with the metadata store ------------------------------------------------------------
+    def refresh(self, *, force: bool = False) -> bool:
+        """Sync with the metadata store now; returns True when the served views changed."""
+        if self.metadata is None:
+            return False
+        with self._refresh_lock:
+            token = None
+            if hasattr(self.metadata, "change_token"):
+                token = self.metadata.change_token()
+                if not force and token == self._token:
+                    return False
+            segments = [
+                s if isinstance(s, DataSegment) else DataSegment.from_json(s)
+                for s in self.metadata.segments(used=True)
+            ]
+            changed = self.apply_segments(segments)
+            self._token = token if token is not None else object()
+            return changed
+
+    def apply_segments(self, segments: list[DataSegment]) -> bool:
+        """Serve exactly ``segments`` (the used set): load, swap views, drop what is no longer visible."""
+        by_ds: dict[str, list[DataSegment]] = {}
+        for s in segments:
+            by_ds.setdefault(s.data_source, []).append(s)
+        new_states: dict[str, DatasourceState] = {}
+        overshadowed: set[str] = set()
+        wanted: set[str] = set()
+        for ds, segs in sorted(by_ds.items()):
+            try:
+                tl = VersionedIntervalTimeline.from_segments(segs, ds)
+            except ValueError:
+                log.exception("datasource %s: cannot build a timeline", ds)
+                continue
+            overshadowed |= tl.overshadowed()
+            chunks: list[Chunk] = []
+            for vis in tl.visible_segments(Interval.eternity()):
+                try:
+                    loaded = self.cache.load(vis.segment)
+                except SegmentLoadError:
+                    log.exception("segment %s is not available", vis.segment.identifier)
+                    continue
+                wanted.add(loaded.identifier)
+                chunks.append(Chunk(loaded, vis.interval))
+            if chunks:
+                new_states[ds] = DatasourceState(ds, tuple(chunks), _union_columns(chunks), tl)
+        old = self._state
+        if _same_views(old.datasources, new_states):
+            self._state = BrokerState(old.generation, new_states, tuple(segments), frozenset(overshadowed))
+            self._drop_unwanted(wanted)
+            return False
+        gen = old.generation + 1
+        cur = self._db.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            for ds in old.datasources:
+                if ds not in new_states:
+                    cur.execute(f"DROP VIEW IF EXISTS {quote_ident(ds)}")
+            for ds, st in new_states.items():
+                cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st)}")
+            cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
+            cur.execute("COMMIT")
+            self._state = BrokerState(gen, new_states, tuple(segments), frozenset(overshadowed))
+        except Exception:
+            with contextlib.suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            raise
+        finally:
+            cur.close()
+        self._drop_unwanted(wanted)
+        return True
+
+    def _drop_unwanted(self, wanted: set[str]) -> None:
+        for sid in self.cache.loaded():
+            if sid not in wanted:
+                self.cache.drop(sid)
+
+
+def _get(settings: Any, key: str, default: Any) -> Any:
+    if settings is None:
+        return default
+    v = settings.get(key)
+    return default if v is None else v
+
+
+def _same_views(a: dict[str, DatasourceState], b: dict[str, DatasourceState]) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for k, st in a.items():
+        other = b[k]
+        if st.columns != other.columns:
+            return False
+        if [(c.segment_id, c.clip) for c in st.chunks] != [(c.segment_id, c.clip) for c in other.chunks]:
+            return False
+    return True
+
+
+_TYPE_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3, "VARCHAR": 4}
+
+
+def _merge_type(a: str | None, b: str) -> str:
+    if a is None or a == b:
+        return b
+    if a == "TIMESTAMP" or b == "TIMESTAMP":
+        return "TIMESTAMP"
+    ra, rb = _TYPE_RANK.get(a, 4), _TYPE_RANK.get(b, 4)
+    if ra == 4 or rb == 4:
+        return "VARCHAR"
+    return a if ra >= rb else b
+
+
+def _union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
+    """The datasource schema: ``__time``, dimensions (newest segment's order first), metrics."""
+    types: dict[str, str] = {}
+    metrics: set[str] = set()
+    dims_order: list[str] = []
+    newest_first = sorted(chunks, key=lambda c: (c.loaded.segment.version, c.clip.start), reverse=True)
+    for c in newest_first:
+        seg = c.loaded.segment
+        metrics.update(seg.metrics)
+        for d in seg.dimensions:
+            if d not in dims_order:
+                dims_order.append(d)
+        for name, t in c.loaded.columns:
+            types[name] = _merge_type(types.get(name), _norm_type(t))
+    order = ["__time"] if "__time" in types else []
+    order += [d for d in dims_order if d in types and d not in metrics]
+    # columns not declared in the descriptor: file order, dimensions before metrics
+    for c in newest_first:
+        for name, _ in c.loaded.columns:
+            if name not in order and name not in metrics:
+                order.append(name)
+    for c in newest_first:
+        for name, _ in c.loaded.columns:
+            if name not in order:
+                order.append(name)
+    out = []
+    for name in order:
+        kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
+        out.append(ColumnInfo(name, types[name], druid_type(types[name]), kind))
+    return tuple(out)
+
+
+def _norm_type(t: str) -> str:
+    t = t.upper()
+    if t in ("INTEGER", "SMALLINT", "TINYINT", "UINTEGER", "USMALLINT", "UTINYINT", "BOOLEAN", "HUGEINT"):
+        return "BIGINT"
+    if t.startswith("TIMESTAMP"):
+        return "TIMESTAMP"
+    if t.startswith("DECIMAL"):
+        return "DOUBLE"
+    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR"):
+        return t
+    return "VARCHAR"
+
+
+def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:
+    """``SELECT`` of one chunk with the datasource's column list (NULLs for columns it lacks)."""
+    have = dict(chunk.loaded.columns)
+    items = []
+    for c in columns:
+        q = quote_ident(c.name)
+        if c.name not in have:
+            items.append(f"CAST(NULL AS {c.sql_type}) AS {q}")
+        elif _norm_type(have[c.name]) != c.sql_type:
+            items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
+        else:
+            items.append(q)
+    sql = f"SELECT {extra}{', '.join(items)} FROM {chunk.table}"
+    if chunk.needs_clip:
+        sql += f" WHERE {time_range_sql(chunk.clip.start, chunk.clip.end)}"
+    return sql
+
+
+def view_sql(st: DatasourceState) -> str:
+    return " UNION ALL ".join(chunk_select_sql(c, st.columns) for c in st.chunks)

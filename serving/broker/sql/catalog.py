@@ -1,0 +1,64 @@
+"""What the SQL layer knows about tables: datasources with their columns, and the system tables."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Druid's schemas, as INFORMATION_SCHEMA.SCHEMATA lists them.
+SCHEMAS: tuple[str, ...] = ("druid", "lookup", "sys", "INFORMATION_SCHEMA", "view")
+
+#: System tables: (schema, table) → the DuckDB name they are registered under for one query.
+SYSTEM_TABLES: dict[tuple[str, str], str] = {
+    ("INFORMATION_SCHEMA", "SCHEMATA"): "__druid_information_schema_schemata",
+    ("INFORMATION_SCHEMA", "TABLES"): "__druid_information_schema_tables",
+    ("INFORMATION_SCHEMA", "COLUMNS"): "__druid_information_schema_columns",
+    ("sys", "segments"): "__druid_sys_segments",
+    ("sys", "servers"): "__druid_sys_servers",
+    ("sys", "server_segments"): "__druid_sys_server_segments",
+    ("sys", "tasks"): "__druid_sys_tasks",
+    ("sys", "supervisors"): "__druid_sys_supervisors",
+}
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    """One datasource column: its name and Druid type (``LONG``, ``FLOAT``, ``DOUBLE``, ``STRING``)."""
+
+    name: str
+    druid_type: str
+    kind: str = "dimension"  # "time" | "dimension" | "metric"
+
+    @property
+    def sql_type(self) -> str:
+        if self.name == "__time":
+            return "TIMESTAMP"
+        return {"LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}.get(self.druid_type.upper(), "VARCHAR")
+
+
+@dataclass
+class Catalog:
+    """Datasources visible to SQL (``druid`` schema), each with its columns in table order."""
+
+    datasources: dict[str, list[ColumnInfo]] = field(default_factory=dict)
+
+    @classmethod
+    def from_broker(cls, broker) -> Catalog:  # type: ignore[no-untyped-def]
+        """Build from ``BrokerService``: ``.datasources()`` and ``.columns(ds)`` → (name, type, kind)."""
+        out: dict[str, list[ColumnInfo]] = {}
+        for ds in broker.datasources():
+            cols = []
+            for c in broker.columns(ds):
+                if isinstance(c, ColumnInfo):
+                    cols.append(c)
+                else:
+                    name, typ, *rest = c
+                    cols.append(ColumnInfo(name, typ, rest[0] if rest else "dimension"))
+            out[ds] = cols
+        return cls(out)
+
+    def has(self, name: str) -> bool:
+        return name in self.datasources
+
+    def sql_schema(self) -> dict[str, dict[str, str]]:
+        """``{table: {column: sql type}}`` for sqlglot's type annotation."""
+        return {ds: {c.name: c.sql_type for c in cols} for ds, cols in self.datasources.items()}

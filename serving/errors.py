@@ -1,0 +1,123 @@
+"""Druid's error JSON and the HTTP status that goes with it.
+
+Current Druid answers errors as a ``DruidException``::
+
+    {"error": "druidException", "errorCode": "invalidInput", "persona": "USER",
+     "category": "INVALID_INPUT", "errorMessage": "...", "context": {...}}
+
+with the status taken from the category. Older clients (pydruid, Superset) read ``error``,
+``errorMessage`` and ``errorClass``, so the legacy fields ``errorClass`` and ``host`` are added too.
+Raise :class:`DruidError` anywhere below a request handler; the app turns it into that response.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CATEGORY_STATUS: dict[str, int] = {
+    "DEFENSIVE": 500,
+    "INVALID_INPUT": 400,
+    "UNAUTHORIZED": 401,
+    "FORBIDDEN": 403,
+    "NOT_FOUND": 404,
+    "CONFLICT": 409,
+    "CAPACITY_EXCEEDED": 429,
+    "CANCELED": 500,
+    "RUNTIME_FAILURE": 500,
+    "TIMEOUT": 504,
+    "UNSUPPORTED": 501,
+    "SERVICE_UNAVAILABLE": 503,
+    "UNCATEGORIZED": 500,
+}
+
+# Druid's legacy error codes (QueryException) for the same categories.
+LEGACY_ERROR: dict[str, str] = {
+    "INVALID_INPUT": "Plan validation failed",
+    "CAPACITY_EXCEEDED": "Query capacity exceeded",
+    "TIMEOUT": "Query timeout",
+    "UNSUPPORTED": "Unsupported operation",
+    "CANCELED": "Query cancelled",
+    "RUNTIME_FAILURE": "Unknown exception",
+    "UNCATEGORIZED": "Unknown exception",
+    "DEFENSIVE": "Unknown exception",
+}
+
+
+class DruidError(Exception):
+    """An error that becomes Druid's error JSON with the status of its category."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        category: str = "INVALID_INPUT",
+        error_code: str | None = None,
+        error_class: str | None = None,
+        persona: str = "USER",
+        context: dict[str, Any] | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        if category not in CATEGORY_STATUS:
+            raise ValueError(f"unknown Druid error category {category!r}")
+        self.message = message
+        self.category = category
+        self.error_code = error_code or _default_code(category)
+        self.error_class = error_class or "org.apache.druid.error.DruidException"
+        self.persona = persona
+        self.context = context or {}
+        self.status = status or CATEGORY_STATUS[category]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "error": "druidException",
+            "errorCode": self.error_code,
+            "persona": self.persona,
+            "category": self.category,
+            "errorMessage": self.message,
+            "context": self.context,
+            "errorClass": self.error_class,
+            "host": None,
+        }
+
+
+def _default_code(category: str) -> str:
+    return {
+        "INVALID_INPUT": "invalidInput",
+        "NOT_FOUND": "notFound",
+        "CAPACITY_EXCEEDED": "capacityExceeded",
+        "TIMEOUT": "timeout",
+        "UNSUPPORTED": "unsupported",
+        "CANCELED": "canceled",
+        "UNAUTHORIZED": "unauthorized",
+        "FORBIDDEN": "forbidden",
+        "CONFLICT": "conflict",
+        "SERVICE_UNAVAILABLE": "serviceUnavailable",
+    }.get(category, "runtimeFailure")
+
+
+def invalid_input(message: str, **context: Any) -> DruidError:
+    return DruidError(message, category="INVALID_INPUT", context={k: str(v) for k, v in context.items()})
+
+
+def not_found(message: str) -> DruidError:
+    return DruidError(message, category="NOT_FOUND")
+
+
+def unsupported(message: str) -> DruidError:
+    return DruidError(message, category="UNSUPPORTED")
+
+
+def timeout(message: str = "Query did not complete within the configured timeout") -> DruidError:
+    return DruidError(message, category="TIMEOUT", error_code="legacyQueryException",
+                      context={"legacyErrorCode": "Query timeout"})
+
+
+def capacity_exceeded(message: str = "Too many concurrent queries") -> DruidError:
+    return DruidError(message, category="CAPACITY_EXCEEDED", error_code="legacyQueryException",
+                      context={"legacyErrorCode": "Query capacity exceeded"})
+
+
+def cancelled(message: str = "Query cancelled") -> DruidError:
+    return DruidError(message, category="CANCELED", error_code="legacyQueryException",
+                      context={"legacyErrorCode": "Query cancelled"})

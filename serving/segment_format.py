@@ -1,0 +1,105 @@
+"""Segment files: one Parquet file per segment, laid out as docs/architecture.md says.
+
+Columns, in order: ``__time`` (``timestamp[ms]``, UTC, already truncated to ``queryGranularity``),
+the dimensions in ``dimensionsSpec`` order (``string`` dictionary-encoded in Parquet, or ``int64`` /
+``float32`` / ``float64``), then the metrics in ``metricsSpec`` order (``count`` and ``long*`` →
+``int64``, ``double*`` → ``float64``, ``float*`` → ``float32``). Rows are sorted by ``__time`` then
+the dimensions; compression is ZSTD.
+
+Deep-storage keys: ``segments/{segment_path(id)}/data.parquet`` and ``…/descriptor.json``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema
+from serving.segments import SegmentId, segment_path
+
+__all__ = [
+    "SEGMENTS_PREFIX",
+    "DATA_FILE",
+    "DESCRIPTOR_FILE",
+    "TIME_TYPE",
+    "arrow_type",
+    "segment_schema",
+    "segment_data_key",
+    "segment_descriptor_key",
+    "write_segment_file",
+    "read_segment_table",
+]
+
+SEGMENTS_PREFIX = "segments/"
+DATA_FILE = "data.parquet"
+DESCRIPTOR_FILE = "descriptor.json"
+TIME_TYPE = pa.timestamp("ms")
+
+_VALUE_TYPES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+}
+
+
+def arrow_type(value_type: str) -> pa.DataType:
+    """``string`` | ``long`` | ``float`` | ``double`` → the Arrow type stored in segments."""
+    return _VALUE_TYPES[value_type]
+
+
+def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | None = None) -> pa.Schema:
+    """The Arrow schema of a segment of ``schema``. Pass ``dimensions`` for schemaless specs (the
+    dimensions discovered from the input, :meth:`DataSchema.resolve_dimensions`)."""
+    dims = schema.dimensions if dimensions is None else tuple(dimensions)
+    fields = [pa.field(TIME_COLUMN, TIME_TYPE, nullable=False)]
+    fields += [pa.field(d.name, arrow_type(d.type)) for d in dims]
+    fields += [pa.field(m.name, arrow_type(m.value_type)) for m in schema.metrics]
+    return pa.schema(fields)
+
+
+def segment_data_key(segment_id: SegmentId) -> str:
+    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/{DATA_FILE}"
+
+
+def segment_descriptor_key(segment_id: SegmentId) -> str:
+    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/{DESCRIPTOR_FILE}"
+
+
+def write_segment_file(table: pa.Table, path: str | os.PathLike[str], *, row_group_size: int = 1_000_000) -> int:
+    """Write ``table`` (already in segment layout and order) as a segment Parquet file; returns its
+    size in bytes. The file appears atomically (written beside, then renamed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if table.schema.field(TIME_COLUMN).type != TIME_TYPE:
+        table = table.set_column(
+            table.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, table.column(TIME_COLUMN).cast(TIME_TYPE)
+        )
+    string_cols = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            use_dictionary=string_cols or False,
+            write_statistics=True,
+            row_group_size=row_group_size,
+            coerce_timestamps="ms",
+            allow_truncated_timestamps=False,
+        )
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path.stat().st_size
+
+
+def read_segment_table(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
+    """Read a segment file back (optionally only ``columns``)."""
+    return pq.read_table(path, columns=list(columns) if columns is not None else None)
