@@ -15,10 +15,9 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from radstack.commands import config, serve  # noqa: F401
+    import radstack.commands.generate  # noqa: F401
+    import radstack.commands.stack  # noqa: F401
+    from radstack.commands import archiver, config, serve  # noqa: F401
 
 
 _register()
-
-if __name__ == "__main__":
-    app()

@@ -83,6 +83,15 @@ DEFAULTS: dict[str, Any] = {
             "users": [],
         },
     },
+    "archiver": {
+        "group_id": "radstack-archiver",
+        # raw topics to archive; empty → every topic named in the datasource specs
+        "topics": [],
+        "max_records": 250_000,
+        "max_bytes": 64 * 1024 * 1024,
+        "max_age_seconds": 30.0,
+        "compression": "zstd",
+    },
     "spark": {
         "master": "local[*]",
         "shuffle_partitions": 4,

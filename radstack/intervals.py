@@ -18,6 +18,10 @@ ETERNITY_START = -9223372036854775808 // 2
 ETERNITY_END = 9223372036854775807 // 2
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ETERNITY_TEXT = {
+    "-146136543-09-08T08:23:32.096Z": ETERNITY_START,
+    "146140482-04-24T15:36:27.903Z": ETERNITY_END,
+}
 
 _PERIOD_RE = re.compile(
     r"^P(?:(?P<years>\d+)Y)?(?:(?P<months>\d+)M)?(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
@@ -34,6 +38,8 @@ def parse_instant(text: str) -> int:
     s = text.strip()
     if not s:
         raise TimeParseError("empty timestamp")
+    if s in _ETERNITY_TEXT:  # what format_instant writes for Druid's ETERNITY bounds
+        return _ETERNITY_TEXT[s]
     if s.endswith(("Z", "z")):
         s = s[:-1] + "+00:00"
     if " " in s and "T" not in s:

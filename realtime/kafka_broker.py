@@ -65,23 +65,14 @@ def bootstrap_servers(settings: Any) -> str:
 
 def metadata_ok(bootstrap_servers: str, timeout: float = 2.0) -> bool:
     """True when a metadata request through confluent-kafka's AdminClient succeeds and lists a broker."""
-    from confluent_kafka.admin import AdminClient
+    from realtime.topics import admin_client
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": 0, "logger": _quiet_logger()})
+    admin = admin_client(bootstrap_servers)
     try:
         md = admin.list_topics(timeout=timeout)
     except Exception:
         return False
     return bool(md.brokers)
-
-
-def _quiet_logger() -> Any:
-    import logging
-
-    log = logging.getLogger("radstack.kafka.client")
-    log.propagate = False
-    log.addHandler(logging.NullHandler())
-    return log
 
 
 LOG4J2_TEMPLATE = """\

@@ -5,6 +5,7 @@ Works the same against the embedded broker and a real cluster (``kafka.bootstrap
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,8 +13,17 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicP
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 
+def quiet_logger() -> logging.Logger:
+    """A logger for librdkafka clients whose connection errors are answered by the caller (not printed)."""
+    log = logging.getLogger("radstack.kafka.client")
+    if not log.handlers:
+        log.addHandler(logging.NullHandler())
+        log.propagate = False
+    return log
+
+
 def admin_client(bootstrap_servers: str, **conf: Any) -> AdminClient:
-    return AdminClient({"bootstrap.servers": bootstrap_servers, **conf})
+    return AdminClient({"bootstrap.servers": bootstrap_servers, "logger": quiet_logger(), **conf})
 
 
 def topic_specs(settings: Any) -> dict[str, int]:

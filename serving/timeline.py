@@ -101,8 +101,8 @@ class VersionedIntervalTimeline:
         self._entries: dict[tuple[Interval, str], _Entry] = {}
         self._by_version: dict[str, list[Interval]] = defaultdict(list)
         self._by_id: dict[str, _Entry] = {}
-        self._pieces: list[_Piece] | None = None  # visible complete timeline, sorted by start
-        self._starts: list[int] = []
+        # the visible complete timeline (pieces sorted by start, and their starts), built lazily
+        self._cache: tuple[list[_Piece], list[int]] | None = None
 
     # ---- building -------------------------------------------------------------------------------
 
@@ -124,7 +124,9 @@ class VersionedIntervalTimeline:
         key = (segment.interval, segment.version)
         entry = self._entries.get(key)
         if entry is None:
-            for other in self._by_version.get(segment.version, ()):
+            same = self._by_version[segment.version]  # disjoint, sorted by start
+            i = bisect.bisect_left(same, segment.interval)
+            for other in same[max(i - 1, 0) : i + 1]:
                 if other.overlaps(segment.interval):
                     raise TimelineConflictError(
                         f"cannot add {segment.identifier}: it overlaps {other} with the same version "
@@ -132,13 +134,13 @@ class VersionedIntervalTimeline:
                     )
             entry = _Entry(segment.interval, segment.version)
             self._entries[key] = entry
-            self._by_version[segment.version].append(segment.interval)
+            same.insert(i, segment.interval)
         old = entry.chunks.get(segment.partition_num)
         if old is not None:
             self._by_id.pop(old.identifier, None)
         entry.chunks[segment.partition_num] = segment
         self._by_id[segment.identifier] = entry
-        self._pieces = None
+        self._cache = None
 
     def remove(self, segment_id: str | SegmentId) -> DataSegment | None:
         """Remove one segment; returns it, or None when it was not in the timeline."""
@@ -155,7 +157,7 @@ class VersionedIntervalTimeline:
             self._by_version[entry.version].remove(entry.interval)
             if not self._by_version[entry.version]:
                 del self._by_version[entry.version]
-        self._pieces = None
+        self._cache = None
         return removed
 
     def __len__(self) -> int:
@@ -171,9 +173,10 @@ class VersionedIntervalTimeline:
 
     # ---- the visible (complete) timeline --------------------------------------------------------
 
-    def _visible(self) -> list[_Piece]:
-        if self._pieces is not None:
-            return self._pieces
+    def _visible(self) -> tuple[list[_Piece], list[int]]:
+        cached = self._cache
+        if cached is not None:
+            return cached
         pieces: list[_Piece] = []
         starts: list[int] = []
         complete = [e for e in self._entries.values() if e.is_complete()]
@@ -201,13 +204,12 @@ class VersionedIntervalTimeline:
                 j = bisect.bisect_left(starts, piece.start)
                 starts.insert(j, piece.start)
                 pieces.insert(j, piece)
-        self._pieces = pieces
-        self._starts = starts
-        return pieces
+        self._cache = (pieces, starts)  # one assignment: concurrent readers see old or new, never a mix
+        return self._cache
 
     def _overlapping(self, interval: Interval) -> Iterator[_Piece]:
-        pieces = self._visible()
-        i = max(bisect.bisect_right(self._starts, interval.start) - 1, 0)
+        pieces, starts = self._visible()
+        i = max(bisect.bisect_right(starts, interval.start) - 1, 0)
         while i < len(pieces) and pieces[i].start < interval.end:
             if pieces[i].end > interval.start:
                 yield pieces[i]
@@ -236,7 +238,7 @@ class VersionedIntervalTimeline:
 
     def visible_intervals(self) -> list[Interval]:
         """The visible pieces of the whole timeline (not merged), in time order."""
-        return [Interval(p.start, p.end) for p in self._visible()]
+        return [Interval(p.start, p.end) for p in self._visible()[0]]
 
     # ---- overshadowing --------------------------------------------------------------------------
 

@@ -64,7 +64,7 @@ class StagedInput:
         try:
             files = ", ".join("'" + str(f).replace("'", "''") + "'" for f in self._files)
             rel = f"read_parquet([{files}], union_by_name=true)"
-            cols = con.execute(f"DESCRIBE SELECT * FROM {rel}").fetchall()
+            cols = con.sql(f"DESCRIBE SELECT * FROM {rel}").fetchall()
             select = []
             for name, typ, *_ in cols:
                 q = '"' + name.replace('"', '""') + '"'
@@ -73,7 +73,7 @@ class StagedInput:
                     select.append(f"TRY_CAST({q} AS {target}) AS {q}")
                 else:
                     select.append(q)
-            reader = con.execute(f"SELECT {', '.join(select)} FROM {rel}").fetch_record_batch(batch_rows)
+            reader = con.sql(f"SELECT {', '.join(select)} FROM {rel}").to_arrow_reader(batch_rows)
             yield from reader
         finally:
             con.close()

@@ -195,7 +195,15 @@ def test_equal_version_overlapping_intervals_conflict() -> None:
         tl.add(seg(h(3), "v1"))
     # same version, abutting (not overlapping) intervals are fine
     tl.add(seg("2024-01-02/2024-01-03", "v1"))
-    assert len(tl) == 2
+    tl.add(seg("2023-12-31/2024-01-01", "v1"))
+    assert len(tl) == 3
+    for wider in ("2023-12-30/2024-01-05", "2024-01-01T12:00Z/2024-01-02T12:00Z", "2023-12-31T23:00Z/2024-01-01T01:00Z"):
+        with pytest.raises(TimelineConflictError):
+            tl.add(seg(wider, "v1"))
+    hours_first = VersionedIntervalTimeline.from_segments([seg(h(5), "v1"), seg(h(20), "v1")])
+    with pytest.raises(TimelineConflictError):
+        hours_first.add(seg(DAY, "v1"))
+    assert len(tl) == 3 and len(hours_first) == 2
 
 
 def test_removal_reveals_older_version() -> None:

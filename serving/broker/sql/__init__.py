@@ -6,6 +6,6 @@ broker and yields typed rows; :mod:`.result_formats` writes them the way Druid's
 """
 
 from serving.broker.sql.catalog import Catalog, ColumnInfo
-from serving.broker.sql.translate import Translation, translate
+from serving.broker.sql.translate import Translation, translate  # noqa: E402
 
 __all__ = ["Catalog", "ColumnInfo", "Translation", "translate"]

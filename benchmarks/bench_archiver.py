@@ -1,0 +1,109 @@
+"""Archiver throughput vs a bare confluent-kafka consumer that discards messages, in one run.
+
+    .venv/bin/python benchmarks/bench_archiver.py [--events 1000000] [--partitions 4]
+
+Starts an embedded Apache Kafka broker in a temp dir, produces N ~200-byte JSON events, then consumes
+them twice with fresh consumer groups: (1) bare — consume and drop; (2) the archiver writing Parquet
+files to local deep storage (flush every 250k records). Prints events/s for both and the ratio, plus
+the archive size in Parquet vs gzip'd JSON lines of the same values (the format choice).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import pyarrow.dataset as pads
+from confluent_kafka import Consumer, Producer
+
+from radstack.intervals import format_instant
+from realtime.archiver import Archiver, ArchiverConfig
+from realtime.kafka_broker import KafkaBroker, free_port
+from realtime.topics import ensure_topics
+from serving.deep_storage.local import LocalDeepStorage
+
+
+def produce(bootstrap: str, topic: str, n: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
+                  "compression.type": "lz4", "queue.buffering.max.messages": 1_000_000})
+    now = int(time.time() * 1000)
+    for i in range(n):
+        v = json.dumps({"timestamp": format_instant(now - (i % 7200) * 1000), "impression_id": f"imp-{i:012d}",
+                        "publisher": f"pub{i % 97}", "advertiser": f"adv{i % 13}", "city": "Berlin",
+                        "gender": "f" if i % 2 else "m", "price": (i % 1000) / 100}).encode()
+        while True:
+            try:
+                p.produce(topic, value=v)
+                break
+            except BufferError:
+                p.poll(0.05)
+        if i % 10_000 == 0:
+            p.poll(0)
+    p.flush(120)
+
+
+def bare_consume(bootstrap: str, topic: str, n: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{time.time_ns()}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144,
+                  "fetch.max.bytes": 52_428_800})
+    c.subscribe([topic])
+    got = 0
+    t0 = None
+    while got < n:
+        msgs = c.consume(10_000, 1.0)
+        if msgs and t0 is None:
+            t0 = time.perf_counter()
+        for m in msgs:
+            if m.error() is None:
+                got += 1
+                m.value()
+    dt = time.perf_counter() - (t0 or time.perf_counter())
+    c.close()
+    return n / dt
+
+
+def archive(bootstrap: str, topic: str, n: int, root: Path) -> float:
+    cfg = ArchiverConfig(bootstrap, [topic], group_id=f"arch-{time.time_ns()}", max_records=250_000, max_age_seconds=30)
+    a = Archiver(cfg, LocalDeepStorage(root))
+    t0 = time.perf_counter()
+    stats = a.run(idle_exit_seconds=3)
+    dt = time.perf_counter() - t0 - 3  # the idle wait at the end is not work
+    assert stats.records == n, (stats.records, n)
+    return n / dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--partitions", type=int, default=4)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = KafkaBroker(home=Path(tmp) / "kafka", port=free_port(), controller_port=free_port(), heap="1g")
+        broker.start(timeout=120)
+        try:
+            topic = "bench-raw"
+            ensure_topics(broker.bootstrap_servers, {topic: args.partitions})
+            t0 = time.perf_counter()
+            produce(broker.bootstrap_servers, topic, args.events)
+            print(f"produced {args.events:,} events in {time.perf_counter() - t0:.1f}s")
+            bare = bare_consume(broker.bootstrap_servers, topic, args.events)
+            root = Path(tmp) / "deep"
+            arch = archive(broker.bootstrap_servers, topic, args.events, root)
+            files = list(root.rglob("*.parquet"))
+            pq_bytes = sum(f.stat().st_size for f in files)
+            values = pads.dataset([str(f) for f in files]).to_table(columns=["value"]).column("value").to_pylist()
+            gz_bytes = len(gzip.compress(b"\n".join(values), 6))
+            print(f"bare consumer : {bare:12,.0f} events/s")
+            print(f"archiver      : {arch:12,.0f} events/s   ratio bare/archiver = {bare / arch:.2f}")
+            print(f"archive size  : parquet(zstd, with Kafka coordinates) {pq_bytes / 1e6:.1f} MB, "
+                  f"json-lines.gz (values only) {gz_bytes / 1e6:.1f} MB, files {len(files)}")
+        finally:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

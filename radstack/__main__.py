@@ -1,0 +1,5 @@
+"""``python -m radstack`` runs ``radctl``."""
+
+from radstack.cli import app
+
+app()

@@ -1,0 +1,41 @@
+"""``radctl archiver``: run the archiver in the foreground (``radctl up`` runs it in the background)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from pathlib import Path
+
+import typer
+
+from radstack.cli import app
+
+
+@app.command("archiver")
+def run_archiver(
+    config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
+    topic: list[str] = typer.Option(None, "--topic", "-t", help="Topic to archive (repeatable); default: archiver.topics or the specs' topics."),
+    idle_exit: float = typer.Option(None, help="Exit after this many seconds without a record (for scripts and tests)."),
+) -> None:
+    """Copy every raw Kafka record into deep storage, exactly once, partitioned by event hour."""
+    from radstack.config import load_settings
+    from realtime.archiver import Archiver
+    from realtime.archiver.settings import archiver_config
+    from serving.deep_storage import open_deep_storage
+    from serving.metadata import MetadataStore
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = load_settings(config)
+    cfg = archiver_config(settings)
+    if topic:
+        cfg.topics = list(topic)
+    if not cfg.topics:
+        typer.echo("no topics to archive: set archiver.topics or add datasource specs with processing.topics", err=True)
+        raise typer.Exit(2)
+    metadata = MetadataStore.from_settings(settings)
+    archiver = Archiver(cfg, open_deep_storage(settings), metadata)
+    signal.signal(signal.SIGTERM, lambda *_: archiver.stop())
+    signal.signal(signal.SIGINT, lambda *_: archiver.stop())
+    typer.echo(f"archiving {', '.join(cfg.topics)} as group {cfg.group_id}")
+    stats = archiver.run(idle_exit_seconds=idle_exit)
+    typer.echo(f"archived {stats.records} records in {stats.files} files ({stats.bytes} bytes)")

@@ -1,0 +1,169 @@
+"""``radctl up`` / ``down`` / ``status`` (the embedded stack), ``radctl receiver`` (the HTTP event
+receiver in the foreground) and ``radctl kafka run|topics`` (the embedded broker, topics)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from radstack.cli import app
+
+console = Console(highlight=False)
+kafka_app = typer.Typer(help="The embedded Kafka broker and topics.", no_args_is_help=True)
+app.add_typer(kafka_app, name="kafka")
+
+CONFIG_OPT = typer.Option(None, "--config", "-c", help="radstack.yaml to read.")
+
+
+def _settings(config: Path | None):  # type: ignore[no-untyped-def]
+    from radstack.config import load_settings
+
+    return load_settings(config)
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [n.strip() for n in text.split(",") if n.strip()] if text else None
+
+
+@app.command()
+def up(
+    only: str = typer.Option(None, help="Comma-separated processes to start (default: all)."),
+    skip: str = typer.Option(None, help="Comma-separated processes not to start, e.g. serve."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Start the embedded stack in the background (Kafka, receiver, serving, …); idempotent."""
+    from radstack import stack
+
+    settings = _settings(config)
+    console.print(f"radstack home: {settings.home}")
+    try:
+        outcomes = stack.up(settings, _names(only), _names(skip), say=console.print)
+    except stack.StackError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(2) from e
+    if any(o.state == "failed" for o in outcomes):
+        console.print(
+            "[red]not everything started; `radctl status` shows what runs, `radctl down` stops it[/red]"
+        )
+        raise typer.Exit(1)
+    console.print(f"[green]up[/green]; logs in {settings.logs_dir}, pid files in {settings.run_dir}")
+
+
+@app.command()
+def down(config: Path = CONFIG_OPT) -> None:
+    """Stop every process of the embedded stack (TERM, wait, KILL the process group)."""
+    from radstack import stack
+
+    settings = _settings(config)
+    outcomes = stack.down(settings, say=console.print)
+    if not outcomes:
+        console.print("nothing is running")
+
+
+@app.command()
+def status(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    no_kafka: bool = typer.Option(False, "--no-kafka", help="Skip topics and consumer lag."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Each process (pid, port, health) and Kafka consumer lag per group. Exit 3 when something that
+    was started is not running/healthy."""
+    from radstack import stack
+
+    settings = _settings(config)
+    st = stack.status(settings, with_kafka=not no_kafka)
+    bad = any(p.state == "crashed" or (p.state == "running" and not p.healthy) for p in st.processes)
+    if as_json:
+        typer.echo(orjson.dumps(st.as_dict(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        t = Table(title=f"radstack processes ({settings.home})")
+        for col in ("process", "state", "pid", "port", "health", "log"):
+            t.add_column(col)
+        for p in st.processes:
+            health = (
+                "[green]ok[/green]" if p.healthy else ("[red]failing[/red]" if p.state != "stopped" else "-")
+            )
+            state = {"running": "[green]running[/green]", "crashed": "[red]crashed[/red]"}.get(
+                p.state, p.state
+            )
+            t.add_row(p.name, state, str(p.pid or "-"), str(p.port or "-"), health, p.log)
+        console.print(t)
+        for p in st.processes:
+            if p.detail:
+                console.print(f"{p.name}: {p.detail}")
+        if not no_kafka:
+            if st.kafka_error:
+                console.print(f"kafka ({st.bootstrap_servers}): [yellow]{st.kafka_error}[/yellow]")
+            else:
+                topics = ", ".join(f"{k}({v})" for k, v in sorted(st.topics.items())) or "none"
+                console.print(f"kafka {st.bootstrap_servers} topics: {topics}")
+                g = Table(title="consumer lag")
+                for col in ("group", "state", "topic", "partition", "committed", "end", "lag"):
+                    g.add_column(col)
+                for grp in st.groups:
+                    if not grp["partitions"]:
+                        g.add_row(grp["group"], grp["state"], "-", "-", "-", "-", "0")
+                    for part in grp["partitions"]:
+                        g.add_row(
+                            grp["group"], grp["state"], part["topic"], str(part["partition"]),
+                            str(part["committed"]), str(part["end"]), str(part["lag"]),
+                        )  # fmt: skip
+                if st.groups:
+                    console.print(g)
+                else:
+                    console.print("no consumer groups")
+    if bad:
+        raise typer.Exit(3)
+
+
+@app.command()
+def receiver(
+    host: str = typer.Option(None, help="Bind address (default receiver.host)."),
+    port: int = typer.Option(None, help="Port (default receiver.port)."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Run the HTTP event receiver (POST /v1/events/{topic} → Kafka) in the foreground."""
+    from realtime.receiver import serve
+
+    serve(_settings(config), host, port)
+
+
+@kafka_app.command("run")
+def kafka_run(config: Path = CONFIG_OPT) -> None:
+    """Run the embedded broker in the foreground (formats the storage on first use)."""
+    from radstack.stack import port_in_use
+    from realtime.kafka_broker import KafkaBroker
+
+    broker = KafkaBroker.from_settings(_settings(config))
+    for p in (broker.port, broker.controller_port):
+        if port_in_use(broker.host, p):
+            console.print(f"[red]port {broker.host}:{p} is already in use[/red]")
+            raise typer.Exit(1)
+    broker.prepare()
+    console.print(f"kafka on {broker.bootstrap_servers}; log: {broker.log_file}")
+    cmd = broker.command()
+    os.execv(cmd[0], cmd)
+
+
+@kafka_app.command("topics")
+def kafka_topics(
+    create: bool = typer.Option(True, help="Create the configured topics (kafka.topics) first."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Create the configured topics (replication kafka.replication_factor) and list all topics."""
+    from realtime.kafka_broker import bootstrap_servers
+    from realtime.topics import ensure_topics, list_topics, topic_specs
+
+    settings = _settings(config)
+    bs = bootstrap_servers(settings)
+    if create:
+        created = ensure_topics(bs, topic_specs(settings), int(settings.get("kafka.replication_factor", 1)))
+        if created:
+            console.print(f"created: {', '.join(created)}")
+    for name, n in sorted(list_topics(bs).items()):
+        console.print(f"{name}\t{n} partition(s)")

@@ -1,0 +1,541 @@
+"""Druid filters (native queries, transformSpec filters, filtered aggregators) → SQL predicates.
+
+    >>> filter_to_sql({"type": "selector", "dimension": "page", "value": "Main"})
+    '("page" = \\'Main\\')'
+
+Semantics are Druid's SQL-compatible null handling: a filter on a null value is *unknown*, so it does
+not match, and neither does its ``not`` (SQL three-valued logic gives exactly that); ``selector`` /
+``in`` with a ``null`` value match ``IS NULL``; ``selector``, ``in`` and ``equals`` on numeric columns
+compare numerically (values that are not numbers match nothing). Identifiers are always quoted and
+string values always go through :func:`radstack.expressions.string_literal`, so filter values cannot
+inject SQL. ``__time`` is read as epoch millis (a TIMESTAMP column unless ``column_types`` says
+otherwise).
+
+Supported types: ``selector``, ``equals``, ``range``, ``in``, ``bound`` (orderings lexicographic,
+alphanumeric, numeric, strlen), ``and``, ``or``, ``not``, ``regex``, ``like``, ``interval``,
+``search`` (contains, insensitive_contains, fragment), ``columnComparison``, ``expression``,
+``true``, ``false``, ``null``. Extraction functions: ``substring``, ``strlen``, ``upper``, ``lower``,
+``timeFormat``, ``regex``, ``partial``, ``identity``, ``cascade``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from radstack.expressions import (
+    ExpressionError,
+    _check_dialect,
+    compile_expression,
+    normalize_type,
+    quote_identifier,
+    string_literal,
+    time_floor_sql,
+    time_format_sql,
+)
+from radstack.granularity import Granularity, GranularityError
+from radstack.intervals import Interval, TimeParseError
+
+__all__ = ["FilterError", "filter_to_sql", "extraction_to_sql", "filter_columns"]
+
+_NUMERIC_TYPES = ("LONG", "DOUBLE")
+
+
+class FilterError(ValueError):
+    """A filter that cannot be compiled; ``field`` names the offending JSON field."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(f"{message} (field: {field})" if field else message)
+        self.field = field
+
+
+class _Col:
+    """A compiled column reference: SQL plus Druid type (``LONG``/``DOUBLE``/``STRING``/None)."""
+
+    __slots__ = ("sql", "type")
+
+    def __init__(self, sql: str, type_: str | None) -> None:
+        self.sql = sql
+        self.type = type_
+
+
+def _parse_number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float):
+        return value if not (isinstance(value, float) and math.isnan(value)) else None
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        pass
+    try:
+        f = float(str(value).strip())
+    except ValueError:
+        return None
+    return None if math.isnan(f) else f
+
+
+def _num_literal(v: int | float) -> str:
+    if isinstance(v, int):
+        return str(v)
+    if math.isinf(v):
+        return "CAST('Infinity' AS DOUBLE)" if v > 0 else "CAST('-Infinity' AS DOUBLE)"
+    return f"CAST({v!r} AS DOUBLE)"
+
+
+class _FilterCompiler:
+    def __init__(self, dialect: str, column_types: Mapping[str, str] | None) -> None:
+        try:
+            self.d = _check_dialect(dialect)
+        except ExpressionError as e:
+            raise FilterError(str(e), "dialect") from e
+        self.column_types = dict(column_types or {})
+        self.types = {k: normalize_type(v) for k, v in self.column_types.items()}
+
+    # ---- helpers --------------------------------------------------------------------------
+    def lit(self, s: Any) -> str:
+        return string_literal(str(s), self.d)
+
+    def str_type(self) -> str:
+        return "STRING" if self.d == "spark" else "VARCHAR"
+
+    def column(self, name: Any, field: str) -> _Col:
+        if not isinstance(name, str) or not name:
+            raise FilterError("a column name is required", field)
+        t = self.types.get(name)
+        if name == "__time" and t is None:
+            t = "TIMESTAMP"
+        q = quote_identifier(name, self.d)
+        if t == "TIMESTAMP":
+            return _Col(f"unix_millis({q})" if self.d == "spark" else f"epoch_ms({q})", "LONG")
+        return _Col(q, t)
+
+    def as_string(self, c: _Col) -> str:
+        if c.type in ("STRING", None):
+            return c.sql
+        return f"CAST({c.sql} AS {self.str_type()})"
+
+    def as_double(self, c: _Col) -> str:
+        if c.type in _NUMERIC_TYPES:
+            return c.sql
+        return f"TRY_CAST({c.sql} AS DOUBLE)"
+
+    def dimension(self, f: Mapping[str, Any], key: str = "dimension") -> _Col:
+        col = self.column(f.get(key), key)
+        fn = f.get("extractionFn")
+        if fn is not None:
+            return _Col(self.extraction(fn, col, "extractionFn"), "STRING")
+        return col
+
+    def dimension_spec(self, spec: Any, field: str) -> _Col:
+        if isinstance(spec, str):
+            return self.column(spec, field)
+        if not isinstance(spec, Mapping):
+            raise FilterError("expected a column name or a dimension spec", field)
+        col = self.column(spec.get("dimension"), f"{field}.dimension")
+        fn = spec.get("extractionFn")
+        if fn is not None:
+            return _Col(self.extraction(fn, col, f"{field}.extractionFn"), "STRING")
+        return col
+
+    def regex_match(self, value: str, pattern: str) -> str:
+        p = self.lit(pattern)
+        return f"({value} RLIKE {p})" if self.d == "spark" else f"regexp_matches({value}, {p})"
+
+    # ---- extraction functions ----------------------------------------------------------------
+    def extraction(self, fn: Any, col: _Col, field: str) -> str:
+        if not isinstance(fn, Mapping):
+            raise FilterError("extractionFn must be an object", field)
+        typ = fn.get("type")
+        v = self.as_string(col)
+        if typ == "substring":
+            idx = fn.get("index", 0)
+            length = fn.get("length")
+            if not isinstance(idx, int) or idx < 0:
+                raise FilterError("substring index must be a non-negative integer", f"{field}.index")
+            if length is not None and (not isinstance(length, int) or length < 0):
+                raise FilterError("substring length must be a non-negative integer", f"{field}.length")
+            body = f"substr({v}, {idx + 1}, {length})" if length is not None else f"substr({v}, {idx + 1})"
+            return f"(CASE WHEN {idx} < length({v}) THEN {body} END)"
+        if typ == "strlen":
+            return f"CAST(length({v}) AS {self.str_type()})"
+        if typ in ("upper", "lower"):
+            return f"{typ}({v})"
+        if typ == "identity":
+            return v
+        if typ == "regex":
+            pattern = fn.get("expr")
+            if not isinstance(pattern, str):
+                raise FilterError("regex extractionFn needs 'expr'", f"{field}.expr")
+            idx = fn.get("index", 1)
+            if not isinstance(idx, int) or idx < 0:
+                raise FilterError("regex index must be a non-negative integer", f"{field}.index")
+            if fn.get("replaceMissingValue"):
+                repl = fn.get("replaceMissingValueWith")
+                missing = "NULL" if repl is None else self.lit(repl)
+            else:
+                missing = v
+            return (
+                f"(CASE WHEN {self.regex_match(v, pattern)} THEN regexp_extract({v}, {self.lit(pattern)}, {idx}) "
+                f"ELSE {missing} END)"
+            )
+        if typ == "partial":
+            pattern = fn.get("expr")
+            if not isinstance(pattern, str):
+                raise FilterError("partial extractionFn needs 'expr'", f"{field}.expr")
+            return f"(CASE WHEN {self.regex_match(v, pattern)} THEN {v} END)"
+        if typ == "cascade":
+            fns = fn.get("extractionFns")
+            if not isinstance(fns, list) or not fns:
+                raise FilterError("cascade needs a list of extractionFns", f"{field}.extractionFns")
+            cur = col
+            for i, sub in enumerate(fns):
+                cur = _Col(self.extraction(sub, cur, f"{field}.extractionFns[{i}]"), "STRING")
+            return cur.sql
+        if typ == "timeFormat":
+            return self.time_format(fn, col, field)
+        raise FilterError(f"unsupported extractionFn type {typ!r}", f"{field}.type")
+
+    def time_format(self, fn: Mapping[str, Any], col: _Col, field: str) -> str:
+        if col.type in _NUMERIC_TYPES:
+            ms = col.sql if col.type == "LONG" else f"CAST({col.sql} AS BIGINT)"
+        else:
+            ms = f"TRY_CAST({col.sql} AS BIGINT)"
+        tz = fn.get("timeZone") or "UTC"
+        gran = fn.get("granularity")
+        try:
+            if gran is not None:
+                g = Granularity.parse(gran)
+                if g.is_all:
+                    ms = "CAST(-4611686018427387904 AS BIGINT)"
+                elif not g.is_none:
+                    if g.kind == "duration":
+                        assert g.duration is not None
+                        origin = g.origin or 0
+                        ms = f"({ms} - ((({ms} - {origin}) % {g.duration}) + {g.duration}) % {g.duration})"
+                    else:
+                        assert g.period is not None
+                        ms = time_floor_sql(ms, g.period.iso(), g.origin, g.time_zone, self.d)
+            return time_format_sql(ms, fn.get("format"), tz, self.d)
+        except GranularityError as e:
+            raise FilterError(str(e), f"{field}.granularity") from e
+        except ExpressionError as e:
+            raise FilterError(str(e), f"{field}.format") from e
+
+    # ---- filters ------------------------------------------------------------------------------
+    def compile(self, f: Any, field: str = "filter") -> str:
+        if not isinstance(f, Mapping):
+            raise FilterError("a filter must be a JSON object", field)
+        typ = f.get("type")
+        method = getattr(self, "f_" + str(typ).replace("-", "_"), None) if isinstance(typ, str) else None
+        if method is None:
+            raise FilterError(f"unknown filter type {typ!r}", f"{field}.type")
+        return method(f, field)
+
+    def eq_value(self, c: _Col, value: Any) -> str:
+        """``c = value`` with Druid's typing (numeric columns compare numerically)."""
+        if value is None:
+            return f"({c.sql} IS NULL)"
+        if c.type in _NUMERIC_TYPES:
+            n = _parse_number(value)
+            if n is None:
+                return "FALSE"
+            return f"({c.sql} = {_num_literal(n)})"
+        return f"({self.as_string(c)} = {self.lit(_stringify(value))})"
+
+    def f_selector(self, f: Mapping[str, Any], field: str) -> str:
+        return self.eq_value(self.dimension(f), f.get("value"))
+
+    def f_equals(self, f: Mapping[str, Any], field: str) -> str:
+        c = self.column(f.get("column"), f"{field}.column")
+        if "matchValue" not in f or f.get("matchValue") is None:
+            raise FilterError("equals filter needs a non-null matchValue (use a null filter)", f"{field}.matchValue")
+        mtype = normalize_type(f.get("matchValueType") or "STRING")
+        if mtype is None:
+            raise FilterError("unsupported matchValueType", f"{field}.matchValueType")
+        value = f["matchValue"]
+        if mtype in _NUMERIC_TYPES or c.type in _NUMERIC_TYPES:
+            n = _parse_number(value)
+            if n is None:
+                return "FALSE"
+            return f"({self.as_double(c) if c.type not in _NUMERIC_TYPES else c.sql} = {_num_literal(n)})"
+        return f"({self.as_string(c)} = {self.lit(_stringify(value))})"
+
+    def f_in(self, f: Mapping[str, Any], field: str) -> str:
+        values = f.get("values")
+        if not isinstance(values, Sequence) or isinstance(values, str):
+            raise FilterError("in filter needs a list of values", f"{field}.values")
+        c = self.dimension(f)
+        has_null = any(v is None for v in values)
+        parts: list[str] = []
+        if c.type in _NUMERIC_TYPES:
+            nums = {n for v in values if v is not None and (n := _parse_number(v)) is not None}
+            lits = [_num_literal(n) for n in sorted(nums, key=float)]
+            col = c.sql
+        else:
+            lits = [self.lit(s) for s in sorted({_stringify(v) for v in values if v is not None})]
+            col = self.as_string(c)
+        if lits:
+            parts.append(f"({col} IN ({', '.join(lits)}))")
+        if has_null:
+            parts.append(f"({c.sql} IS NULL)")
+        if not parts:
+            return "FALSE"
+        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+
+    def cmp(self, c: _Col, op: str, value: Any, ordering: str, field: str) -> str:
+        if ordering == "numeric":
+            n = _parse_number(value)
+            if n is None:
+                raise FilterError(f"bound {value!r} is not a number", field)
+            return f"({self.as_double(c)} {op} {_num_literal(n)})"
+        v = self.as_string(c)
+        s = self.lit(_stringify(value))
+        if ordering == "lexicographic":
+            return f"({v} {op} {s})"
+        if ordering == "strlen":
+            strict = op.rstrip("=")
+            return f"((length({v}) {strict} length({s})) OR (length({v}) = length({s}) AND {v} {op} {s}))"
+        if ordering in ("alphanumeric", "natural"):
+            return f"({self.alnum_key(v)} {op} {self.alnum_key(s)})"
+        raise FilterError(f"unsupported ordering {ordering!r}", field)
+
+    def alnum_key(self, v: str) -> str:
+        """A byte-comparable key for Druid's alphanumeric ordering: digit runs padded to 20 digits."""
+        zeros = "0" * 20
+        if self.d == "spark":
+            padded = f"regexp_replace({v}, '([0-9]+)', '{zeros}$1')"
+            return f"regexp_replace({padded}, '[0-9]*([0-9]{{20}})', '$1')"
+        padded = f"regexp_replace({v}, '([0-9]+)', '{zeros}\\1', 'g')"
+        return f"regexp_replace({padded}, '[0-9]*([0-9]{{20}})', '\\1', 'g')"
+
+    def f_bound(self, f: Mapping[str, Any], field: str) -> str:
+        c = self.dimension(f)
+        ordering = f.get("ordering") or ("numeric" if f.get("alphaNumeric") is False else "lexicographic")
+        if isinstance(ordering, Mapping):
+            ordering = ordering.get("type")
+        if f.get("alphaNumeric") is True:
+            ordering = "alphanumeric"
+        ordering = str(ordering).lower()
+        if ordering == "version":
+            raise FilterError("ordering 'version' is not supported", f"{field}.ordering")
+        parts = []
+        if f.get("lower") is not None:
+            op = ">" if f.get("lowerStrict") else ">="
+            parts.append(self.cmp(c, op, f["lower"], ordering, f"{field}.lower"))
+        if f.get("upper") is not None:
+            op = "<" if f.get("upperStrict") else "<="
+            parts.append(self.cmp(c, op, f["upper"], ordering, f"{field}.upper"))
+        if not parts:
+            return f"({c.sql} IS NOT NULL)"
+        return parts[0] if len(parts) == 1 else f"({parts[0]} AND {parts[1]})"
+
+    def f_range(self, f: Mapping[str, Any], field: str) -> str:
+        c = self.column(f.get("column"), f"{field}.column")
+        mtype = normalize_type(f.get("matchValueType") or "STRING")
+        if mtype not in ("STRING", "LONG", "DOUBLE"):
+            raise FilterError("unsupported matchValueType", f"{field}.matchValueType")
+        ordering = "numeric" if mtype in _NUMERIC_TYPES else "lexicographic"
+        parts = []
+        if f.get("lower") is not None:
+            op = ">" if f.get("lowerOpen") else ">="
+            parts.append(self.cmp(c, op, f["lower"], ordering, f"{field}.lower"))
+        if f.get("upper") is not None:
+            op = "<" if f.get("upperOpen") else "<="
+            parts.append(self.cmp(c, op, f["upper"], ordering, f"{field}.upper"))
+        if not parts:
+            return f"({c.sql} IS NOT NULL)"
+        return parts[0] if len(parts) == 1 else f"({parts[0]} AND {parts[1]})"
+
+    def f_and(self, f: Mapping[str, Any], field: str) -> str:
+        subs = self.fields(f, field)
+        if not subs:
+            return "TRUE"
+        return subs[0] if len(subs) == 1 else "(" + " AND ".join(subs) + ")"
+
+    def f_or(self, f: Mapping[str, Any], field: str) -> str:
+        subs = self.fields(f, field)
+        if not subs:
+            return "FALSE"
+        return subs[0] if len(subs) == 1 else "(" + " OR ".join(subs) + ")"
+
+    def fields(self, f: Mapping[str, Any], field: str) -> list[str]:
+        subs = f.get("fields")
+        if not isinstance(subs, list):
+            raise FilterError("expected a list of filters", f"{field}.fields")
+        return [self.compile(s, f"{field}.fields[{i}]") for i, s in enumerate(subs)]
+
+    def f_not(self, f: Mapping[str, Any], field: str) -> str:
+        if "field" not in f:
+            raise FilterError("not filter needs 'field'", f"{field}.field")
+        # SQL's three-valued NOT is Druid's SQL-compatible behaviour: a row whose inner filter is
+        # unknown (null) matches neither the filter nor its negation.
+        return f"(NOT {self.compile(f['field'], f'{field}.field')})"
+
+    def f_regex(self, f: Mapping[str, Any], field: str) -> str:
+        pattern = f.get("pattern")
+        if not isinstance(pattern, str):
+            raise FilterError("regex filter needs a string 'pattern'", f"{field}.pattern")
+        return self.regex_match(self.as_string(self.dimension(f)), pattern)
+
+    def f_like(self, f: Mapping[str, Any], field: str) -> str:
+        pattern = f.get("pattern")
+        if not isinstance(pattern, str):
+            raise FilterError("like filter needs a string 'pattern'", f"{field}.pattern")
+        esc = f.get("escape")
+        if esc is not None and (not isinstance(esc, str) or len(esc) != 1):
+            raise FilterError("escape must be a single character", f"{field}.escape")
+        v = self.as_string(self.dimension(f))
+        if esc is None and self.d == "spark":
+            # Spark's LIKE escapes with '\' by default; Druid has no default escape.
+            esc = next(ch for ch in "!#~^|@" if ch not in pattern)
+        tail = f" ESCAPE {self.lit(esc)}" if esc is not None else ""
+        return f"({v} LIKE {self.lit(pattern)}{tail})"
+
+    def f_interval(self, f: Mapping[str, Any], field: str) -> str:
+        ivs = f.get("intervals")
+        if not isinstance(ivs, list):
+            raise FilterError("interval filter needs a list of 'intervals'", f"{field}.intervals")
+        c = self.dimension({**f, "dimension": f.get("dimension") or "__time"})
+        if c.type not in _NUMERIC_TYPES:
+            ms = f"TRY_CAST({c.sql} AS BIGINT)"
+        else:
+            ms = c.sql
+        parts = []
+        for i, text in enumerate(ivs):
+            try:
+                iv = Interval.parse(str(text))
+            except TimeParseError as e:
+                raise FilterError(str(e), f"{field}.intervals[{i}]") from e
+            parts.append(f"({ms} >= {iv.start} AND {ms} < {iv.end})")
+        if not parts:
+            return "FALSE"
+        return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
+
+    def contains(self, v: str, needle: Any, case_sensitive: bool) -> str:
+        n = self.lit(_stringify(needle))
+        if not case_sensitive:
+            v, n = f"lower({v})", f"lower({n})"
+        if self.d == "spark":
+            return f"(instr({v}, {n}) > 0)"
+        return f"contains({v}, {n})"
+
+    def f_search(self, f: Mapping[str, Any], field: str) -> str:
+        q = f.get("query")
+        if not isinstance(q, Mapping):
+            raise FilterError("search filter needs a 'query' object", f"{field}.query")
+        v = self.as_string(self.dimension(f))
+        qt = q.get("type")
+        if qt in ("contains", "insensitive_contains"):
+            if q.get("value") is None:
+                raise FilterError("search query needs 'value'", f"{field}.query.value")
+            cs = bool(q.get("caseSensitive", False)) and qt == "contains"
+            return self.contains(v, q["value"], cs)
+        if qt == "fragment":
+            values = q.get("values")
+            if not isinstance(values, list) or not values:
+                raise FilterError("fragment search needs 'values'", f"{field}.query.values")
+            cs = bool(q.get("caseSensitive", False))
+            parts = [self.contains(v, x, cs) for x in values]
+            return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+        if qt == "regex":
+            pattern = q.get("pattern")
+            if not isinstance(pattern, str):
+                raise FilterError("regex search needs 'pattern'", f"{field}.query.pattern")
+            return self.regex_match(v, pattern)
+        raise FilterError(f"unsupported search query type {qt!r}", f"{field}.query.type")
+
+    def f_columnComparison(self, f: Mapping[str, Any], field: str) -> str:  # noqa: N802
+        dims = f.get("dimensions")
+        if not isinstance(dims, list) or len(dims) < 2:
+            raise FilterError("columnComparison needs at least two dimensions", f"{field}.dimensions")
+        cols = [self.as_string(self.dimension_spec(d, f"{field}.dimensions[{i}]")) for i, d in enumerate(dims)]
+        eq = "<=>" if self.d == "spark" else "IS NOT DISTINCT FROM"
+        parts = [f"({cols[0]} {eq} {other})" for other in cols[1:]]
+        return parts[0] if len(parts) == 1 else "(" + " AND ".join(parts) + ")"
+
+    def f_expression(self, f: Mapping[str, Any], field: str) -> str:
+        text = f.get("expression")
+        if not isinstance(text, str):
+            raise FilterError("expression filter needs a string 'expression'", f"{field}.expression")
+        try:
+            from radstack.expressions import _Compiler, parse_expression
+
+            comp = _Compiler(self.d, self.column_types)
+            return comp.boolean(comp.compile(parse_expression(text)))
+        except ExpressionError as e:
+            raise FilterError(str(e), f"{field}.expression") from e
+
+    def f_true(self, f: Mapping[str, Any], field: str) -> str:
+        return "TRUE"
+
+    def f_false(self, f: Mapping[str, Any], field: str) -> str:
+        return "FALSE"
+
+    def f_null(self, f: Mapping[str, Any], field: str) -> str:
+        return f"({self.column(f.get('column'), f'{field}.column').sql} IS NULL)"
+
+
+def _stringify(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def filter_to_sql(
+    f: Mapping[str, Any] | None,
+    *,
+    dialect: str = "duckdb",
+    column_types: Mapping[str, str] | None = None,
+) -> str:
+    """A Druid filter (JSON object) as a SQL boolean predicate (``TRUE`` for ``None``).
+
+    Raises :class:`FilterError` (with ``.field``) for unknown types, bad fields and unsupported
+    extraction functions.
+    """
+    if f is None:
+        return "TRUE"
+    return _FilterCompiler(dialect, column_types).compile(f)
+
+
+def extraction_to_sql(
+    fn: Mapping[str, Any],
+    column: str,
+    *,
+    dialect: str = "duckdb",
+    column_types: Mapping[str, str] | None = None,
+) -> str:
+    """A Druid extraction function applied to ``column`` as a SQL string expression
+    (also used for DimensionSpecs with an ``extractionFn`` in the query engine)."""
+    comp = _FilterCompiler(dialect, column_types)
+    return comp.extraction(fn, comp.column(column, "dimension"), "extractionFn")
+
+
+def filter_columns(f: Mapping[str, Any] | None) -> set[str]:
+    """The column names a filter reads (for pruning the columns a scan must load)."""
+    from radstack.expressions import required_columns
+
+    out: set[str] = set()
+
+    def walk(x: Any) -> None:
+        if not isinstance(x, Mapping):
+            return
+        for key in ("dimension", "column"):
+            if isinstance(x.get(key), str):
+                out.add(x[key])
+        if x.get("type") == "interval" and not x.get("dimension"):
+            out.add("__time")
+        if x.get("type") == "expression" and isinstance(x.get("expression"), str):
+            out.update(required_columns(x["expression"]))
+        for d in x.get("dimensions") or []:
+            if isinstance(d, str):
+                out.add(d)
+            else:
+                walk(d)
+        for sub in x.get("fields") or []:
+            walk(sub)
+        walk(x.get("field"))
+
+    walk(f)
+    return out

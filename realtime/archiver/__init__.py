@@ -1,0 +1,7 @@
+"""The archiver: the second Kafka consumer, copying raw events into deep storage exactly once,
+partitioned by event hour (see :mod:`realtime.archiver.archiver`)."""
+
+from realtime.archiver.archiver import Archiver, ArchiverConfig, ArchiverStats
+from realtime.archiver.watermark import archive_watermark
+
+__all__ = ["Archiver", "ArchiverConfig", "ArchiverStats", "archive_watermark"]

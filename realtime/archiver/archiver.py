@@ -1,0 +1,280 @@
+"""The archiver: a Kafka consumer group that copies every raw record into deep storage, exactly once.
+
+Per assigned partition, records are collected column-wise in offset order. A buffer is flushed when it
+reaches ``max_records`` or ``max_bytes``, when it is older than ``max_age_seconds``, when the Kafka
+timestamp crosses an hour boundary, on rebalance and on shutdown. A flush:
+
+1. builds the Arrow table (original bytes + Kafka coordinates + event time, vectorised);
+2. splits it by **event** hour and writes one Parquet file per hour to a local temp dir;
+3. writes the flush manifest to deep storage (the list of data keys it is about to create);
+4. moves each file into place (deep storage ``put_file`` is atomic: temp name, then rename);
+5. commits ``last + 1`` to Kafka, synchronously;
+6. deletes the manifest, updates the completeness watermark.
+
+A crash between any two steps is repaired on the next assignment by :mod:`.recovery`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, TopicPartition
+
+from realtime.archiver.layout import data_key, manifest_key
+from realtime.archiver.records import ColumnBuffer, to_table
+from realtime.archiver.recovery import delete_committed_manifests, recover_partition
+from realtime.archiver.watermark import WatermarkTracker
+
+log = logging.getLogger(__name__)
+
+HOUR_MS = 3_600_000
+FAULT_ENV = "RADSTACK_ARCHIVER_FAULT"
+"""Fault injection for tests: ``after_manifest``, ``after_move`` (files in place, offsets not yet
+committed), ``after_commit`` (committed, manifest not yet deleted) make the process exit at once."""
+
+
+@dataclass
+class ArchiverConfig:
+    bootstrap_servers: str
+    topics: list[str]
+    group_id: str = "radstack-archiver"
+    max_records: int = 250_000
+    max_bytes: int = 64 * 1024 * 1024
+    max_age_seconds: float = 30.0
+    # topic → (timestamp field, timestampSpec format); default ("timestamp", "auto")
+    timestamp_fields: dict[str, tuple[str, str]] = field(default_factory=dict)
+    compression: str = "zstd"
+    consumer_conf: dict[str, Any] = field(default_factory=dict)
+
+    def timestamp_of(self, topic: str) -> tuple[str, str]:
+        return self.timestamp_fields.get(topic, ("timestamp", "auto"))
+
+
+@dataclass
+class ArchiverStats:
+    records: int = 0
+    bytes: int = 0
+    files: int = 0
+    flushes: int = 0
+    invalid_json: int = 0
+    event_time_from_kafka: int = 0
+    recovered_flushes: int = 0
+    undone_flushes: int = 0
+    files_per_hour: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Archiver:
+    def __init__(
+        self,
+        config: ArchiverConfig,
+        deep_storage: Any,
+        metadata: Any | None = None,
+        *,
+        fault: str | None = None,
+    ) -> None:
+        self.config = config
+        self.deep_storage = deep_storage
+        self.metadata = metadata
+        self.fault = fault if fault is not None else os.environ.get(FAULT_ENV) or None
+        self.stats = ArchiverStats()
+        self.buffers: dict[tuple[str, int], ColumnBuffer] = {}
+        self._buffer_started: dict[tuple[str, int], float] = {}
+        self._buffer_hour: dict[tuple[str, int], int] = {}
+        self._tmp = Path(tempfile.mkdtemp(prefix="radstack-archiver-"))
+        self.watermarks = WatermarkTracker(config.group_id, metadata)
+        self._stop = threading.Event()
+        conf = {
+            "bootstrap.servers": config.bootstrap_servers,
+            "group.id": config.group_id,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+            "session.timeout.ms": 10_000,
+            "fetch.wait.max.ms": 100,
+            "queued.max.messages.kbytes": 262_144,
+            "fetch.max.bytes": 52_428_800,
+        }
+        conf.update(config.consumer_conf)
+        self.consumer = Consumer(conf)
+        self.consumer.subscribe(
+            list(config.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
+
+    # ---- rebalance callbacks -----------------------------------------------------------------
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        committed = {(tp.topic, tp.partition): tp.offset for tp in consumer.committed(partitions, timeout=30)}
+        to_commit: list[TopicPartition] = []
+        for tp in partitions:
+            c = committed.get((tp.topic, tp.partition), OFFSET_INVALID)
+            res = recover_partition(self.deep_storage, tp.topic, tp.partition, c if c >= 0 else None)
+            self.stats.recovered_flushes += res.completed
+            self.stats.undone_flushes += res.undone
+            if res.commit_offset is not None:
+                to_commit.append(TopicPartition(tp.topic, tp.partition, res.commit_offset))
+            if res.resume_offset is not None:
+                tp.offset = res.resume_offset
+        if to_commit:
+            consumer.commit(offsets=to_commit, asynchronous=False)
+            for tp in to_commit:
+                delete_committed_manifests(self.deep_storage, tp.topic, tp.partition, tp.offset)
+        consumer.assign(partitions)
+        log.info("archiver assigned %s", [(tp.topic, tp.partition, tp.offset) for tp in partitions])
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._flush((tp.topic, tp.partition))
+        self.watermarks.forget([(tp.topic, tp.partition) for tp in partitions])
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # The partitions already belong to someone else: drop the buffers, do not commit. Their
+        # records are re-read by the new owner (nothing was committed for them).
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            self.buffers.pop(key, None)
+            self._buffer_started.pop(key, None)
+            self._buffer_hour.pop(key, None)
+
+    # ---- main loop ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(
+        self,
+        *,
+        idle_exit_seconds: float | None = None,
+        on_progress: Callable[[ArchiverStats], None] | None = None,
+    ) -> ArchiverStats:
+        """Consume until :meth:`stop` (or ``idle_exit_seconds`` without a record), then flush all."""
+        last_record = time.monotonic()
+        try:
+            while not self._stop.is_set():
+                msgs = self.consumer.consume(num_messages=10_000, timeout=0.5)
+                if msgs:
+                    last_record = time.monotonic()
+                    self._collect(msgs)
+                self._flush_due()
+                self.watermarks.observe(self.consumer, self.buffers, self.stats)
+                if on_progress is not None:
+                    on_progress(self.stats)
+                if idle_exit_seconds is not None and time.monotonic() - last_record > idle_exit_seconds:
+                    break
+            self.flush_all()
+        finally:
+            self.close()
+        return self.stats
+
+    def _collect(self, msgs: list[Any]) -> None:
+        buffers = self.buffers
+        cfg = self.config
+        for m in msgs:
+            err = m.error()
+            if err is not None:
+                if err.code() in (KafkaError._PARTITION_EOF,):
+                    continue
+                raise KafkaException(err)
+            key = (m.topic(), m.partition())
+            buf = buffers.get(key)
+            ts_type, ts = m.timestamp()
+            ts_val = ts if ts_type != 0 and ts >= 0 else None
+            if buf is not None and ts_val is not None and ts_val // HOUR_MS != self._buffer_hour.get(key, ts_val // HOUR_MS):
+                self._flush(key)  # an hour boundary in Kafka time: close the hour's files
+                buf = None
+            if buf is None:
+                buf = buffers[key] = ColumnBuffer(key[0], key[1])
+                self._buffer_started[key] = time.monotonic()
+                if ts_val is not None:
+                    self._buffer_hour[key] = ts_val // HOUR_MS
+            buf.append(m.offset(), ts_val, ts_type, m.key(), m.value(), m.headers())
+            if len(buf) >= cfg.max_records or buf.nbytes >= cfg.max_bytes:
+                self._flush(key)
+
+    def _flush_due(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, t in self._buffer_started.items() if now - t >= self.config.max_age_seconds]:
+            self._flush(key)
+
+    def flush_all(self) -> None:
+        for key in list(self.buffers):
+            self._flush(key)
+
+    # ---- one flush -----------------------------------------------------------------------------
+    def _flush(self, key: tuple[str, int]) -> None:
+        buf = self.buffers.pop(key, None)
+        self._buffer_started.pop(key, None)
+        self._buffer_hour.pop(key, None)
+        if buf is None or len(buf) == 0:
+            return
+        topic, partition = key
+        field_name, fmt = self.config.timestamp_of(topic)
+        table = to_table(buf, timestamp_field=field_name, timestamp_format=fmt)
+        first, last = buf.first_offset, buf.last_offset
+        hours = pc.divide(table.column("event_time").cast(pa.int64()), HOUR_MS)
+        hour_starts = pc.multiply(hours, HOUR_MS)
+        files: list[tuple[str, Path, int]] = []
+        for hour in sorted(pc.unique(hour_starts).to_pylist()):
+            part = table.filter(pc.equal(hour_starts, hour))
+            k = data_key(topic, partition, first, last, hour)
+            local = self._tmp / k.replace("/", "_")
+            pq.write_table(part, local, compression=self.config.compression)
+            files.append((k, local, part.num_rows))
+        manifest = {
+            "topic": topic,
+            "partition": partition,
+            "first": first,
+            "last": last,
+            "records": table.num_rows,
+            "files": [k for k, _, _ in files],
+            "created": int(time.time() * 1000),
+        }
+        mkey = manifest_key(topic, partition, first, last)
+        self.deep_storage.put_bytes(json.dumps(manifest).encode(), mkey)
+        self._maybe_fail("after_manifest")
+        size = 0
+        for k, local, _ in files:
+            size += local.stat().st_size
+            self.deep_storage.put_file(local, k)
+            local.unlink()
+        self._maybe_fail("after_move")
+        self.consumer.commit(offsets=[TopicPartition(topic, partition, last + 1)], asynchronous=False)
+        self._maybe_fail("after_commit")
+        self.deep_storage.delete(mkey)
+        s = self.stats
+        s.records += table.num_rows
+        s.bytes += size
+        s.files += len(files)
+        s.flushes += 1
+        s.invalid_json += table.num_rows - pc.sum(table.column("valid_json").cast(pa.int64())).as_py()
+        s.event_time_from_kafka += pc.sum(table.column("event_time_from_kafka").cast(pa.int64())).as_py()
+        for k, _, _ in files:
+            hour_key = k.rsplit("/", 1)[0]
+            s.files_per_hour[hour_key] = s.files_per_hour.get(hour_key, 0) + 1
+        self.watermarks.committed(key, last + 1)
+
+    def _maybe_fail(self, point: str) -> None:
+        if self.fault == point:
+            log.error("fault injection: exiting at %s", point)
+            os._exit(87)
+
+    def close(self) -> None:
+        try:
+            self.consumer.close()
+        finally:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self.watermarks.save(self.stats)

@@ -1,0 +1,69 @@
+"""Where the archiver puts things in deep storage, and how names encode Kafka offsets.
+
+Data files, partitioned by **event** hour::
+
+    raw/{topic}/dt=YYYY-MM-DD/hour=HH/{topic}+{partition}+{firstOffset}+{lastOffset}.parquet
+
+One flush of one Kafka partition covers a contiguous offset range ``[first, last]`` and may write
+several files (one per event hour it touched); every file of that flush carries the flush's range in
+its name, so the range identifies the flush. Before a flush's files are moved into place, its
+manifest is written::
+
+    raw/_manifests/{topic}/{partition}/{first:020d}-{last:020d}.json
+
+listing the data keys; after the offsets are committed the manifest is deleted. A manifest found at
+start-up is a flush whose commit may not have happened: see :mod:`realtime.archiver.recovery`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+RAW_PREFIX = "raw"
+MANIFEST_DIR = "_manifests"
+DATA_EXT = "parquet"
+
+_NAME_RE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<first>\d+)\+(?P<last>\d+)\.(?P<ext>[a-z.]+)$")
+
+
+@dataclass(frozen=True)
+class FlushRange:
+    topic: str
+    partition: int
+    first: int
+    last: int
+
+
+def hour_dir(topic: str, hour_start_ms: int) -> str:
+    dt = datetime.fromtimestamp(hour_start_ms / 1000, tz=UTC)
+    return f"{RAW_PREFIX}/{topic}/dt={dt:%Y-%m-%d}/hour={dt:%H}"
+
+
+def data_key(topic: str, partition: int, first: int, last: int, hour_start_ms: int) -> str:
+    return f"{hour_dir(topic, hour_start_ms)}/{topic}+{partition}+{first}+{last}.{DATA_EXT}"
+
+
+def manifest_prefix(topic: str, partition: int) -> str:
+    return f"{RAW_PREFIX}/{MANIFEST_DIR}/{topic}/{partition}/"
+
+
+def manifest_key(topic: str, partition: int, first: int, last: int) -> str:
+    return f"{manifest_prefix(topic, partition)}{first:020d}-{last:020d}.json"
+
+
+def parse_data_name(key: str) -> FlushRange | None:
+    """The flush range in a data file's name, or None for anything else."""
+    m = _NAME_RE.match(key.rsplit("/", 1)[-1])
+    if not m:
+        return None
+    return FlushRange(m["topic"], int(m["partition"]), int(m["first"]), int(m["last"]))
+
+
+def topic_prefix(topic: str) -> str:
+    return f"{RAW_PREFIX}/{topic}/"
+
+
+def hour_prefix(topic: str, hour_start_ms: int) -> str:
+    return hour_dir(topic, hour_start_ms) + "/"

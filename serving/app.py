@@ -1,0 +1,294 @@
+"""The embedded Druid-compatible server: one FastAPI app with the Overlord, Coordinator and Broker APIs.
+
+:func:`create_app` builds the app; its lifespan opens the metadata store (creating tables), the
+deep storage, starts the task runner, the broker (when present) and the coordinator loop, and stops
+them all in reverse order. Every error leaves as Druid's error JSON (:mod:`serving.errors`), including
+unknown routes, bad request bodies and unexpected exceptions (500); nothing a request does can stop
+the server. Request bodies above ``server.max_body_bytes`` get 413, and ``server.auth`` turns on HTTP
+Basic auth (:mod:`serving.auth`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import resource
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+import radstack
+from radstack.config import Settings
+from serving.auth import BasicAuthMiddleware, load_users, send_error
+from serving.context import ServerContext
+from serving.errors import DruidError
+
+log = logging.getLogger(__name__)
+
+_HTTP_CATEGORY = {400: "INVALID_INPUT", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
+                  405: "UNSUPPORTED", 409: "CONFLICT", 413: "CAPACITY_EXCEEDED", 415: "UNSUPPORTED",
+                  429: "CAPACITY_EXCEEDED", 501: "UNSUPPORTED", 503: "SERVICE_UNAVAILABLE", 504: "TIMEOUT"}
+
+
+def _version() -> str:
+    return getattr(radstack, "__version__", None) or _dist_version()
+
+
+def _dist_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("radstack")
+    except PackageNotFoundError:
+        return "0.0.0"
+
+
+# -- coordinator loop ----------------------------------------------------------------------------
+
+
+class CoordinatorLoop:
+    """Runs the coordinator duties every ``coordinator.period_seconds`` in a daemon thread.
+
+    Orphan-file collection is skipped while tasks are running: their files are written before
+    they are published, and must not look like leftovers of a failed publish."""
+
+    def __init__(self, ctx: ServerContext) -> None:
+        self.ctx = ctx
+        self.period = max(0.05, float(ctx.settings.get("coordinator.period_seconds", 10) or 10))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.runs = 0
+        self.last_report: Any = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="radstack-coordinator", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def run_once(self) -> Any:
+        from serving.coordinator import run_duties
+
+        busy = self.ctx.task_runner is not None and self.ctx.task_runner.is_busy()
+        report = run_duties(self.ctx.metadata, None if busy else self.ctx.deep_storage, self.ctx.settings)
+        self.runs += 1
+        self.last_report = report
+        return report
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.period):
+            try:
+                self.run_once()
+            except Exception:  # noqa: BLE001 - the loop must survive anything
+                log.exception("coordinator pass failed")
+
+
+# -- middleware ----------------------------------------------------------------------------------
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class BodySizeLimitMiddleware:
+    """413 (Druid JSON) for bodies above ``max_bytes``: by Content-Length up front, or while
+    streaming a body sent without one."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _error(self) -> DruidError:
+        return DruidError(f"Request body is larger than the limit of {self.max_bytes} bytes "
+                          "(server.max_body_bytes)", category="CAPACITY_EXCEEDED",
+                          error_code="requestTooLarge", status=413)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for k, v in scope.get("headers", []):
+            if k.lower() == b"content-length":
+                try:
+                    too_big = int(v) > self.max_bytes
+                except ValueError:
+                    too_big = False
+                if too_big:
+                    await send_error(send, self._error())
+                    return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _BodyTooLarge()
+            return msg
+
+        async def tracking_send(msg: Message) -> None:
+            nonlocal started
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await send_error(send, self._error())
+
+
+class CatchAllMiddleware:
+    """Last line of defence: an exception that escaped every handler becomes a 500 Druid error."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(msg: Message) -> None:
+            nonlocal started
+            if msg["type"] == "http.response.start":
+                started = True
+            await send(msg)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except _BodyTooLarge:
+            raise
+        except Exception as e:  # noqa: BLE001
+            log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                await send_error(send, _unexpected(e))
+
+
+def _unexpected(e: Exception) -> DruidError:
+    return DruidError(f"{type(e).__name__}: {e}", category="RUNTIME_FAILURE", persona="OPERATOR",
+                      error_class=f"{type(e).__module__}.{type(e).__name__}")
+
+
+def druid_json(err: DruidError, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(err.to_json(), status_code=err.status, headers=headers)
+
+
+# -- status --------------------------------------------------------------------------------------
+
+
+def _memory() -> dict[str, int]:
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = os.sysconf("SC_PHYS_PAGES") * page
+    free = os.sysconf("SC_AVPHYS_PAGES") * page
+    try:
+        with open("/proc/self/statm") as f:
+            rss = int(f.read().split()[1]) * page
+    except OSError:
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"maxMemory": total, "totalMemory": total, "freeMemory": free, "usedMemory": rss, "directMemory": 0}
+
+
+# -- the app -------------------------------------------------------------------------------------
+
+
+def _open_context(settings: Settings) -> ServerContext:
+    from serving.deep_storage import open_deep_storage
+    from serving.metadata import MetadataStore
+    from serving.overlord.tasks import TaskRunner
+
+    metadata = MetadataStore.from_url(settings.metadata_url)
+    metadata.create_tables()
+    deep_storage = open_deep_storage(settings)
+    runner = TaskRunner(settings, metadata, deep_storage)
+    return ServerContext(settings=settings, metadata=metadata, deep_storage=deep_storage, task_runner=runner)
+
+
+def create_app(settings: Settings) -> FastAPI:
+    """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``)."""
+    from serving.coordinator_api import router as coordinator_router
+    from serving.overlord.api import router as overlord_router
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.home.mkdir(parents=True, exist_ok=True)
+        ctx = _open_context(settings)
+        app.state.ctx = ctx
+        ctx.task_runner.start()
+        ctx.coordinator = CoordinatorLoop(ctx)
+        ctx.coordinator.start()
+        try:
+            yield
+        finally:
+            ctx.coordinator.stop()
+            ctx.task_runner.stop()
+            if ctx.broker is not None:
+                with contextlib.suppress(Exception):
+                    ctx.broker.stop()
+            with contextlib.suppress(Exception):
+                ctx.metadata.close()
+
+    app = FastAPI(title="radstack", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
+
+    @app.exception_handler(DruidError)
+    async def _druid_error(_request: Request, exc: DruidError) -> JSONResponse:
+        return druid_json(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path"))
+        return druid_json(DruidError(f"{where}: {first.get('msg', 'invalid request')}" if where
+                                     else str(first.get("msg", "invalid request")), category="INVALID_INPUT"))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        category = _HTTP_CATEGORY.get(exc.status_code, "RUNTIME_FAILURE" if exc.status_code >= 500 else "INVALID_INPUT")
+        detail = exc.detail if isinstance(exc.detail, str) else orjson.dumps(exc.detail).decode()
+        return druid_json(DruidError(detail, category=category, status=exc.status_code),
+                          headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return druid_json(_unexpected(exc))
+
+    @app.get("/status")
+    def status() -> dict[str, Any]:
+        return {"version": _version(), "modules": [], "memory": _memory()}
+
+    @app.get("/status/health")
+    def health() -> bool:
+        return True
+
+    @app.get("/status/selfDiscovered/status")
+    def self_discovered() -> dict[str, bool]:
+        return {"selfDiscovered": True}
+
+    app.include_router(overlord_router)
+    app.include_router(coordinator_router)
+
+    # Outermost first: errors → body limit → auth → the app.
+    if settings.get("server.auth.enabled"):
+        app.add_middleware(BasicAuthMiddleware, users=load_users(settings))
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.get("server.max_body_bytes") or 0) or 2**62)
+    app.add_middleware(CatchAllMiddleware)
+    return app
+

@@ -1,0 +1,89 @@
+"""The aggregate → post-aggregate pipeline that timeseries, topN and groupBy share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.broker.native.aggregators import Aggregator, parse_aggregator
+from serving.broker.native.context import QueryContext, q
+from serving.broker.native.dimensions import DimensionSpec
+from serving.broker.native.postaggregators import PostAggregator, parse_post_aggregators
+from serving.broker.native.results import render
+from serving.errors import invalid_input
+
+BUCKET = "__bucket"
+
+
+@dataclass
+class AggregationPlan:
+    ctx: QueryContext
+    dims: list[DimensionSpec] = field(default_factory=list)
+    aggs: list[Aggregator] = field(default_factory=list)
+    posts: list[PostAggregator] = field(default_factory=list)
+
+    @classmethod
+    def create(cls, ctx: QueryContext, dims: list[DimensionSpec]) -> AggregationPlan:
+        ctx.base()
+        aggs = [parse_aggregator(a, ctx) for a in ctx.query.get("aggregations") or []]
+        names = [d.output_name for d in dims] + [a.name for a in aggs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise invalid_input(f"Duplicate output name(s) {sorted(dup)}")
+        known = {d.output_name: d.output_type for d in dims} | {a.name: a.type for a in aggs}
+        posts = parse_post_aggregators(ctx.query.get("postAggregations") or [], known, ctx)
+        return cls(ctx, dims, aggs, posts)
+
+    @property
+    def row_types(self) -> dict[str, str]:
+        out = {d.output_name: d.output_type for d in self.dims}
+        out.update({a.name: a.type for a in self.aggs})
+        out.update({p.name: ("DOUBLE" if p.type == "INFER" else p.type) for p in self.posts})
+        return out
+
+    def output_columns(self) -> list[tuple[str, str]]:
+        """(name, type) of the output row in Druid's order: dimensions, aggregators, post-aggregators."""
+        return ([(d.output_name, d.output_type) for d in self.dims] + [(a.name, a.type) for a in self.aggs]
+                + [(p.name, p.type) for p in self.posts])
+
+    def aggregate_sql(self, *, with_bucket: bool, dims: list[DimensionSpec] | None = None,
+                      extra_where: str = "TRUE", null_dims: bool = True, count_rows: bool = False) -> str:
+        """``SELECT [bucket,] dims, aggs FROM base WHERE … GROUP BY ALL``; dimensions left out of
+        ``dims`` come back as NULL (subtotals)."""
+        ctx = self.ctx
+        chosen = self.dims if dims is None else dims
+        items: list[str] = []
+        bucket = ctx.bucket() if with_bucket else None
+        if bucket is not None:
+            items.append(f"{bucket} AS {BUCKET}")
+        for d in self.dims:
+            if d in chosen:
+                items.append(f"{d.sql(ctx)} AS {q(d.output_name)}")
+            elif null_dims:
+                sql_type = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}[d.output_type]
+                items.append(f"CAST(NULL AS {sql_type}) AS {q(d.output_name)}")
+        items += [f"{a.sql} AS {q(a.name)}" for a in self.aggs]
+        if not self.aggs or count_rows:
+            items.append("count(*) AS __n")
+        grouped = bucket is not None or any(d in chosen for d in self.dims)
+        where = ctx.where()
+        if extra_where != "TRUE":
+            where = f"({where}) AND ({extra_where})"
+        sql = f"SELECT {', '.join(items)} FROM {ctx.base()} WHERE {where}"
+        if grouped:
+            sql += " GROUP BY ALL"
+        return sql
+
+    def post_sql(self, inner: str) -> str:
+        if not self.posts:
+            return inner
+        posts = ", ".join(f"{p.sql} AS {q(p.name)}" for p in self.posts)
+        return f"SELECT *, {posts} FROM ({inner})"
+
+    def render_values(self, row: dict[str, Any], skip: set[str] | None = None) -> dict[str, Any]:
+        out = {}
+        for name, typ in self.output_columns():
+            if skip and name in skip:
+                continue
+            out[name] = render(row.get(name), typ)
+        return out

@@ -1,0 +1,172 @@
+"""Native aggregators → DuckDB aggregate expressions.
+
+Each aggregator spec becomes an :class:`Aggregator`: its output name, the aggregate SQL over the base
+relation, its Druid type (for rendering and ordering) and the value an empty timeseries bucket gets
+(Druid's SQL-compatible null handling: ``count`` → 0, sums/min/max/first/last → null, distinct
+counts → 0). Re-aggregation is inherent: rows with equal (time, dims) from different segments are
+simply aggregated together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from serving.errors import invalid_input, unsupported
+
+if TYPE_CHECKING:
+    from serving.broker.native.context import QueryContext
+
+
+@dataclass(frozen=True)
+class Aggregator:
+    name: str
+    sql: str
+    type: str  # LONG | DOUBLE | FLOAT | STRING | COMPLEX
+    empty: Any = None
+    spec: dict[str, Any] | None = None
+
+
+_NUM = {"long": ("BIGINT", "LONG"), "double": ("DOUBLE", "DOUBLE"), "float": ("FLOAT", "FLOAT")}
+_LENIENT = {"min": "doubleMin", "max": "doubleMax", "sum": "doubleSum"}
+
+
+def _field(spec: dict[str, Any], ctx: QueryContext, sql_type: str) -> str:
+    """The aggregated input: ``fieldName`` (cast to the aggregator's type) or ``expression``."""
+    if spec.get("expression") is not None:
+        return f"CAST({ctx.expression_sql(str(spec['expression']))} AS {sql_type})"
+    name = spec.get("fieldName")
+    if not name:
+        raise invalid_input(f"Aggregator [{spec.get('name')}] needs 'fieldName' or 'expression'")
+    col = ctx.col(name)
+    src = ctx.col_type(name)
+    if sql_type == "BIGINT" and src in ("DOUBLE", "FLOAT"):
+        return f"CAST(trunc({col}) AS BIGINT)"
+    if src == "STRING":
+        if sql_type == "BIGINT":
+            return f"CAST(trunc(TRY_CAST({col} AS DOUBLE)) AS BIGINT)"
+        return f"TRY_CAST({col} AS {sql_type})"
+    if (sql_type == "BIGINT" and src == "LONG") or (sql_type == "DOUBLE" and src == "DOUBLE"):
+        return col
+    return f"CAST({col} AS {sql_type})"
+
+
+def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
+    if not isinstance(spec, dict) or "type" not in spec:
+        raise invalid_input(f"Invalid aggregator {spec!r}")
+    typ = str(spec["type"])
+    typ = _LENIENT.get(typ, typ)
+    name = spec.get("name")
+    if typ == "filtered":
+        inner = spec.get("aggregator")
+        if not isinstance(inner, dict):
+            raise invalid_input("filtered aggregator needs 'aggregator'")
+        agg = parse_aggregator(inner, ctx)
+        cond = ctx.filter_sql(spec.get("filter")) if spec.get("filter") else "TRUE"
+        out_name = name or agg.name
+        return replace(agg, name=out_name, sql=_add_filter(agg.sql, cond), spec=spec)
+    if not name:
+        raise invalid_input(f"Aggregator of type [{typ}] needs a 'name'")
+    if typ == "count":
+        return Aggregator(name, "count(*)", "LONG", 0, spec)
+    for prefix, (sql_type, dtype) in _NUM.items():
+        if typ in (f"{prefix}Sum", f"{prefix}Min", f"{prefix}Max"):
+            fn = typ[len(prefix):].lower()
+            x = _field(spec, ctx, sql_type)
+            sql = f"{fn}({x})"
+            if fn == "sum":
+                sql = f"CAST(sum({x}) AS {sql_type})"
+            return Aggregator(name, sql, dtype, None, spec)
+        if typ in (f"{prefix}First", f"{prefix}Last"):
+            x = _field(spec, ctx, sql_type)
+            fn = "arg_min" if typ.endswith("First") else "arg_max"
+            return Aggregator(name, f"{fn}({x}, \"__time\")", dtype, None, spec)
+        if typ == f"{prefix}Any":
+            return Aggregator(name, f"any_value({_field(spec, ctx, sql_type)})", dtype, None, spec)
+    if typ in ("stringFirst", "stringLast", "stringAny", "stringFirstFold", "stringLastFold"):
+        x = spec.get("fieldName")
+        col = ctx.col(x) if x else "NULL"
+        if ctx.col_type(x or "") != "STRING":
+            col = f"CAST({col} AS VARCHAR)"
+        max_bytes = int(spec.get("maxStringBytes", 1024))
+        if typ == "stringAny":
+            return Aggregator(name, f"left(any_value({col}), {max_bytes})", "STRING", None, spec)
+        fn = "arg_min" if "First" in typ else "arg_max"
+        return Aggregator(name, f"left({fn}({col}, \"__time\"), {max_bytes})", "STRING", None, spec)
+    if typ == "doubleMean":
+        return Aggregator(name, f"avg({_field(spec, ctx, 'DOUBLE')})", "DOUBLE", None, spec)
+    if typ == "cardinality":
+        return Aggregator(name, _cardinality_sql(spec, ctx), "DOUBLE", 0.0, spec)
+    if typ in ("hyperUnique", "thetaSketch", "HLLSketchBuild", "HLLSketchMerge", "HLLSketch",
+               "approxCountDistinct"):
+        x = spec.get("fieldName")
+        if not x:
+            raise invalid_input(f"Aggregator [{name}] needs 'fieldName'")
+        sql = f"CAST(approx_count_distinct({ctx.col(x)}) AS DOUBLE)"
+        if spec.get("round"):
+            sql = f"CAST(approx_count_distinct({ctx.col(x)}) AS BIGINT)"
+            return Aggregator(name, sql, "LONG", 0, spec)
+        return Aggregator(name, sql, "DOUBLE", 0.0, spec)
+    if typ == "javascript":
+        raise unsupported("JavaScript aggregators are disabled")
+    raise unsupported(f"Aggregator type [{spec['type']}] is not supported")
+
+
+def _cardinality_sql(spec: dict[str, Any], ctx: QueryContext) -> str:
+    fields = spec.get("fields") or spec.get("fieldNames") or []
+    cols = []
+    for f in fields:
+        if isinstance(f, dict):
+            from serving.broker.native.dimensions import parse_dimension
+
+            cols.append(parse_dimension(f).sql(ctx))
+        else:
+            c = ctx.col(str(f))
+            cols.append(c if ctx.col_type(str(f)) == "STRING" else f"CAST({c} AS VARCHAR)")
+    if not cols:
+        raise invalid_input(f"cardinality aggregator [{spec.get('name')}] needs 'fields'")
+    if spec.get("byRow"):
+        key = cols[0] if len(cols) == 1 else "row(" + ", ".join(cols) + ")"
+        cond = " OR ".join(f"{c} IS NOT NULL" for c in cols)
+        sql = f"count(DISTINCT CASE WHEN {cond} THEN {key} END)"
+    elif len(cols) == 1:
+        sql = f"count(DISTINCT {cols[0]})"
+    else:
+        lists = ", ".join(f"list({c})" for c in cols)
+        sql = f"len(list_distinct(flatten([{lists}])))"
+    if spec.get("round"):
+        return f"CAST({sql} AS BIGINT)"
+    return f"CAST({sql} AS DOUBLE)"
+
+
+def _add_filter(sql: str, cond: str) -> str:
+    """Add ``FILTER (WHERE cond)`` to every aggregate call in ``sql``."""
+    if cond == "TRUE":
+        return sql
+    for fn in ("count(*)", "count(DISTINCT ", "sum(", "min(", "max(", "avg(", "arg_min(", "arg_max(",
+               "any_value(", "approx_count_distinct(", "list("):
+        if fn in sql:
+            return _wrap_calls(sql, fn, cond)
+    raise unsupported("cannot filter this aggregator")
+
+
+def _wrap_calls(sql: str, fn: str, cond: str) -> str:
+    """Append a FILTER clause after each call of ``fn`` (balanced-parenthesis scan)."""
+    out, i = [], 0
+    while True:
+        j = sql.find(fn, i)
+        if j < 0:
+            out.append(sql[i:])
+            break
+        k = j + len(fn)
+        depth = 0 if fn.endswith(")") else 1
+        if depth:
+            while k < len(sql) and depth:
+                if sql[k] == "(":
+                    depth += 1
+                elif sql[k] == ")":
+                    depth -= 1
+                k += 1
+        out.append(sql[i:k] + f" FILTER (WHERE {cond})")
+        i = k
+    return "".join(out)

@@ -1,0 +1,277 @@
+"""What every native query shares: datasource, intervals, granularity, filter, virtual columns.
+
+:class:`QueryContext` turns those common fields into SQL over the datasource view: a base relation
+``(SELECT *, <virtual columns>, <NULLs for missing columns> FROM "ds" WHERE <intervals>) AS __base``
+and a ``WHERE`` for the filter. Columns a query names but the datasource lacks read as all-null, as in
+Druid. Filters and expressions come from :mod:`radstack.filters` / :mod:`radstack.expressions`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+
+from radstack.granularity import Granularity, GranularityError
+from radstack.intervals import Interval, TimeParseError, condense
+from serving.broker.native.granularity_sql import bucket_sql, fill_buckets, format_bucket
+from serving.broker.query_manager import RunningQuery
+from serving.broker.service import (
+    BrokerState,
+    Chunk,
+    DatasourceState,
+    quote_ident,
+    time_range_sql,
+)
+from serving.errors import DruidError, invalid_input, unsupported
+
+SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}
+
+# Keys whose string values name input columns (used to add NULL columns for missing ones).
+_COLUMN_KEYS = {"dimension", "column", "fieldName", "fieldNames", "fields", "searchDimensions", "columns"}
+
+
+def q(name: str) -> str:
+    return quote_ident(name)
+
+
+def sql_str(value: str) -> str:
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def parse_intervals(raw: Any) -> list[Interval]:
+    if raw is None:
+        raise invalid_input("Missing required field [intervals]")
+    if isinstance(raw, str):
+        raw = [raw]
+    elif isinstance(raw, dict):  # {"type":"intervals","intervals":[…]} / segments spec
+        raw = raw.get("intervals") or [s.get("itvl") for s in raw.get("segments", [])]
+    try:
+        ivs = [Interval.parse(str(x)) for x in raw]
+    except (TimeParseError, ValueError) as e:
+        raise invalid_input(f"Cannot parse intervals: {e}") from e
+    return condense(ivs)
+
+
+def data_source_names(raw: Any) -> list[str]:
+    """The table names a ``dataSource`` names (string, table, or union of tables)."""
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, dict):
+        typ = raw.get("type")
+        if typ == "table":
+            return [str(raw.get("name"))]
+        if typ == "union":
+            out: list[str] = []
+            for d in raw.get("dataSources") or []:
+                out += data_source_names(d)
+            return out
+        if typ in ("query", "join", "lookup", "inline"):
+            raise unsupported(f"dataSource type [{typ}] is not supported by native queries here; use SQL")
+    raise invalid_input(f"Cannot read dataSource {raw!r}")
+
+
+def parse_granularity(raw: Any, default: str = "all") -> Granularity:
+    try:
+        return Granularity.parse(raw if raw is not None else default)
+    except GranularityError as e:
+        raise invalid_input(f"Invalid granularity: {e}") from e
+
+
+def referenced_columns(node: Any) -> set[str]:
+    out: set[str] = set()
+
+    def walk(n: Any, key: str | None = None) -> None:
+        if isinstance(n, dict):
+            for k, v in n.items():
+                walk(v, k)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v, key)
+        elif isinstance(n, str) and key in _COLUMN_KEYS:
+            out.add(n)
+
+    walk(node)
+    return out
+
+
+@dataclass
+class QueryContext:
+    query: dict[str, Any]
+    state: BrokerState
+    cursor: duckdb.DuckDBPyConnection
+    rq: RunningQuery
+    datasources: list[DatasourceState] = field(default_factory=list)
+    intervals: list[Interval] = field(default_factory=list)
+    granularity: Granularity = field(default_factory=lambda: Granularity.parse("all"))
+    column_types: dict[str, str] = field(default_factory=dict)  # name → Druid type, incl. virtual
+    virtual_names: set[str] = field(default_factory=set)
+    _base: str | None = None
+
+    @classmethod
+    def create(
+        cls, query: dict[str, Any], state: BrokerState, cursor: duckdb.DuckDBPyConnection, rq: RunningQuery,
+        *, needs_intervals: bool = True, default_granularity: str = "all",
+    ) -> QueryContext:
+        names = data_source_names(query.get("dataSource"))
+        dss = [state.datasources[n] for n in names if n in state.datasources]
+        if needs_intervals or query.get("intervals") is not None:
+            ivs = parse_intervals(query.get("intervals"))
+        else:
+            ivs = [Interval.eternity()]
+        ctx = cls(query, state, cursor, rq, dss, ivs, parse_granularity(query.get("granularity"), default_granularity))
+        for ds in dss:
+            for c in ds.columns:
+                ctx.column_types.setdefault(c.name, c.druid_type)
+        return ctx
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self.query.get("context") or {}
+
+    @property
+    def exists(self) -> bool:
+        return bool(self.datasources)
+
+    # ---- chunks -------------------------------------------------------------------------------
+    def chunks(self) -> list[Chunk]:
+        """Visible chunks overlapping the query intervals."""
+        out = []
+        for ds in self.datasources:
+            for c in ds.chunks:
+                if any(c.clip.overlaps(iv) for iv in self.intervals):
+                    out.append(c)
+        return out
+
+    def data_ranges(self) -> list[Interval]:
+        """query ∩ clip ∩ [minTime, maxTime] per chunk: where Druid's cursors walk buckets."""
+        out = []
+        for c in self.chunks():
+            di = c.data_interval()
+            if di is None:
+                continue
+            for iv in self.intervals:
+                x = di.intersect(iv)
+                if x is not None:
+                    out.append(x)
+        return out
+
+    def all_timestamp(self) -> int | None:
+        """The single bucket's timestamp under ``all`` granularity (earliest cursor start)."""
+        ranges = self.data_ranges()
+        return min(r.start for r in ranges) if ranges else None
+
+    def fill(self) -> list[int] | None:
+        return fill_buckets(self.granularity, self.data_ranges())
+
+    def fmt_time(self, ms: int) -> str:
+        return format_bucket(ms, self.granularity)
+
+    # ---- SQL ----------------------------------------------------------------------------------
+    def run(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        return self.rq.execute(self.cursor, sql, params)
+
+    def bucket(self) -> str | None:
+        return bucket_sql(self.granularity, self.cursor)
+
+    def time_predicate(self, col: str = '"__time"') -> str:
+        parts = [time_range_sql(iv.start, iv.end, col) for iv in self.intervals]
+        if any(p == "TRUE" for p in parts):
+            return "TRUE"
+        return "(" + " OR ".join(f"({p})" for p in parts) + ")" if parts else "FALSE"
+
+    def base(self) -> str:
+        """``(…) AS __base``: the rows of the datasource(s) in the query intervals, with virtual and
+        missing columns added."""
+        if self._base is not None:
+            return self._base
+        self._base = self.relation(self.source_sql())
+        return self._base
+
+    def source_sql(self) -> str:
+        if len(self.datasources) == 1:
+            return self.datasources[0].view
+        cols = list(self.column_types)
+        parts = []
+        for ds in self.datasources:
+            have = {c.name for c in ds.columns}
+            items = [q(c) if c in have else f"NULL AS {q(c)}" for c in cols]
+            parts.append(f"SELECT {', '.join(items)} FROM {ds.view}")
+        return "(" + " UNION ALL BY NAME ".join(parts) + ")"
+
+    def relation(self, source: str) -> str:
+        from serving.broker.native.virtual_columns import parse_virtual_columns
+
+        sql = f"SELECT * FROM {source} WHERE {self.time_predicate()}"
+        real = set(self.column_types)
+        vcs = parse_virtual_columns(self.query.get("virtualColumns") or [], self)
+        for vc in vcs:
+            expr = f"CAST({vc.sql} AS {SQL_TYPES[vc.output_type]})" if vc.output_type else vc.sql
+            if vc.name in real:
+                sql = f"SELECT * REPLACE ({expr} AS {q(vc.name)}) FROM ({sql})"
+            else:
+                sql = f"SELECT *, {expr} AS {q(vc.name)} FROM ({sql})"
+            self.virtual_names.add(vc.name)
+        if any(vc.output_type is None for vc in vcs):
+            from serving.broker.segment_cache import druid_type
+
+            described = {r[0]: r[1] for r in self.run(f"DESCRIBE SELECT * FROM ({sql})")}
+            for vc in vcs:
+                if vc.output_type is None and vc.name in described:
+                    self.column_types[vc.name] = druid_type(str(described[vc.name]))
+        missing = sorted(
+            c for c in referenced_columns(self.query) if c not in self.column_types and c != "__time"
+        )
+        if missing:
+            sql = "SELECT *, " + ", ".join(f"CAST(NULL AS VARCHAR) AS {q(c)}" for c in missing) + f" FROM ({sql})"
+            for c in missing:
+                self.column_types[c] = "STRING"
+        return f"({sql}) AS __base"
+
+    def where(self, extra_filter: Any = None) -> str:
+        """The filter (plus an optional extra filter) as a SQL predicate; ``TRUE`` when none."""
+        self.base()  # virtual/missing columns must be known first
+        parts = []
+        for f in (self.query.get("filter"), extra_filter):
+            if f:
+                parts.append(self.filter_sql(f))
+        return " AND ".join(f"({p})" for p in parts) if parts else "TRUE"
+
+    def filter_sql(self, f: Any, column_types: dict[str, str] | None = None) -> str:
+        try:
+            from radstack.filters import filter_to_sql
+        except ImportError as e:  # pragma: no cover - until the filter module exists
+            raise unsupported("filters are not available") from e
+        try:
+            return filter_to_sql(f, dialect="duckdb", column_types=column_types or self.column_types)
+        except DruidError:
+            raise
+        except (ValueError, KeyError, TypeError) as e:
+            raise invalid_input(f"Invalid filter: {e}") from e
+
+    def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str:
+        try:
+            from radstack.expressions import expression_to_sql
+        except ImportError as e:  # pragma: no cover
+            raise unsupported("expressions are not available") from e
+        try:
+            return expression_to_sql(text, dialect="duckdb", column_types=column_types or self.column_types)
+        except DruidError:
+            raise
+        except (ValueError, KeyError, TypeError) as e:
+            raise invalid_input(f"Invalid expression [{text}]: {e}") from e
+
+    # ---- column access --------------------------------------------------------------------------
+    def col(self, name: str) -> str:
+        """SQL reading column ``name`` of the base relation (``__time`` as epoch millis)."""
+        if name == "__time":
+            return 'epoch_ms("__time")'
+        if name not in self.column_types:
+            return "CAST(NULL AS VARCHAR)"
+        return q(name)
+
+    def col_type(self, name: str) -> str:
+        if name == "__time":
+            return "LONG"
+        return self.column_types.get(name, "STRING")

@@ -1,0 +1,34 @@
+"""State shared by the rewrite rules while one statement is translated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from serving.broker.sql.catalog import Catalog
+
+
+def _truthy(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() not in ("false", "0", "no", "")
+    return bool(v)
+
+
+@dataclass
+class TranslationContext:
+    catalog: Catalog
+    now_ms: int
+    query_context: dict[str, Any] = field(default_factory=dict)
+    udfs: set[str] = field(default_factory=set)  # DuckDB UDFs the statement needs
+    system_tables: set[tuple[str, str]] = field(default_factory=set)  # (schema, table) used
+    datasources: set[str] = field(default_factory=set)  # datasources read
+    cte_names: set[str] = field(default_factory=set)
+
+    @property
+    def time_zone(self) -> str:
+        """Druid's ``sqlTimeZone`` context key (default UTC): the zone of the TIME_* defaults."""
+        return str(self.query_context.get("sqlTimeZone") or "UTC")
+
+    @property
+    def approximate_count_distinct(self) -> bool:
+        return _truthy(self.query_context.get("useApproximateCountDistinct", True))

@@ -1,0 +1,102 @@
+"""Which functions a Druid SQL statement may call (an allow-list), checked on the parsed tree.
+
+Typed sqlglot function nodes must be one of :data:`ALLOWED_CLASSES`; anonymous calls must be a Druid
+function that a rewrite rule translates (:data:`DRUID_FUNCTIONS`) or one DuckDB runs with Druid's meaning
+(:data:`PASSTHROUGH`). Known Druid functions this broker does not implement answer 501; anything else is
+Druid's "No match found for function signature" (400). The translated DuckDB tree is checked again
+against :data:`OUTPUT_FUNCTIONS`, so nothing touching files, settings or extensions can reach DuckDB.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.errors import unknown_function, unsupported, validation_error
+
+ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
+    # numeric
+    exp.Abs, exp.Acos, exp.Asin, exp.Atan, exp.Atan2, exp.Ceil, exp.Cos, exp.Cot, exp.Degrees, exp.Exp,
+    exp.Floor, exp.Ln, exp.Log, exp.Pi, exp.Pow, exp.Radians, exp.Round, exp.SafeDivide, exp.Sin,
+    exp.Sqrt, exp.Tan, exp.Trunc, exp.Greatest, exp.Least,
+    # strings
+    exp.Concat, exp.Length, exp.Lower, exp.Upper, exp.Pad, exp.StrPosition, exp.RegexpExtract,
+    exp.RegexpLike, exp.RegexpReplace, exp.Replace, exp.Repeat, exp.Reverse, exp.Right, exp.Left,
+    exp.Substring, exp.Trim,
+    # conditionals and casts
+    exp.Coalesce, exp.Nullif, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.Exists, exp.Array,
+    # aggregates
+    exp.Count, exp.Sum, exp.Min, exp.Max, exp.Avg, exp.ApproxDistinct, exp.ApproxQuantile, exp.AnyValue,
+    exp.Stddev, exp.StddevPop, exp.StddevSamp, exp.Variance, exp.VariancePop, exp.LogicalAnd,
+    exp.LogicalOr, exp.Grouping, exp.GroupConcat,
+    # window functions
+    exp.RowNumber, exp.Rank, exp.DenseRank, exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue,
+    exp.NthValue, exp.Ntile, exp.PercentRank, exp.CumeDist,
+    # time
+    exp.CurrentTimestamp, exp.CurrentDate, exp.DateTrunc, exp.TimestampTrunc, exp.Extract,
+)
+
+#: Druid functions the rewrite rules translate (they arrive as anonymous calls).
+DRUID_FUNCTIONS: frozenset[str] = frozenset({
+    "TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_EXTRACT", "TIME_PARSE", "TIME_FORMAT",
+    "TIME_IN_INTERVAL", "MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS", "TIMESTAMPADD", "TIMESTAMPDIFF",
+    "DIV", "APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "APPROX_QUANTILE_DS",
+    "EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY", "CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT",
+    "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG",
+})
+
+#: Anonymous calls DuckDB evaluates with Druid's meaning, unchanged.
+PASSTHROUGH: frozenset[str] = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
+
+#: Druid functions (or prefixes) that exist in Druid but not here: 501.
+UNSUPPORTED_PREFIXES: tuple[str, ...] = (
+    "LOOKUP", "MV_", "ARRAY_", "STRING_TO_ARRAY", "STRING_TO_MV", "JSON_", "DS_", "HLL_SKETCH_",
+    "THETA_SKETCH_", "TDIGEST_", "BLOOM_FILTER", "IPV4_", "IPV6_", "NESTED_", "TO_JSON", "PARSE_JSON",
+    "DECODE_BASE64", "HUMAN_READABLE", "SPLIT_PART", "STRING_FORMAT", "TIME_PARSE_", "UNNEST",
+    "APPROX_COUNT_DISTINCT_BUILTIN", "TABLE_APPEND",
+)
+
+#: Function names the rewrite rules emit for DuckDB (anonymous calls in the output tree).
+OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
+    "EPOCH_MS", "TIME_BUCKET", "DATE_TRUNC", "DATE_SUB", "TIMEZONE", "STRFTIME", "TRY_STRPTIME",
+    "ARG_MIN", "ARG_MAX", "APPROX_COUNT_DISTINCT", "APPROX_QUANTILE", "CONTAINS", "LEFT", "LENGTH",
+    "TRIM", "REGEXP_MATCHES", "DRUID_TIME_FLOOR", "DRUID_TIME_CEIL", "DRUID_TIME_SHIFT",
+    "DRUID_TIME_FORMAT", "DRUID_TIME_PARSE", "DRUID_TIME_EXTRACT", "FLOOR", "CEIL", "TO_JSON",
+    "STRING_AGG", "LISTAGG", "XOR",
+}) | PASSTHROUGH
+
+_OPERATORS = (exp.Binary, exp.Connector, exp.Unary)
+
+
+def _name(node: exp.Expression) -> str:
+    return str(node.name if isinstance(node, exp.Anonymous) else node.sql_name()).upper()
+
+
+def check_input(tree: exp.Expression) -> None:
+    """Refuse any call outside Druid's function list (400), or one this broker lacks (501)."""
+    for node in tree.walk():
+        if not isinstance(node, exp.Func) or isinstance(node, _OPERATORS):
+            continue
+        if isinstance(node, exp.Anonymous):
+            name = _name(node)
+            if name in DRUID_FUNCTIONS or name in PASSTHROUGH:
+                continue
+            if name.startswith(UNSUPPORTED_PREFIXES):
+                raise unsupported(f"SQL function {name} is not supported by this broker")
+            raise unknown_function(name, len(node.expressions))
+        if isinstance(node, ALLOWED_CLASSES):
+            continue
+        if isinstance(node, exp.Unnest):
+            raise unsupported("UNNEST is not supported by this broker")
+        raise unknown_function(_name(node), len([a for a in node.args.values() if a is not None]))
+
+
+def check_output(tree: exp.Expression) -> None:
+    """Defensive re-check of the DuckDB tree: only allowed classes and emitted function names."""
+    for node in tree.walk():
+        if not isinstance(node, exp.Func) or isinstance(node, _OPERATORS):
+            continue
+        if isinstance(node, exp.Anonymous):
+            if _name(node) not in OUTPUT_FUNCTIONS:
+                raise validation_error(f"Function {_name(node)} cannot be used here")
+        elif not isinstance(node, ALLOWED_CLASSES + (exp.ArgMin, exp.ArgMax, exp.Interval)):
+            raise validation_error(f"Function {_name(node)} cannot be used here")

@@ -1,0 +1,41 @@
+"""Approximate aggregates: APPROX_COUNT_DISTINCT(+_DS_HLL/_DS_THETA) → DuckDB's HyperLogLog;
+COUNT(DISTINCT x) is approximate too unless context ``useApproximateCountDistinct`` is false (Druid's
+default is true); APPROX_QUANTILE(_DS)(x, p[, k]) → DuckDB's t-digest ``approx_quantile`` as DOUBLE."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import call
+
+
+def _acd(arg: exp.Expression) -> exp.Expression:
+    return call("APPROX_COUNT_DISTINCT", arg)
+
+
+def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    name = anonymous_name(node)
+    if name in ("APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA"):
+        if not node.expressions:
+            raise validation_error(f"{name} needs an argument")
+        return _acd(node.expressions[0])
+    if isinstance(node, exp.ApproxDistinct):
+        return _acd(node.this)
+    if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct) and ctx.approximate_count_distinct:
+        cols = node.this.expressions
+        if len(cols) == 1:
+            return _acd(cols[0])
+        return node
+    if name == "APPROX_QUANTILE_DS" or isinstance(node, exp.ApproxQuantile):
+        if name:
+            args = node.expressions
+        else:
+            args = [node.this, node.args.get("quantile")]
+        if len(args) < 2 or args[1] is None:
+            raise validation_error("APPROX_QUANTILE needs an expression and a probability")
+        q = call("APPROX_QUANTILE", args[0], args[1])
+        return exp.cast(q, exp.DataType.build("DOUBLE"))
+    return node

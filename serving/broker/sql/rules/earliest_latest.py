@@ -1,0 +1,34 @@
+"""EARLIEST/LATEST(expr[, maxBytes]) by ``__time`` and EARLIEST_BY/LATEST_BY(expr, ts[, maxBytes]):
+DuckDB's ``arg_min``/``arg_max``; ``maxBytes`` truncates strings (characters here, bytes in Druid)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import call
+
+
+def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    name = anonymous_name(node)
+    if name not in ("EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY"):
+        return node
+    args = list(node.expressions)
+    by = name.endswith("_BY")
+    if by:
+        if len(args) not in (2, 3):
+            raise validation_error(f"{name} takes 2 or 3 arguments")
+        value, ts, max_bytes = args[0], args[1], args[2] if len(args) > 2 else None
+    else:
+        if len(args) not in (1, 2):
+            raise validation_error(f"{name} takes 1 or 2 arguments")
+        value, ts, max_bytes = args[0], exp.column("__time", quoted=True), args[1] if len(args) > 1 else None
+    fn = "ARG_MIN" if name.startswith("EARLIEST") else "ARG_MAX"
+    out: exp.Expression = call(fn, value, ts)
+    if max_bytes is not None:
+        if not (isinstance(max_bytes, exp.Literal) and not max_bytes.is_string):
+            raise validation_error(f"{name} maxBytes must be a numeric literal")
+        out = call("LEFT", out, max_bytes)
+    return out

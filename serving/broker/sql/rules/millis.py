@@ -1,0 +1,27 @@
+"""MILLIS_TO_TIMESTAMP, TIMESTAMP_TO_MILLIS, and CURRENT_TIMESTAMP / CURRENT_DATE fixed at the query's
+start (as Druid does, in ``sqlTimeZone``)."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from radstack.granularity import Granularity
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import from_millis, to_millis, ts_literal
+
+
+def millis(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    name = anonymous_name(node)
+    if name in ("MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS"):
+        if len(node.expressions) != 1:
+            raise validation_error(f"{name} takes 1 argument")
+        arg = node.expressions[0]
+        return from_millis(arg) if name == "MILLIS_TO_TIMESTAMP" else to_millis(arg)
+    if isinstance(node, exp.CurrentTimestamp):
+        return ts_literal(ctx.now_ms)
+    if isinstance(node, exp.CurrentDate):
+        day = Granularity.parse({"type": "period", "period": "P1D", "timeZone": ctx.time_zone})
+        return exp.cast(ts_literal(day.bucket_start(ctx.now_ms)), exp.DataType.build("DATE"))
+    return node

@@ -1,0 +1,28 @@
+"""TIME_IN_INTERVAL(ts, 'start/end'): start inclusive, end exclusive; the interval must be a literal."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from radstack.intervals import Interval, TimeParseError
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import literal_string, ts_literal
+
+
+def time_in_interval(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if anonymous_name(node) != "TIME_IN_INTERVAL":
+        return node
+    args = node.expressions
+    if len(args) != 2:
+        raise validation_error("TIME_IN_INTERVAL takes 2 arguments")
+    text = literal_string(args[1], "TIME_IN_INTERVAL interval")
+    try:
+        iv = Interval.parse(text)
+    except (TimeParseError, ValueError) as e:
+        raise validation_error(f"Invalid interval '{text}' for TIME_IN_INTERVAL") from e
+    ts = args[0]
+    lower = exp.GTE(this=ts.copy(), expression=ts_literal(iv.start))
+    upper = exp.LT(this=ts.copy(), expression=ts_literal(iv.end))
+    return exp.paren(exp.And(this=lower, expression=upper), copy=False)

@@ -1,0 +1,21 @@
+"""TIMESTAMPDIFF(unit, t1, t2): whole units from t1 to t2 (Calcite), DuckDB's ``date_sub``."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules.time_shift import time_unit
+from serving.broker.sql.timeexpr import call
+
+
+def timestamp_diff(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if anonymous_name(node) != "TIMESTAMPDIFF":
+        return node
+    args = node.expressions
+    if len(args) != 3:
+        raise validation_error("TIMESTAMPDIFF takes 3 arguments")
+    unit = time_unit(args[0], "TIMESTAMPDIFF").lower()
+    return call("DATE_SUB", exp.Literal.string(unit), args[1], args[2])

@@ -1,0 +1,54 @@
+"""Result column types: Arrow/DuckDB types → Druid SQL types, native types and JDBC codes."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+#: java.sql.Types codes for Druid SQL type names (what INFORMATION_SCHEMA.COLUMNS.JDBC_TYPE holds).
+JDBC_TYPES: dict[str, int] = {
+    "TINYINT": -6, "SMALLINT": 5, "INTEGER": 4, "BIGINT": -5, "FLOAT": 6, "REAL": 7, "DOUBLE": 8,
+    "DECIMAL": 3, "CHAR": 1, "VARCHAR": 12, "BOOLEAN": 16, "DATE": 91, "TIMESTAMP": 93,
+    "ARRAY": 2003, "OTHER": 1111,
+}
+
+NATIVE_OF_SQL: dict[str, str] = {
+    "TINYINT": "LONG", "SMALLINT": "LONG", "INTEGER": "LONG", "BIGINT": "LONG", "BOOLEAN": "LONG",
+    "TIMESTAMP": "LONG", "DATE": "LONG", "FLOAT": "FLOAT", "REAL": "FLOAT", "DOUBLE": "DOUBLE",
+    "DECIMAL": "DOUBLE", "CHAR": "STRING", "VARCHAR": "STRING", "OTHER": "COMPLEX<json>",
+}
+
+
+def sql_type_of_arrow(t: pa.DataType) -> str:
+    """The Druid SQL type name for an Arrow column type produced by DuckDB."""
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP"
+    if pa.types.is_date(t):
+        return "DATE"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_integer(t):
+        return "INTEGER" if t.bit_width <= 32 and pa.types.is_signed_integer(t) else "BIGINT"
+    if pa.types.is_decimal(t):
+        return "BIGINT" if t.scale == 0 else "DOUBLE"
+    if pa.types.is_float32(t):
+        return "FLOAT"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "VARCHAR"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return "ARRAY"
+    if pa.types.is_null(t):
+        return "VARCHAR"
+    return "OTHER"
+
+
+def native_type(sql_type: str, arrow_type: pa.DataType | None = None) -> str:
+    if sql_type == "ARRAY" and arrow_type is not None:
+        inner = sql_type_of_arrow(arrow_type.value_type)  # type: ignore[attr-defined]
+        return f"ARRAY<{NATIVE_OF_SQL.get(inner, 'STRING')}>"
+    return NATIVE_OF_SQL.get(sql_type, "COMPLEX<json>")
+
+
+def jdbc_type(sql_type: str) -> int:
+    return JDBC_TYPES.get(sql_type.upper(), 1111)

@@ -1,0 +1,27 @@
+"""What every request handler of the embedded server reaches through ``request.app.state.ctx``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from radstack.config import Settings
+
+
+@dataclass
+class ServerContext:
+    """The server's long-lived parts, created by the app's lifespan and closed by it.
+
+    ``metadata`` is a :class:`serving.metadata.MetadataStore`, ``deep_storage`` a
+    :class:`serving.deep_storage.DeepStorage`, ``task_runner`` the Overlord's
+    :class:`serving.overlord.tasks.TaskRunner`, ``broker`` the query broker service (None when the
+    broker is not part of this build), ``coordinator`` the :class:`serving.app.CoordinatorLoop`."""
+
+    settings: Settings
+    metadata: Any
+    deep_storage: Any
+    task_runner: Any
+    broker: Any = None
+    coordinator: Any = None
+    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))

@@ -1,0 +1,602 @@
+"""THE INDEXER: one Arrow partition of input rows → rolled-up, sorted segment files in deep storage.
+
+Every ingestion path calls :func:`index_partition` (native batch tasks, the Spark batch job per
+partition, the streaming job per micro-batch). It holds no global state. Steps, as Druid does them:
+
+1. parse the timestamp (``timestampSpec``); rows whose timestamp cannot be read are *unparseable*
+   (counted, a few kept as samples with the reason);
+2. apply ``transformSpec.transforms`` — each reads the parsed row, may overwrite an input column, and a
+   transform named ``__time`` replaces the timestamp;
+3. apply ``transformSpec.filter`` to the transformed row — rejected rows are *thrown away* (Druid's
+   ``thrownAway``; radstack also reports them apart as ``filtered``);
+4. drop rows outside ``granularitySpec.intervals`` (widened to whole segment-granularity buckets,
+   as Druid's bucket lookup does) — *thrown away*;
+5. truncate ``__time`` to ``queryGranularity``; roll up (group by ``__time`` + all dimensions, metrics
+   combined by their aggregators, ``count`` counting input rows) when ``rollup`` is true;
+6. sort by ``__time`` then dimensions, split by ``segmentGranularity`` and ``max_rows_per_segment``,
+   write each piece as a segment file under ``segments/{segment_path(id)}/data.parquet``.
+
+The returned segments are **not** published; :func:`serving.publish.publish` does that.
+DuckDB over Arrow does the heavy lifting; bucketing uses numpy.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from radstack.granularity import Granularity
+from radstack.intervals import Interval, condense
+from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
+from radstack.timestamps import parse_timestamp_column, query_arrow
+from serving.segment_format import segment_data_key, segment_schema, write_segment_file
+from serving.segments import DataSegment, ShardSpec
+
+__all__ = [
+    "IngestStats",
+    "IndexResult",
+    "SegmentTable",
+    "DEFAULT_MAX_ROWS_PER_SEGMENT",
+    "DEFAULT_MAX_SAMPLES",
+    "build_segment_tables",
+    "index_partition",
+    "renumber_core",
+    "bucket_starts",
+]
+
+DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000
+DEFAULT_MAX_SAMPLES = 20
+
+
+class _DeepStorage(Protocol):  # the part of serving.deep_storage.DeepStorage the indexer uses
+    def put_file(self, local_path: Path | str, key: str) -> dict[str, Any]: ...
+
+
+# ---- results --------------------------------------------------------------------------------
+
+
+@dataclass
+class IngestStats:
+    """Druid's task-report row stats. ``thrown_away`` includes ``filtered`` (rows the transformSpec
+    filter rejected), as in Druid; ``processed`` counts input rows that made it into segments."""
+
+    processed: int = 0
+    processed_bytes: int = 0
+    processed_with_error: int = 0
+    unparseable: int = 0
+    thrown_away: int = 0
+    filtered: int = 0
+    unparseable_samples: list[dict[str, Any]] = field(default_factory=list)
+    max_samples: int = DEFAULT_MAX_SAMPLES
+
+    def add_sample(self, row: Mapping[str, Any], reason: str) -> None:
+        if len(self.unparseable_samples) < self.max_samples:
+            self.unparseable_samples.append({"row": dict(row), "reason": reason})
+
+    def merge(self, other: IngestStats) -> IngestStats:
+        """Add ``other`` into this one (samples stay capped); returns self."""
+        self.processed += other.processed
+        self.processed_bytes += other.processed_bytes
+        self.processed_with_error += other.processed_with_error
+        self.unparseable += other.unparseable
+        self.thrown_away += other.thrown_away
+        self.filtered += other.filtered
+        for s in other.unparseable_samples:
+            if len(self.unparseable_samples) >= self.max_samples:
+                break
+            self.unparseable_samples.append(s)
+        return self
+
+    def to_row_stats(self) -> dict[str, int]:
+        """The ``rowStats.buildSegments`` object of Druid's ingestion task report."""
+        return {
+            "processed": self.processed,
+            "processedBytes": self.processed_bytes,
+            "processedWithError": self.processed_with_error,
+            "thrownAway": self.thrown_away,
+            "unparseable": self.unparseable,
+            "filtered": self.filtered,
+        }
+
+    def unparseable_messages(self) -> list[str]:
+        """Druid's ``unparseableEvents`` strings (``reason`` + ``Event: {row}``)."""
+        return [f"{s['reason']} Event: {s['row']}" for s in self.unparseable_samples]
+
+
+@dataclass(frozen=True)
+class SegmentTable:
+    """One segment's rows before they are written."""
+
+    interval: Interval
+    index: int  # 0-based position within its interval
+    count: int  # how many pieces its interval was split into
+    table: pa.Table
+
+
+@dataclass
+class IndexResult:
+    segments: list[DataSegment]
+    stats: IngestStats
+    dimensions: tuple[str, ...] = ()
+
+    @property
+    def num_rows(self) -> int:
+        return sum(s.num_rows for s in self.segments)
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+
+
+def _q(name: str) -> str:
+    """Quote an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _as_table(batches: Iterable[pa.RecordBatch] | pa.Table | pa.RecordBatch) -> pa.Table:
+    if isinstance(batches, pa.Table):
+        return batches
+    if isinstance(batches, pa.RecordBatch):
+        return pa.Table.from_batches([batches])
+    bl = [b for b in batches if b.num_rows]
+    if not bl:
+        return pa.table({})
+    schemas = {b.schema for b in bl}
+    if len(schemas) == 1:
+        return pa.Table.from_batches(bl)
+    return pa.concat_tables([pa.Table.from_batches([b]) for b in bl], promote_options="permissive")
+
+
+def _druid_type(t: pa.DataType) -> str:
+    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "double"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_dictionary(t):
+        return "string"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "array"
+    return "complex"
+
+
+def _column_types(schema: pa.Schema) -> dict[str, str]:
+    return {f.name: _druid_type(f.type) for f in schema}
+
+
+def bucket_starts(values: np.ndarray, gran: Granularity) -> np.ndarray:
+    """``gran.bucket_start`` for every value of an int64 millis array, vectorised."""
+    values = np.asarray(values, dtype=np.int64)
+    if values.size == 0 or gran.is_none:
+        return values.copy()
+    if gran.is_all:
+        return np.full(values.shape, gran.bucket_start(0), dtype=np.int64)
+    step, origin = _fixed_step(gran)
+    if step is not None:
+        return origin + np.floor_divide(values - origin, step) * step
+    # Calendar or zoned periods: walk the buckets between min and max, or map the distinct values,
+    # whichever is less Python work.
+    uniq = np.unique(values)
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    est = (hi - lo) // max(gran.approx_millis(), 1) + 2
+    if est <= len(uniq):
+        starts = [gran.bucket_start(lo)]
+        while starts[-1] <= hi:
+            starts.append(gran.next_start(starts[-1]))
+        arr = np.asarray(starts, dtype=np.int64)
+        return arr[np.searchsorted(arr, values, side="right") - 1]
+    mapped = np.fromiter((gran.bucket_start(int(v)) for v in uniq), dtype=np.int64, count=len(uniq))
+    return mapped[np.searchsorted(uniq, values)]
+
+
+def _fixed_step(gran: Granularity) -> tuple[int | None, int]:
+    """(step, origin) when buckets are a fixed length from an origin, as Granularity.bucket_start
+    computes them; (None, 0) otherwise."""
+    if gran.kind == "duration":
+        return int(gran.duration or 0), int(gran.origin or 0)
+    if gran.kind != "period" or gran.period is None:
+        return None, 0
+    p = gran.period
+    if p.is_calendar:
+        return None, 0
+    if gran.origin is not None:
+        if not p.weeks and not p.days:
+            return p.fixed_millis, int(gran.origin)
+        return None, 0
+    if not p.weeks and not p.days and gran.time_zone == "UTC" and 86_400_000 % p.fixed_millis == 0:
+        return p.fixed_millis, 0
+    return None, 0
+
+
+def _in_intervals(ts: np.ndarray, allowed: Sequence[Interval]) -> np.ndarray:
+    starts = np.asarray([iv.start for iv in allowed], dtype=np.int64)
+    ends = np.asarray([iv.end for iv in allowed], dtype=np.int64)
+    idx = np.searchsorted(starts, ts, side="right") - 1
+    ok = idx >= 0
+    safe = np.where(ok, idx, 0)
+    return ok & (ts < ends[safe])
+
+
+def allowed_intervals(schema: DataSchema) -> list[Interval]:
+    """``granularitySpec.intervals`` widened to whole segment buckets (Druid's bucket intervals)."""
+    seg = schema.segment_granularity
+    return condense([b for iv in schema.intervals for b in seg.iterate(iv)])
+
+
+def _rows(table: pa.Table, mask: pa.Array | np.ndarray, limit: int) -> list[dict[str, Any]]:
+    if limit <= 0:
+        return []
+    idx = np.flatnonzero(np.asarray(mask))[:limit]
+    if idx.size == 0:
+        return []
+    return table.take(pa.array(idx)).to_pylist()
+
+
+def _jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if k.startswith("__row"):
+            continue
+        out[k] = v if v is None or isinstance(v, str | int | float | bool) else str(v)
+    return out
+
+
+def _numeric_cast_sql(expr: str, src: str, target: str) -> str:
+    """Cast ``expr`` (of Druid type ``src``) to ``long``/``float``/``double`` as Druid converts values
+    (strings: integers exactly, decimals truncated toward zero for longs; unparseable → NULL)."""
+    if target == "long":
+        if src == "long":
+            return f"TRY_CAST({expr} AS BIGINT)"
+        if src in ("double", "float"):
+            return f"TRY_CAST(trunc({expr}) AS BIGINT)"
+        s = f"trim(CAST({expr} AS VARCHAR))"
+        return (
+            f"(CASE WHEN regexp_full_match({s}, '[+-]?\\d+') THEN TRY_CAST({s} AS BIGINT) "
+            f"ELSE TRY_CAST(trunc(TRY_CAST({s} AS DOUBLE)) AS BIGINT) END)"
+        )
+    sql_t = "FLOAT" if target == "float" else "DOUBLE"
+    if src in ("long", "double", "float"):
+        return f"TRY_CAST({expr} AS {sql_t})"
+    return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS {sql_t})"
+
+
+_SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR"}
+
+
+def _translate_expression(expr: str, column_types: Mapping[str, str]) -> str:
+    from radstack.expressions import expression_to_sql
+
+    return expression_to_sql(expr, dialect="duckdb", column_types=dict(column_types))
+
+
+def _translate_filter(flt: Mapping[str, Any], column_types: Mapping[str, str]) -> str:
+    from radstack.filters import filter_to_sql
+
+    return filter_to_sql(dict(flt), dialect="duckdb", column_types=dict(column_types))
+
+
+# ---- the pipeline -------------------------------------------------------------------------------
+
+
+def _connect() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def _time_to_millis(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A ``__time`` produced by a transform (millis, timestamp, number or string) → int64 millis."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_integer(arr.type):
+        return arr.cast(pa.int64())
+    return parse_timestamp_column(arr, "auto")
+
+
+def build_segment_tables(
+    data: Iterable[pa.RecordBatch] | pa.Table,
+    schema: DataSchema,
+    *,
+    max_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT,
+    input_bytes: int | None = None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+) -> tuple[list[SegmentTable], tuple[DimensionSchema, ...], IngestStats]:
+    """Run the indexing pipeline in memory: returns the segment pieces (in segment layout, sorted),
+    the dimensions used, and the row stats. :func:`index_partition` writes what this returns."""
+    if max_rows_per_segment < 1:
+        raise ValueError("max_rows_per_segment must be at least 1")
+    table = _as_table(data)
+    stats = IngestStats(max_samples=max_samples)
+    stats.processed_bytes = table.nbytes if input_bytes is None else int(input_bytes)
+    n = table.num_rows
+    if n == 0:
+        return [], schema.resolve_dimensions(table.column_names), stats
+
+    ts_spec = schema.timestamp_spec
+    # 1. timestamps
+    if ts_spec.column in table.column_names:
+        raw_ts = table.column(ts_spec.column)
+        ts = parse_timestamp_column(raw_ts, ts_spec.format, ts_spec.missing_value)
+    elif ts_spec.missing_value is not None:
+        raw_ts = pa.nulls(n)
+        ts = pa.array(np.full(n, ts_spec.missing_value, dtype=np.int64))
+    else:
+        raw_ts = pa.nulls(n)
+        ts = pa.nulls(n, pa.int64())
+    bad = pc.is_null(ts)
+    n_bad = pc.sum(bad).as_py() or 0
+    if n_bad:
+        stats.unparseable += n_bad
+        for row in _rows(table, bad.to_numpy(zero_copy_only=False), max_samples):
+            raw = row.get(ts_spec.column)
+            stats.add_sample(_jsonable(row), f"Timestamp[{'null' if raw is None else raw}] is unparseable!")
+        table = table.filter(pc.invert(bad))
+        ts = ts.filter(pc.invert(bad))
+    if TIME_COLUMN in table.column_names:
+        table = table.drop_columns([TIME_COLUMN])
+    table = table.append_column(TIME_COLUMN, ts)
+    del raw_ts
+
+    con = _connect()
+    try:
+        # 2-3. transforms and filter
+        if schema.transforms or schema.transform_filter is not None:
+            table = _transform_and_filter(con, table, schema, stats)
+        if table.num_rows == 0:
+            return [], schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN]), stats
+
+        times = table.column(TIME_COLUMN).to_numpy()
+        # 4. intervals
+        if schema.intervals:
+            keep = _in_intervals(times, allowed_intervals(schema))
+            dropped = int((~keep).sum())
+            if dropped:
+                stats.thrown_away += dropped
+                table = table.filter(pa.array(keep))
+                times = times[keep]
+        if table.num_rows == 0:
+            return [], schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN]), stats
+
+        # 5. queryGranularity
+        truncated = bucket_starts(times, schema.query_granularity)
+        table = table.set_column(table.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, pa.array(truncated))
+        dims = schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN])
+        stats.processed += table.num_rows
+        out = _rollup_and_sort(con, table, schema, dims, stats)
+    finally:
+        con.close()
+
+    out = out.cast(segment_schema(schema, dims))
+    # 6. split by segmentGranularity, then by max rows
+    return _split(out, schema.segment_granularity, max_rows_per_segment), dims, stats
+
+
+def _transform_and_filter(
+    con: duckdb.DuckDBPyConnection, table: pa.Table, schema: DataSchema, stats: IngestStats
+) -> pa.Table:
+    types = _column_types(table.schema)
+    types[TIME_COLUMN] = "long"
+    con.register("__idx_in", table)
+    by_name = {t.name: t for t in schema.transforms}
+    select = []
+    for c in table.column_names:
+        if c in by_name:
+            select.append(f"({_translate_expression(by_name[c].expression, types)}) AS {_q(c)}")
+        else:
+            select.append(_q(c))
+    for t in schema.transforms:
+        if t.name not in table.column_names:
+            select.append(f"({_translate_expression(t.expression, types)}) AS {_q(t.name)}")
+    select.append("row_number() OVER () AS __row")
+    out = query_arrow(con, f"SELECT {', '.join(select)} FROM __idx_in")
+    con.unregister("__idx_in")
+    if TIME_COLUMN in by_name:
+        t_ms = _time_to_millis(out.column(TIME_COLUMN))
+        out = out.set_column(out.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, t_ms)
+        bad = pc.is_null(t_ms)
+        n_bad = pc.sum(bad).as_py() or 0
+        if n_bad:
+            stats.unparseable += n_bad
+            for row in _rows(out, bad.to_numpy(zero_copy_only=False), stats.max_samples):
+                stats.add_sample(_jsonable(row), "Could not transform value for __time.")
+            out = out.filter(pc.invert(bad))
+    if schema.transform_filter is not None:
+        ftypes = _column_types(out.schema)
+        ftypes[TIME_COLUMN] = "long"
+        where = _translate_filter(schema.transform_filter, ftypes)
+        con.register("__idx_tf", out)
+        before = out.num_rows
+        out = query_arrow(con, f"SELECT * FROM __idx_tf WHERE ({where}) ORDER BY __row")
+        con.unregister("__idx_tf")
+        rejected = before - out.num_rows
+        stats.filtered += rejected
+        stats.thrown_away += rejected
+    return out.drop_columns(["__row"])
+
+
+def _rollup_and_sort(
+    con: duckdb.DuckDBPyConnection,
+    table: pa.Table,
+    schema: DataSchema,
+    dims: Sequence[DimensionSchema],
+    stats: IngestStats,
+) -> pa.Table:
+    types = _column_types(table.schema)
+    types[TIME_COLUMN] = "long"
+    present = set(table.column_names)
+    con.register("__idx_rows", table)
+
+    cols = [f"{_q(TIME_COLUMN)} AS {_q(TIME_COLUMN)}"]
+    errors: list[str] = []
+    for d in dims:
+        if d.name not in present:
+            cols.append(f"CAST(NULL AS {_SQL_TYPES[d.type]}) AS {_q(d.name)}")
+        elif d.type == "string":
+            src = types[d.name]
+            expr = _q(d.name)
+            if src == "array":
+                expr = f"array_to_string({expr}, ',')"
+            cols.append(f"CAST({expr} AS VARCHAR) AS {_q(d.name)}")
+        else:
+            cast = _numeric_cast_sql(_q(d.name), types[d.name], d.type)
+            cols.append(f"{cast} AS {_q(d.name)}")
+            errors.append(f"({_q(d.name)} IS NOT NULL AND {cast} IS NULL)")
+    metric_inputs: list[tuple[MetricSpec, str]] = []
+    for i, m in enumerate(schema.metrics):
+        if m.type == "count":
+            continue
+        alias = f"__m{i}"
+        if m.expression is not None:
+            raw = f"({_translate_expression(m.expression, types)})"
+            cast = f"TRY_CAST({raw} AS {_SQL_TYPES[m.value_type]})"
+        elif m.field_name in present:
+            raw = _q(m.field_name)
+            cast = _numeric_cast_sql(raw, types[m.field_name], m.value_type)
+            errors.append(f"({raw} IS NOT NULL AND {cast} IS NULL)")
+        else:
+            cast = f"CAST(NULL AS {_SQL_TYPES[m.value_type]})"
+        cols.append(f"{cast} AS {alias}")
+        metric_inputs.append((m, alias))
+    err = " OR ".join(errors) if errors else "FALSE"
+    cols.append(f"({err}) AS __err")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE __idx_cast AS SELECT {', '.join(cols)} FROM __idx_rows")
+    con.unregister("__idx_rows")
+    if errors:
+        [(n_err,)] = con.execute("SELECT count(*) FROM __idx_cast WHERE __err").fetchall()
+        stats.processed_with_error += int(n_err)
+
+    keys = [_q(TIME_COLUMN)] + [_q(d.name) for d in dims]
+    aliases = dict((m.name, a) for m, a in metric_inputs)
+    out_cols = list(keys)
+    for m in schema.metrics:
+        sql_t = _SQL_TYPES[m.value_type]
+        if not schema.rollup:
+            val = "CAST(1 AS BIGINT)" if m.type == "count" else aliases[m.name]
+        elif m.type == "count":
+            val = "CAST(count(*) AS BIGINT)"
+        else:
+            fn = {"sum": "sum", "min": "min", "max": "max"}[m.kind]
+            val = f"CAST({fn}({aliases[m.name]}) AS {sql_t})"
+        out_cols.append(f"{val} AS {_q(m.name)}")
+    order = ", ".join(f"{k} ASC NULLS FIRST" for k in keys)
+    group = f" GROUP BY {', '.join(keys)}" if schema.rollup else ""
+    sql = f"SELECT {', '.join(out_cols)} FROM __idx_cast{group} ORDER BY {order}"
+    out = query_arrow(con, sql)
+    con.execute("DROP TABLE __idx_cast")
+    return out
+
+
+def _split(table: pa.Table, seg_gran: Granularity, max_rows: int) -> list[SegmentTable]:
+    if table.num_rows == 0:
+        return []
+    times = table.column(TIME_COLUMN).cast(pa.int64()).to_numpy()
+    starts = bucket_starts(times, seg_gran)
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(starts)) + 1, [len(starts)]))
+    out: list[SegmentTable] = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        start = int(starts[a])
+        interval = Interval.eternity() if seg_gran.is_all else seg_gran.bucket(start)
+        rows = int(b - a)
+        pieces = -(-rows // max_rows)
+        for i in range(pieces):
+            lo = int(a) + i * max_rows
+            hi = min(int(b), lo + max_rows)
+            out.append(SegmentTable(interval, i, pieces, table.slice(lo, hi - lo)))
+    return out
+
+
+def index_partition(
+    batches: Iterable[pa.RecordBatch] | pa.Table,
+    schema: DataSchema,
+    *,
+    version: str,
+    deep_storage: _DeepStorage,
+    shard: Literal["core", "append"] = "core",
+    partition_offset: Mapping[Interval, int] | None = None,
+    max_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT,
+    input_bytes: int | None = None,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    work_dir: str | Path | None = None,
+) -> IndexResult:
+    """Index one Arrow partition into segment files in deep storage (not published).
+
+    ``shard="core"``: every interval gets a complete core set, ``numbered`` partitions 0..N−1 with
+    ``partitions = N``. ``shard="append"``: ``numbered`` with ``partitions = 0``, partition numbers
+    starting at ``partition_offset[interval]`` (0 when absent) — the caller reads the next free number
+    from the metadata store. A job that indexes several Arrow partitions into one core set passes
+    disjoint ``partition_offset`` ranges with ``shard="core"`` and then calls :func:`renumber_core`.
+    """
+    if shard not in ("core", "append"):
+        raise ValueError(f"shard must be 'core' or 'append', not {shard!r}")
+    pieces, dims, stats = build_segment_tables(
+        batches,
+        schema,
+        max_rows_per_segment=max_rows_per_segment,
+        input_bytes=input_bytes,
+        max_samples=max_samples,
+    )
+    offsets = partition_offset or {}
+    dim_names = tuple(d.name for d in dims)
+    metric_names = schema.metric_names
+    segments: list[DataSegment] = []
+    with tempfile.TemporaryDirectory(prefix="radstack-index-", dir=work_dir) as tmp:
+        for n, piece in enumerate(pieces):
+            pnum = offsets.get(piece.interval, 0) + piece.index
+            spec = ShardSpec("numbered", pnum, piece.count if shard == "core" else 0)
+            seg = DataSegment(
+                data_source=schema.data_source,
+                interval=piece.interval,
+                version=version,
+                dimensions=dim_names,
+                metrics=metric_names,
+                shard_spec=spec,
+                num_rows=piece.table.num_rows,
+            )
+            local = Path(tmp) / f"{n}.parquet"
+            size = write_segment_file(piece.table, local)
+            load_spec = deep_storage.put_file(local, segment_data_key(seg.id))
+            local.unlink()
+            segments.append(seg.with_load_spec(dict(load_spec), size=size))
+    return IndexResult(segments, stats, dim_names)
+
+
+def renumber_core(segments: Sequence[DataSegment], deep_storage: Any | None = None) -> list[DataSegment]:
+    """Make one core set per (dataSource, interval, version): partitions renumbered 0..N−1 in the
+    order of their current numbers, each with ``partitions = N``.
+
+    The data stays where it was written (``loadSpec`` is authoritative). Pass ``deep_storage`` to
+    also move each renumbered segment's file to the key its new id implies (ascending, so no move
+    overwrites a file still to be moved)."""
+    groups: dict[tuple[str, Interval, str], list[DataSegment]] = {}
+    for s in segments:
+        groups.setdefault((s.data_source, s.interval, s.version), []).append(s)
+    out: list[DataSegment] = []
+    for key in sorted(groups, key=lambda k: (k[0], k[1].start, k[1].end, k[2])):
+        group = sorted(groups[key], key=lambda s: s.partition_num)
+        nums = [s.partition_num for s in group]
+        if len(set(nums)) != len(nums):
+            raise ValueError(
+                f"duplicate partition numbers for {key[0]} {key[1]} {key[2]}: index each Arrow partition "
+                "with a distinct partition_offset before renumbering"
+            )
+        total = len(group)
+        for i, s in enumerate(group):
+            new = replace(s, shard_spec=ShardSpec("numbered", i, total, s.shard_spec.extra))
+            if deep_storage is not None and s.partition_num != i:
+                old_key, new_key = segment_data_key(s.id), segment_data_key(new.id)
+                with tempfile.TemporaryDirectory(prefix="radstack-renumber-") as tmp:
+                    local = Path(tmp) / "data.parquet"
+                    deep_storage.download(old_key, local)
+                    load_spec = deep_storage.put_file(local, new_key)
+                deep_storage.delete(old_key)
+                new = new.with_load_spec(dict(load_spec))
+            out.append(new)
+    return out
+

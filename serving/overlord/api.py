@@ -1,0 +1,183 @@
+"""Druid's Overlord task API (``/druid/indexer/v1``) over :class:`serving.overlord.tasks.TaskRunner`."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+
+from radstack.intervals import format_instant
+from serving.errors import DruidError, invalid_input, not_found
+from serving.overlord.task_spec import TaskSpecError, parse_task
+
+router = APIRouter(prefix="/druid/indexer/v1")
+
+TASK_STATES = ("running", "complete", "waiting", "pending")
+
+
+def _ctx(request: Request) -> Any:
+    return request.app.state.ctx
+
+
+async def read_json(request: Request) -> Any:
+    body = await request.body()
+    if not body.strip():
+        raise invalid_input("the request body is empty; expected a JSON object")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as e:
+        raise invalid_input(f"the request body is not valid JSON: {e}") from e
+
+
+@router.post("/task")
+async def submit_task(request: Request) -> dict[str, str]:
+    body = await read_json(request)
+    ctx = _ctx(request)
+    try:
+        spec = parse_task(body, int(time.time() * 1000))
+    except TaskSpecError as e:
+        raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
+    from serving.metadata import TaskExistsError
+
+    try:
+        await run_in_threadpool(ctx.task_runner.submit, spec)
+    except TaskExistsError as e:
+        raise invalid_input(f"Task[{spec.id}] already exists") from e
+    return {"task": spec.id}
+
+
+def _status_json(ctx: Any, row: Any) -> dict[str, Any]:
+    live = ctx.task_runner.get(row.id)
+    if live is not None:
+        runner_status = live.runner_status
+        status, duration = "RUNNING", -1
+    else:
+        runner_status = "NONE"
+        status = row.status
+        duration = -1 if row.duration_ms is None else row.duration_ms
+    waiting = live is not None and runner_status == "WAITING"
+    created = format_instant(row.created_date)
+    return {
+        "id": row.id,
+        "groupId": row.group_id or row.id,
+        "type": row.type,
+        "createdTime": created,
+        "queueInsertionTime": created,
+        "statusCode": status,
+        "status": status,
+        "runnerStatusCode": runner_status,
+        "duration": duration,
+        "location": {
+            "host": None if waiting else ctx.settings.get("server.host"),
+            "port": -1 if waiting else int(ctx.settings.get("server.port") or -1),
+            "tlsPort": -1,
+        },
+        "dataSource": row.datasource,
+        "errorMsg": row.error_msg,
+    }
+
+
+def _task_row(ctx: Any, task_id: str) -> Any:
+    row = ctx.metadata.get_task(task_id)
+    if row is None:
+        raise not_found(f"Cannot find any task with id: [{task_id}]")
+    return row
+
+
+@router.get("/task/{task_id}")
+def get_task(task_id: str, request: Request) -> dict[str, Any]:
+    row = _task_row(_ctx(request), task_id)
+    return {"task": row.id, "payload": row.payload}
+
+
+@router.get("/task/{task_id}/status")
+def get_task_status(task_id: str, request: Request) -> dict[str, Any]:
+    ctx = _ctx(request)
+    row = _task_row(ctx, task_id)
+    return {"task": row.id, "status": _status_json(ctx, row)}
+
+
+@router.get("/task/{task_id}/reports")
+def get_task_reports(task_id: str, request: Request) -> dict[str, Any]:
+    ctx = _ctx(request)
+    live = ctx.task_runner.get(task_id)
+    if live is not None:
+        return live.live_report()
+    row = _task_row(ctx, task_id)
+    if not row.report:
+        raise not_found(f"No task reports were found for this task: [{task_id}]")
+    return row.report
+
+
+@router.post("/task/{task_id}/shutdown")
+def shutdown_task(task_id: str, request: Request) -> dict[str, str]:
+    ctx = _ctx(request)
+    if not ctx.task_runner.shutdown(task_id):
+        _task_row(ctx, task_id)  # 404 for unknown ids
+        raise not_found(f"Task [{task_id}] is not running")
+    return {"task": task_id}
+
+
+@router.post("/datasources/{data_source}/shutdownAllTasks")
+def shutdown_all_tasks(data_source: str, request: Request) -> dict[str, str]:
+    ctx = _ctx(request)
+    n = 0
+    for task_id in ctx.task_runner.active_ids():
+        st = ctx.task_runner.get(task_id)
+        if st is not None and st.spec.data_source == data_source and ctx.task_runner.shutdown(task_id):
+            n += 1
+    if n == 0:
+        raise not_found(f"No running tasks for datasource [{data_source}]")
+    return {"dataSource": data_source}
+
+
+def _list(ctx: Any, state: str | None, datasource: str | None, max_: int | None, type_: str | None,
+          ) -> list[dict[str, Any]]:
+    if state is not None and state.lower() not in TASK_STATES:
+        raise invalid_input(f"Invalid task state [{state}]; valid states are {', '.join(TASK_STATES)}",
+                            state=state)
+    s = state.lower() if state else None
+    rows = ctx.metadata.list_tasks(datasource=datasource, state="complete" if s == "complete" else
+                                   ("running" if s else None))
+    if type_:
+        rows = [r for r in rows if r.type == type_]
+    out = [_status_json(ctx, r) for r in rows]
+    if s in ("waiting", "pending"):
+        out = [o for o in out if o["runnerStatusCode"] == "WAITING"]
+    elif s == "running":
+        out = [o for o in out if o["runnerStatusCode"] != "WAITING"]
+    if max_ is not None and s in (None, "complete"):
+        complete = [o for o in out if o["status"] != "RUNNING"][:max_]
+        keep = {id(o) for o in complete}
+        out = [o for o in out if o["status"] == "RUNNING" or id(o) in keep]
+    return out
+
+
+@router.get("/tasks")
+def list_tasks(request: Request, state: str | None = None, datasource: str | None = None,
+               max: int | None = None, type: str | None = None) -> list[dict[str, Any]]:  # noqa: A002
+    return _list(_ctx(request), state, datasource, max, type)
+
+
+@router.get("/runningTasks")
+def running_tasks(request: Request, datasource: str | None = None) -> list[dict[str, Any]]:
+    return _list(_ctx(request), "running", datasource, None, None)
+
+
+@router.get("/waitingTasks")
+def waiting_tasks(request: Request, datasource: str | None = None) -> list[dict[str, Any]]:
+    return _list(_ctx(request), "waiting", datasource, None, None)
+
+
+@router.get("/pendingTasks")
+def pending_tasks(request: Request, datasource: str | None = None) -> list[dict[str, Any]]:
+    return _list(_ctx(request), "pending", datasource, None, None)
+
+
+@router.get("/completeTasks")
+def complete_tasks(request: Request, datasource: str | None = None, max: int | None = None,  # noqa: A002
+                   ) -> list[dict[str, Any]]:
+    return _list(_ctx(request), "complete", datasource, max, None)

@@ -1,0 +1,51 @@
+"""Publishing: make indexed segments visible, all at once.
+
+:func:`publish` first writes each segment's ``descriptor.json`` (the DataSegment JSON, Druid's
+layout) beside its data in deep storage, then inserts every ``druid_segments`` row — and marks the
+segments it replaces unused — in ONE metadata transaction, so readers see the whole set or none of it.
+A failure before the transaction leaves at most orphan descriptors, which nothing reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+import orjson
+
+from serving.segment_format import segment_descriptor_key
+from serving.segments import DataSegment
+
+__all__ = ["publish", "descriptor_bytes"]
+
+
+class _Metadata(Protocol):
+    def publish(self, segments: Sequence[DataSegment], *, mark_unused_ids: Iterable[str] = ()) -> None: ...
+
+
+class _DeepStorage(Protocol):
+    def put_bytes(self, data: bytes, key: str) -> dict[str, Any]: ...
+
+
+def descriptor_bytes(segment: DataSegment) -> bytes:
+    """The ``descriptor.json`` content for a segment."""
+    return orjson.dumps(segment.to_json(), option=orjson.OPT_INDENT_2)
+
+
+def publish(
+    metadata: _Metadata,
+    deep_storage: _DeepStorage,
+    segments: Sequence[DataSegment],
+    *,
+    mark_unused_ids: Iterable[str] = (),
+) -> None:
+    """Write descriptors, then publish ``segments`` and mark ``mark_unused_ids`` unused in one
+    transaction. Raises (and publishes nothing) when the metadata store refuses the set."""
+    segments = list(segments)
+    ids = [s.identifier for s in segments]
+    if len(set(ids)) != len(ids):
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"duplicate segment ids in one publish: {', '.join(dup)}")
+    for seg in segments:
+        deep_storage.put_bytes(descriptor_bytes(seg), segment_descriptor_key(seg.id))
+    metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids))
