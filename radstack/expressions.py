@@ -425,10 +425,17 @@ def time_floor_sql(
         local = millis_to_local_sql(ms, tz, dialect)
         olocal = millis_to_local_sql(str(origin), tz, dialect)
         months = p.years * 12 + p.months
-        width = f"to_months({months})" if months else f"to_days({p.weeks * 7 + p.days})"
         if months and (p.weeks or p.days or p.fixed_millis):
             raise ExpressionError(f"timestamp_floor cannot mix months and days in {period!r}")
-        return local_to_millis_sql(f"time_bucket({width}, {local}, {olocal})", tz, dialect)
+        if not months:
+            width = f"to_days({p.weeks * 7 + p.days})"
+            return local_to_millis_sql(f"time_bucket({width}, {local}, {olocal})", tz, dialect)
+        # Whole months counted from the origin (DuckDB's time_bucket ignores the origin's day).
+        diff = f"((year({local}) - year({olocal})) * 12 + month({local}) - month({olocal}))"
+        k = f"({diff} - ((({diff} % {months}) + {months}) % {months}))"
+        cand = f"({olocal} + to_months(CAST({k} AS INTEGER)))"
+        prev = f"({olocal} + to_months(CAST({k} - {months} AS INTEGER)))"
+        return local_to_millis_sql(f"(CASE WHEN {cand} > {local} THEN {prev} ELSE {cand} END)", tz, dialect)
     if _is_utc(tz) and fixed and p.fixed_millis > 0 and 86_400_000 % p.fixed_millis == 0:
         return _mod_floor(ms, p.fixed_millis, 0, dialect)
     if len(fields) != 1:
@@ -562,6 +569,9 @@ def _offset_sql(ms: str, tz: str, colon: bool, z_for_zero: bool, dialect: str) -
     return body
 
 
+_SPARK_ISO = "yyyy-MM-dd'T'HH:mm:ss.SSS"
+
+
 def time_format_sql(ms: str, pattern: str | None = None, tz: str | None = "UTC", dialect: str = "duckdb") -> str:
     """SQL for Druid's ``timestamp_format(ms, pattern, tz)`` / ``TIME_FORMAT`` with a Joda pattern.
 
@@ -572,7 +582,7 @@ def time_format_sql(ms: str, pattern: str | None = None, tz: str | None = "UTC",
     t = millis_to_local_sql(ms, tz, dialect)
     if pattern is None:
         body = (
-            f"date_format({t}, 'yyyy-MM-dd''T''HH:mm:ss.SSS')"
+            f"date_format({t}, {string_literal(_SPARK_ISO, dialect)})"
             if dialect == "spark"
             else f"strftime({t}, '%Y-%m-%dT%H:%M:%S.%g')"
         )
@@ -703,12 +713,18 @@ class _Compiler:
         if to == "STRING":
             return f"CAST({c.sql} AS {self.sqltype('STRING')})"
         if to == "LONG":
-            if c.type == "DOUBLE":
-                return f"CAST(trunc({c.sql}) AS BIGINT)"
-            return f"TRY_CAST(trunc(TRY_CAST({c.sql} AS DOUBLE)) AS BIGINT)"
+            return self.truncate_to_long(c.sql, from_string=c.type != "DOUBLE")
         if c.type == "LONG":
             return f"CAST({c.sql} AS DOUBLE)"
         return f"TRY_CAST({c.sql} AS DOUBLE)"
+
+    def truncate_to_long(self, sql: str, from_string: bool = False) -> str:
+        """Java's (long) cast: truncation toward zero (DuckDB's CAST rounds; Spark's truncates)."""
+        if from_string:
+            sql = f"TRY_CAST({sql} AS DOUBLE)"
+        if self.d == "spark":
+            return f"TRY_CAST({sql} AS BIGINT)"
+        return f"TRY_CAST(trunc({sql}) AS BIGINT)"
 
     def num(self, c: Compiled) -> str:
         return self.coerce(c, "DOUBLE") if c.type == "STRING" else c.sql
@@ -1070,7 +1086,7 @@ def _div(c: _Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
     if a.type == "LONG" and b.type == "LONG":
         return Compiled(_idiv(a.sql, f"NULLIF({b.sql}, 0)", c.d), "LONG")
     x, y = c.coerce(a, "DOUBLE"), c.coerce(b, "DOUBLE")
-    return Compiled(f"CAST(trunc({x} / NULLIF({y}, 0)) AS BIGINT)", "LONG")
+    return Compiled(c.truncate_to_long(f"({x} / NULLIF({y}, 0))"), "LONG")
 
 
 @_fn("parse_long", 1)

@@ -27,7 +27,6 @@ from typing import Any
 from radstack.expressions import (
     ExpressionError,
     _check_dialect,
-    compile_expression,
     normalize_type,
     quote_identifier,
     string_literal,
@@ -233,6 +232,10 @@ class _FilterCompiler:
             raise FilterError(f"unknown filter type {typ!r}", f"{field}.type")
         return method(f, field)
 
+    def never(self, c: _Col) -> str:
+        """Matches no row, yet stays unknown on null rows (so that ``not`` does not match them)."""
+        return f"(CASE WHEN {c.sql} IS NOT NULL THEN FALSE END)"
+
     def eq_value(self, c: _Col, value: Any) -> str:
         """``c = value`` with Druid's typing (numeric columns compare numerically)."""
         if value is None:
@@ -240,7 +243,7 @@ class _FilterCompiler:
         if c.type in _NUMERIC_TYPES:
             n = _parse_number(value)
             if n is None:
-                return "FALSE"
+                return self.never(c)
             return f"({c.sql} = {_num_literal(n)})"
         return f"({self.as_string(c)} = {self.lit(_stringify(value))})"
 
@@ -258,7 +261,7 @@ class _FilterCompiler:
         if mtype in _NUMERIC_TYPES or c.type in _NUMERIC_TYPES:
             n = _parse_number(value)
             if n is None:
-                return "FALSE"
+                return self.never(c)
             return f"({self.as_double(c) if c.type not in _NUMERIC_TYPES else c.sql} = {_num_literal(n)})"
         return f"({self.as_string(c)} = {self.lit(_stringify(value))})"
 
@@ -281,7 +284,7 @@ class _FilterCompiler:
         if has_null:
             parts.append(f"({c.sql} IS NULL)")
         if not parts:
-            return "FALSE"
+            return self.never(c)
         return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
 
     def cmp(self, c: _Col, op: str, value: Any, ordering: str, field: str) -> str:
@@ -398,10 +401,7 @@ class _FilterCompiler:
         if not isinstance(ivs, list):
             raise FilterError("interval filter needs a list of 'intervals'", f"{field}.intervals")
         c = self.dimension({**f, "dimension": f.get("dimension") or "__time"})
-        if c.type not in _NUMERIC_TYPES:
-            ms = f"TRY_CAST({c.sql} AS BIGINT)"
-        else:
-            ms = c.sql
+        ms = c.sql if c.type in _NUMERIC_TYPES else f"TRY_CAST({c.sql} AS BIGINT)"
         parts = []
         for i, text in enumerate(ivs):
             try:

@@ -59,6 +59,25 @@ log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{2}: %m%n
 log4j.logger.org.apache.hadoop.util.NativeCodeLoader=ERROR
 """
 
+# Jersey 1 / JAXB (WebHDFS) and Hadoop's RPC reflect into java.base; Hadoop's own launcher scripts pass
+# the same flags on Java 17.
+JAVA17_OPENS = [
+    f"--add-opens=java.base/{pkg}=ALL-UNNAMED"
+    for pkg in (
+        "java.lang",
+        "java.lang.reflect",
+        "java.io",
+        "java.net",
+        "java.nio",
+        "java.util",
+        "java.util.concurrent",
+        "sun.nio.ch",
+        "sun.net.dns",
+        "sun.net.util",
+        "sun.security.x509",
+    )
+]
+
 WEB_XML = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <web-app xmlns="http://xmlns.jcp.org/xml/ns/javaee" version="3.1"></web-app>
@@ -154,7 +173,9 @@ class HdfsCluster:
             except HdfsClusterError as e:
                 last = e
                 self._stop_processes()
-        raise HdfsClusterError(f"HDFS did not start after {attempts} attempts: {last}")
+                if not self._port_clash():
+                    break
+        raise HdfsClusterError(f"HDFS did not start: {last}")
 
     def _start_once(self) -> None:
         self._write_conf()
@@ -164,11 +185,15 @@ class HdfsCluster:
         data_dir = self._dir / "data"
         if data_dir.exists():
             shutil.rmtree(data_dir)
-        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        if self.logs_dir.exists():
+            shutil.rmtree(self.logs_dir)
+        self.logs_dir.mkdir(parents=True)
         fmt_log = self.logs_dir / "format.log"
         with fmt_log.open("wb") as out:
             rc = subprocess.run(
-                self._java_cmd("org.apache.hadoop.hdfs.server.namenode.NameNode", "-format", "-nonInteractive"),
+                self._java_cmd(
+                    "org.apache.hadoop.hdfs.server.namenode.NameNode", "-format", "-nonInteractive"
+                ),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=self._env(),
@@ -203,6 +228,7 @@ class HdfsCluster:
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             "-Djava.net.preferIPv4Stack=true",
+            *JAVA17_OPENS,
             f"-Dhadoop.log.dir={self.logs_dir}",
             f"-Dhadoop.home.dir={self._dir}",
             f"-Dlog4j.configuration=file:{self.conf_dir / 'log4j.properties'}",
@@ -274,6 +300,14 @@ class HdfsCluster:
             web_inf.mkdir(parents=True, exist_ok=True)
             (web_inf / "web.xml").write_text(WEB_XML)
 
+    def _port_clash(self) -> bool:
+        """Whether a failed start was a port taken between picking and binding (worth a retry)."""
+        for log in self.logs_dir.glob("*.log"):
+            text = log.read_text(errors="replace")
+            if "BindException" in text or "Address already in use" in text:
+                return True
+        return False
+
     def _jmx(self, query: str) -> dict[str, object]:
         url = f"{self.webhdfs_url}/jmx?qry={query}"
         with urllib.request.urlopen(url, timeout=5) as r:
@@ -300,7 +334,9 @@ class HdfsCluster:
             except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError) as e:
                 last = repr(e)
             time.sleep(0.3)
-        raise HdfsClusterError(f"HDFS not ready after {self.start_timeout:.0f}s ({last}); logs in {self.logs_dir}")
+        raise HdfsClusterError(
+            f"HDFS not ready after {self.start_timeout:.0f}s ({last}); logs in {self.logs_dir}"
+        )
 
     def _probe_write(self) -> bool:
         """A WebHDFS create through the DataNode proves the write path end to end."""

@@ -127,7 +127,6 @@ def _strftime_code(t: Token) -> str:
         "h": ("%-I", "%I"),
         "m": ("%-M", "%M"),
         "s": ("%-S", "%S"),
-        "w": ("%V", "%V"),
     }
     if c in simple:
         return simple[c][1 if pad else 0]
@@ -135,6 +134,10 @@ def _strftime_code(t: Token) -> str:
         return "%y" if k == 2 else "%Y"
     if c == "x":
         return "%G"
+    if c == "w":
+        if k < 2:
+            raise ValueError("unsupported letter 'w' (unpadded) for strftime; use 'ww'")
+        return "%V"
     if c == "M":
         return {1: "%-m", 2: "%m", 3: "%b"}.get(k, "%B")
     if c == "D":

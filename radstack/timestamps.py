@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 
 __all__ = ["parse_timestamp_column", "query_arrow", "NUMERIC_UNITS"]
 
-#: numeric format → divisor/multiplier to millis (``None``: millis already)
-NUMERIC_UNITS = {"posix": 1000, "micro": -1000, "nano": -1_000_000, "millis": None}
+#: formats that give numbers their own unit (every other format reads numbers as millis)
+NUMERIC_UNITS = ("millis", "posix", "micro", "nano", "ruby")
 
 
 def query_arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
@@ -114,16 +114,29 @@ def _parse(arr: pa.Array, fmt: str) -> pa.Array:
         days = arr.cast(pa.date32()).cast(pa.int32()).cast(pa.int64())
         return pc.multiply(days, pa.scalar(86_400_000, pa.int64()))
     if pa.types.is_integer(typ):
-        unit = fmt if fmt in NUMERIC_UNITS or fmt == "ruby" else "millis"
-        return _run(arr, _numeric_millis_sql("CAST(v AS BIGINT)", unit) if unit != "ruby" else
-                    _numeric_millis_sql("CAST(v AS DOUBLE)", unit))
+        unit = fmt if fmt in NUMERIC_UNITS else "millis"
+        col = "CAST(v AS DOUBLE)" if unit == "ruby" else "CAST(v AS BIGINT)"
+        return _run(arr, _numeric_millis_sql(col, unit))
     if pa.types.is_floating(typ) or pa.types.is_decimal(typ):
-        unit = fmt if fmt in NUMERIC_UNITS or fmt == "ruby" else "millis"
+        unit = fmt if fmt in NUMERIC_UNITS else "millis"
         col = "CASE WHEN isfinite(CAST(v AS DOUBLE)) THEN CAST(v AS DOUBLE) END"
         return _run(arr, _numeric_millis_sql(col, unit))
     if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
-        return _run(arr.cast(pa.string()), _string_sql(fmt), strings=True)
+        arr = arr.cast(pa.string())
+        try:
+            sql = _string_sql(fmt)
+        except ValueError:  # a Joda letter DuckDB's strptime lacks (G, k, K): parse each distinct value
+            return _joda_python(arr, fmt)
+        return _run(arr, sql, strings=True)
     raise TypeError(f"cannot read timestamps from a column of type {typ}")
+
+
+def _joda_python(arr: pa.Array, pattern: str) -> pa.Array:
+    from radstack.joda import parse_to_millis
+
+    enc = pc.dictionary_encode(arr)
+    values = [None if v is None else parse_to_millis(v.strip(), pattern) for v in enc.dictionary.to_pylist()]
+    return pc.take(pa.array(values, pa.int64()), enc.indices)
 
 
 def _timestamp_to_ms(arr: pa.Array) -> pa.Array:

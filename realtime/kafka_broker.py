@@ -37,8 +37,12 @@ class BrokerError(RuntimeError):
 
 
 def new_cluster_id() -> str:
-    """A Kafka cluster id: a random UUID, URL-safe base64 without padding (what ``random-uuid`` prints)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: a random UUID, URL-safe base64 without padding (what ``random-uuid`` prints).
+    Like Kafka's ``Uuid.randomUuid`` it never starts with ``-`` (a command line would read an option)."""
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid
 
 
 def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
@@ -224,7 +228,12 @@ class KafkaBroker:
             return False
         self.write_config()
         cmd = self._java(
-            STORAGE_TOOL, "format", "-t", new_cluster_id(), "-c", str(self.config_file), "--standalone"
+            STORAGE_TOOL,
+            "format",
+            f"--cluster-id={new_cluster_id()}",
+            "-c",
+            str(self.config_file),
+            "--standalone",
         )
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if res.returncode != 0:

@@ -176,7 +176,9 @@ def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI):  # type: ignore[no-untyped-def]
         owned = state["producer"] is None
         if owned:
-            state["producer"] = BatchProducer(bootstrap_servers(settings), delivery_timeout_ms=delivery_timeout_ms)
+            state["producer"] = BatchProducer(
+                bootstrap_servers(settings), delivery_timeout_ms=delivery_timeout_ms
+            )
         try:
             yield
         finally:

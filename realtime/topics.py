@@ -81,10 +81,12 @@ class PartitionLag:
     partition: int
     committed: int  # -1 when the group has no committed offset for the partition
     end: int  # the high watermark
+    start: int = 0  # the log start offset
 
     @property
     def lag(self) -> int:
-        return self.end - self.committed if self.committed >= 0 else self.end
+        """Messages the group has not consumed yet (from the log start when it never committed)."""
+        return max(0, self.end - (self.committed if self.committed >= 0 else self.start))
 
 
 @dataclass(frozen=True)
@@ -117,27 +119,38 @@ class GroupLag:
 
 def consumer_lag(bootstrap_servers: str, timeout: float = 10.0) -> list[GroupLag]:
     """Per consumer group: committed offsets (``list_consumer_group_offsets``) against the high
-    watermarks (``list_offsets`` latest) of the partitions it has committed for."""
+    watermarks (``list_offsets`` latest) of every partition of the topics it has committed for
+    (a partition without a commit counts from its log start)."""
     admin = admin_client(bootstrap_servers)
     listing = admin.list_consumer_groups(request_timeout=timeout).result(timeout=timeout)
     groups = sorted(listing.valid, key=lambda g: g.group_id)
+    md = admin.list_topics(timeout=timeout) if groups else None
     out: list[GroupLag] = []
     for g in groups:
         res = admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(g.group_id)], request_timeout=timeout
         )
-        committed = res[g.group_id].result(timeout=timeout).topic_partitions or []
-        tps = [tp for tp in committed if not tp.topic.startswith("__")]
+        committed = {
+            (tp.topic, tp.partition): int(tp.offset)
+            for tp in (res[g.group_id].result(timeout=timeout).topic_partitions or [])
+            if not tp.topic.startswith("__")
+        }
+        keys = set(committed)
+        for topic in {t for t, _ in committed}:
+            if md is not None and topic in md.topics:
+                keys |= {(topic, p) for p in md.topics[topic].partitions}
         ends: dict[tuple[str, int], int] = {}
-        if tps:
-            specs = {TopicPartition(tp.topic, tp.partition): OffsetSpec.latest() for tp in tps}
-            for tp, fut in admin.list_offsets(specs, request_timeout=timeout).items():
-                ends[(tp.topic, tp.partition)] = fut.result(timeout=timeout).offset
+        starts: dict[tuple[str, int], int] = {}
+        if keys:
+            for spec, into in ((OffsetSpec.latest, ends), (OffsetSpec.earliest, starts)):
+                req = {TopicPartition(t, p): spec() for t, p in keys}
+                for tp, fut in admin.list_offsets(req, request_timeout=timeout).items():
+                    into[(tp.topic, tp.partition)] = fut.result(timeout=timeout).offset
         parts = [
             PartitionLag(
-                g.group_id, tp.topic, tp.partition, int(tp.offset), int(ends.get((tp.topic, tp.partition), 0))
+                g.group_id, t, p, committed.get((t, p), -1), ends.get((t, p), 0), starts.get((t, p), 0)
             )
-            for tp in sorted(tps, key=lambda t: (t.topic, t.partition))
+            for t, p in sorted(keys)
         ]
         state = getattr(g.state, "name", str(g.state))
         out.append(GroupLag(g.group_id, state, parts))

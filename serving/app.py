@@ -209,6 +209,7 @@ def _memory() -> dict[str, int]:
 
 
 def _open_context(settings: Settings) -> ServerContext:
+    from serving.broker.service import BrokerService
     from serving.deep_storage import open_deep_storage
     from serving.metadata import MetadataStore
     from serving.overlord.tasks import TaskRunner
@@ -217,11 +218,15 @@ def _open_context(settings: Settings) -> ServerContext:
     metadata.create_tables()
     deep_storage = open_deep_storage(settings)
     runner = TaskRunner(settings, metadata, deep_storage)
-    return ServerContext(settings=settings, metadata=metadata, deep_storage=deep_storage, task_runner=runner)
+    broker = BrokerService(settings, metadata, deep_storage)
+    return ServerContext(settings=settings, metadata=metadata, deep_storage=deep_storage, task_runner=runner,
+                         broker=broker)
 
 
 def create_app(settings: Settings) -> FastAPI:
     """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``)."""
+    from serving.broker.api_native import router as native_router
+    from serving.broker.api_sql import router as sql_router
     from serving.coordinator_api import router as coordinator_router
     from serving.overlord.api import router as overlord_router
 
@@ -231,6 +236,7 @@ def create_app(settings: Settings) -> FastAPI:
         ctx = _open_context(settings)
         app.state.ctx = ctx
         ctx.task_runner.start()
+        ctx.broker.start()
         ctx.coordinator = CoordinatorLoop(ctx)
         ctx.coordinator.start()
         try:
@@ -284,6 +290,8 @@ def create_app(settings: Settings) -> FastAPI:
 
     app.include_router(overlord_router)
     app.include_router(coordinator_router)
+    app.include_router(sql_router)
+    app.include_router(native_router)
 
     # Outermost first: errors → body limit → auth → the app.
     if settings.get("server.auth.enabled"):

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from serving.deep_storage import DeepStorageError
 from serving.metadata import MetadataStore, SegmentRow
 from serving.segments import segment_path
 from serving.timeline import TimelineConflictError, VersionedIntervalTimeline
@@ -119,7 +120,7 @@ def collect_orphan_segment_files(
         if row.segment.load_spec:
             try:
                 folder = _segment_folder(deep_storage.key_for_load_spec(row.segment.load_spec))
-            except (ValueError, KeyError):
+            except (DeepStorageError, ValueError, KeyError):
                 folder = None  # a load spec of another deep storage: nothing of ours
             if folder:
                 known.add(folder)

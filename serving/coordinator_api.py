@@ -17,6 +17,7 @@ import orjson
 from fastapi import APIRouter, Request, Response
 
 from radstack.intervals import Interval, format_instant
+from serving.deep_storage import DeepStorageError
 from serving.errors import invalid_input, not_found
 from serving.segments import DataSegment, segment_path
 from serving.timeline import VersionedIntervalTimeline, timelines_by_data_source
@@ -263,7 +264,7 @@ def _kill(ctx: Any, data_source: str, interval: Interval) -> int:
         try:
             key = ctx.deep_storage.key_for_load_spec(s.load_spec)
             prefix = key.rsplit("/", 1)[0] + "/"
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, DeepStorageError):  # a loadSpec of another deep storage
             prefix = f"segments/{segment_path(s.id)}/"
         with contextlib.suppress(OSError):
             ctx.deep_storage.delete_prefix(prefix)

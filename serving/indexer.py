@@ -591,11 +591,15 @@ def renumber_core(segments: Sequence[DataSegment], deep_storage: Any | None = No
             new = replace(s, shard_spec=ShardSpec("numbered", i, total, s.shard_spec.extra))
             if deep_storage is not None and s.partition_num != i:
                 old_key, new_key = segment_data_key(s.id), segment_data_key(new.id)
-                with tempfile.TemporaryDirectory(prefix="radstack-renumber-") as tmp:
-                    local = Path(tmp) / "data.parquet"
-                    deep_storage.download(old_key, local)
-                    load_spec = deep_storage.put_file(local, new_key)
-                deep_storage.delete(old_key)
+                if hasattr(deep_storage, "rename"):
+                    deep_storage.rename(old_key, new_key)
+                    load_spec = deep_storage.load_spec(new_key)
+                else:
+                    with tempfile.TemporaryDirectory(prefix="radstack-renumber-") as tmp:
+                        local = Path(tmp) / "data.parquet"
+                        deep_storage.download(old_key, local)
+                        load_spec = deep_storage.put_file(local, new_key)
+                    deep_storage.delete(old_key)
                 new = new.with_load_spec(dict(load_spec))
             out.append(new)
     return out

@@ -13,10 +13,10 @@ from typing import Any, Protocol
 
 import orjson
 
-from serving.segment_format import segment_descriptor_key
+from serving.segment_format import DESCRIPTOR_FILE, segment_descriptor_key
 from serving.segments import DataSegment
 
-__all__ = ["publish", "descriptor_bytes"]
+__all__ = ["publish", "descriptor_bytes", "descriptor_key"]
 
 
 class _Metadata(Protocol):
@@ -30,6 +30,20 @@ class _DeepStorage(Protocol):
 def descriptor_bytes(segment: DataSegment) -> bytes:
     """The ``descriptor.json`` content for a segment."""
     return orjson.dumps(segment.to_json(), option=orjson.OPT_INDENT_2)
+
+
+def descriptor_key(deep_storage: Any, segment: DataSegment) -> str:
+    """Where ``descriptor.json`` goes: beside the data its ``loadSpec`` points at (when the deep
+    storage can map a loadSpec back to a key), else under ``segments/{segment_path(id)}/``."""
+    to_key = getattr(deep_storage, "key_for_load_spec", None)
+    if to_key is not None and segment.load_spec:
+        try:
+            data_key = str(to_key(segment.load_spec))
+        except (ValueError, KeyError, RuntimeError):
+            data_key = ""
+        if "/" in data_key:
+            return data_key.rsplit("/", 1)[0] + "/" + DESCRIPTOR_FILE
+    return segment_descriptor_key(segment.id)
 
 
 def publish(
@@ -47,5 +61,5 @@ def publish(
         dup = sorted({i for i in ids if ids.count(i) > 1})
         raise ValueError(f"duplicate segment ids in one publish: {', '.join(dup)}")
     for seg in segments:
-        deep_storage.put_bytes(descriptor_bytes(seg), segment_descriptor_key(seg.id))
+        deep_storage.put_bytes(descriptor_bytes(seg), descriptor_key(deep_storage, seg))
     metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids))

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from radstack.timestamps import parse_timestamp_column
+from radstack.timestamps import parse_timestamp_column, query_arrow
 
 SCHEMA = pa.schema(
     [
@@ -122,11 +122,12 @@ def extract_event_time(values: pa.Array, field_name: str, fmt: str) -> tuple[pa.
     con = duckdb.connect()
     try:
         con.register("v", pa.table({"s": strings}))
-        res = con.execute(
+        res = query_arrow(
+            con,
             "SELECT coalesce(json_valid(s), false) AS ok, "
             "CASE WHEN json_valid(s) AND json_type(s) = 'OBJECT' "
-            f"THEN json_extract_string(s, '{path}') END AS ts FROM v"
-        ).fetch_arrow_table()
+            f"THEN json_extract_string(s, '{path}') END AS ts FROM v",
+        )
     finally:
         con.close()
     ts = parse_timestamp_column(res.column("ts"), fmt)

@@ -40,9 +40,9 @@ class RunningQuery:
 
     def check(self) -> None:
         """Raise if the query was cancelled or ran out of time."""
-        if self.state == "running" and self.timeout_ms > 0:
-            if (time.monotonic() - self.started) * 1000 >= self.timeout_ms:
-                self.state = "timed_out"
+        if (self.state == "running" and self.timeout_ms > 0
+                and (time.monotonic() - self.started) * 1000 >= self.timeout_ms):
+            self.state = "timed_out"
         if self.state == "timed_out":
             raise timeout(f"Query [{self.query_id}] timed out after {self.timeout_ms} ms")
         if self.state == "cancelled":

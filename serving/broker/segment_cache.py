@@ -194,7 +194,8 @@ class SegmentCache:
         if fetch_load_spec is not None and spec.get("type") != "parquet-file":
             local_dir.mkdir(parents=True, exist_ok=True)
             try:
-                result = fetch_load_spec(spec, local_dir, self._settings)
+                # a file spec lands at the given path; a folder spec is copied into it
+                result = fetch_load_spec(spec, local_dir / "data.parquet", self._settings)
             except Exception as e:  # noqa: BLE001 - any storage failure is a load failure
                 shutil.rmtree(local_dir, ignore_errors=True)
                 raise SegmentLoadError(f"cannot fetch segment {segment.identifier}: {e}") from e
@@ -220,7 +221,7 @@ def _find_parquet(path: Path) -> Path | None:
         direct = path / "data.parquet"
         if direct.is_file():
             return direct
-        found = sorted(path.rglob("*.parquet"))
+        found = sorted(p for p in path.rglob("*.parquet") if p.is_file())
         return found[0] if found else None
     return None
 

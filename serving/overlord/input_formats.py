@@ -21,7 +21,7 @@ import io
 import lzma
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO
 
 import orjson
@@ -58,16 +58,25 @@ def validate_input_format(spec: Any, path: str = "spec.ioConfig.inputFormat") ->
             raise InputSpecError(f"{path}.delimiter: expected a single character")
 
 
+class ReadCancelled(Exception):
+    """``should_stop`` said stop while reading."""
+
+
 class _CountingReader(io.RawIOBase):
-    def __init__(self, raw: BinaryIO, stats: RowStats) -> None:
+    def __init__(self, raw: BinaryIO, stats: RowStats, should_stop: Callable[[], bool] | None) -> None:
         self._raw = raw
         self._stats = stats
+        self._should_stop = should_stop
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, b: Any) -> int:
-        data = self._raw.read(len(b))
+        if self._should_stop is not None and self._should_stop():
+            raise ReadCancelled()
+        # read1: return what is available now (a slow stream must not block until a buffer fills)
+        read1 = getattr(self._raw, "read1", None)
+        data = read1(len(b)) if read1 is not None else self._raw.read(len(b))
         if not data:
             return 0
         b[: len(data)] = data
@@ -90,15 +99,21 @@ def _decompressed(entity: InputEntity, raw: BinaryIO) -> BinaryIO:
     return raw
 
 
-def read_batches(entity: InputEntity, fmt: Mapping[str, Any], stats: RowStats) -> Iterator[pa.RecordBatch]:
-    """Parse one entity into record batches, counting bytes and unparseable rows in ``stats``."""
+def read_batches(
+    entity: InputEntity,
+    fmt: Mapping[str, Any],
+    stats: RowStats,
+    should_stop: Callable[[], bool] | None = None,
+) -> Iterator[pa.RecordBatch]:
+    """Parse one entity into record batches, counting bytes and unparseable rows in ``stats``.
+    ``should_stop`` is polled on every read; when it returns True, :class:`ReadCancelled` is raised."""
     typ = fmt["type"]
     raw = entity.open()
     try:
         if typ == "parquet":
             yield from _parquet(entity, raw, fmt, stats)
             return
-        stream = io.BufferedReader(_CountingReader(_decompressed(entity, raw), stats), 1 << 16)
+        stream = io.BufferedReader(_CountingReader(_decompressed(entity, raw), stats, should_stop), 1 << 16)
         if typ == "json":
             yield from _json(stream, stats)
         else:

@@ -96,9 +96,8 @@ def validate_input_source(spec: Any, path: str = "spec.ioConfig.inputSource") ->
             for u in _str_list(spec[key], _field(path, key)):
                 if urlparse(u).scheme not in ("s3", "s3a", "s3n") or not urlparse(u).netloc:
                     raise InputSpecError(f"{_field(path, key)}: not an s3://bucket/key URI: {u!r}")
-    elif typ == "hdfs":
-        if not _str_list(spec.get("paths") or [], _field(path, "paths")):
-            raise InputSpecError(f"{_field(path, 'paths')}: required")
+    elif typ == "hdfs" and not _str_list(spec.get("paths") or [], _field(path, "paths")):
+        raise InputSpecError(f"{_field(path, 'paths')}: required")
 
 
 def resolve_input_source(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:

@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
-from serving.overlord.input_formats import read_batches
+from serving.overlord.input_formats import ReadCancelled, read_batches
 from serving.overlord.input_sources import resolve_input_source
 from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
 from serving.overlord.staging import StagedInput
@@ -194,7 +194,7 @@ class TaskRunner:
         try:
             published = IndexTaskRun(self, state).execute()
             status = "SUCCESS"
-        except TaskCancelled:
+        except (TaskCancelled, ReadCancelled):
             error = SHUTDOWN_MSG
         except MaxParseExceptionsExceeded as e:
             error = str(e)
@@ -249,7 +249,7 @@ class IndexTaskRun:
         try:
             for entity in resolve_input_source(self.spec.input_source, settings):
                 self._check_cancel()
-                for batch in read_batches(entity, self.spec.input_format, self.stats):
+                for batch in read_batches(entity, self.spec.input_format, self.stats, self.state.cancel.is_set):
                     self._check_cancel()
                     staged.add(batch)
             self.stats.check()

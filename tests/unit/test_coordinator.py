@@ -10,6 +10,7 @@ import pytest
 
 from radstack.intervals import Interval
 from serving.coordinator import collect_orphan_segment_files, mark_overshadowed_unused, run_duties
+from serving.deep_storage import open_deep_storage
 from serving.metadata import MetadataStore
 from serving.segments import DataSegment, ShardSpec, segment_path
 
@@ -86,13 +87,8 @@ def test_datasources_are_separate_and_conflicts_do_not_block_others(store: Metad
     assert len(store.segments("b")) == 3 and len(store.segments("c")) == 1
 
 
-def _local_deep_storage(tmp_path: Path):  # type: ignore[no-untyped-def]
-    ds_mod = pytest.importorskip("serving.deep_storage", reason="serving.deep_storage not available yet")
-    return ds_mod.open_deep_storage({"type": "local", "path": str(tmp_path / "deep")})
-
-
 def test_orphan_segment_files_are_collected(store: MetadataStore, tmp_path: Path) -> None:
-    deep = _local_deep_storage(tmp_path)
+    deep = open_deep_storage({"type": "local", "path": str(tmp_path / "deep")})
     published = seg(DAY, "v1")
     unused = seg("2024-01-02/2024-01-03", "v1")
     orphan = seg(DAY, "v2")
@@ -101,7 +97,10 @@ def test_orphan_segment_files_are_collected(store: MetadataStore, tmp_path: Path
         base = f"segments/{segment_path(s.id)}"
         deep.put_bytes(b"PAR1", f"{base}/data.parquet")
         deep.put_bytes(s.to_payload().encode(), f"{base}/descriptor.json")
-    store.publish([published, unused])
+    # a published segment whose files live elsewhere (its loadSpec says where) is not an orphan
+    moved_key = "segments/wiki/moved_here/v0/0/data.parquet"
+    moved = seg("2024-01-03/2024-01-04", "v1").with_load_spec(deep.put_bytes(b"PAR1", moved_key))
+    store.publish([published, unused, moved])
     store.mark_unused([unused.identifier])
     deep.put_bytes(b"x", "raw/topic/dt=2024-01-01/part-0.json")  # not a segment: never touched
     deep.put_bytes(b"x", "segments/stray.txt")  # not a segment folder: never touched
@@ -123,6 +122,7 @@ def test_orphan_segment_files_are_collected(store: MetadataStore, tmp_path: Path
     assert deep.list(orphan_dir) == []
     for s in (published, unused, young):
         assert deep.list(f"segments/{segment_path(s.id)}/"), s.identifier
+    assert deep.exists(moved_key)
     assert deep.exists("raw/topic/dt=2024-01-01/part-0.json") and deep.exists("segments/stray.txt")
 
 

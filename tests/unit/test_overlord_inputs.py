@@ -11,7 +11,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from serving.overlord.input_formats import read_batches, rows_to_batch
-from serving.overlord.input_sources import InputEntity, InputSpecError, resolve_input_source, validate_input_source
+from serving.overlord.input_sources import (
+    InputEntity,
+    InputSpecError,
+    resolve_input_source,
+    validate_input_source,
+)
 from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
 from serving.overlord.staging import StagedInput
 from serving.overlord.task_spec import TaskSpecError, parse_task

@@ -223,6 +223,11 @@ _DELETE = object()
          "dataSchema.transformSpec.transforms[1].name: duplicate transform 'a'"),
         ("transformSpec.filter", {"dimension": "a", "value": "b"}, "dataSchema.transformSpec.filter.type: missing"),
         ("transformSpec.filter", "channel = 'a'", "dataSchema.transformSpec.filter: expected an object"),
+        ("transformSpec.filter", {"type": "nonsense"}, "dataSchema.transformSpec.filter: invalid filter"),
+        ("transformSpec.transforms", [{"type": "expression", "name": "a", "expression": "upper(("}],
+         "dataSchema.transformSpec.transforms[0].expression: invalid expression 'upper(('"),
+        ("metricsSpec.1", {"type": "longSum", "name": "x", "expression": "1 +"},
+         "dataSchema.metricsSpec[1].expression: invalid expression '1 +'"),
     ],
 )
 def test_bad_fields_name_their_path(path: str, value: Any, message: str) -> None:

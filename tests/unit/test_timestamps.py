@@ -145,3 +145,8 @@ def test_missing_value_replaces_nulls_only() -> None:
 
 def test_all_null_column() -> None:
     assert parse_timestamp_column(pa.nulls(3), "iso").to_pylist() == [None, None, None]
+
+
+def test_joda_letters_without_strptime_code_still_parse() -> None:
+    # 'k' (hour 1-24) has no DuckDB strptime code: parsed per distinct value instead.
+    assert parse(["2018-01-01 01:01:35", "bad", None, "2018-01-01 01:01:35"], "yyyy-MM-dd kk:mm:ss") == [T, None, None, T]

@@ -108,6 +108,7 @@ class QueryContext:
     column_types: dict[str, str] = field(default_factory=dict)  # name → Druid type, incl. virtual
     virtual_names: set[str] = field(default_factory=set)
     _base: str | None = None
+    _missing: list[str] | None = None
 
     @classmethod
     def create(
@@ -124,6 +125,8 @@ class QueryContext:
         for ds in dss:
             for c in ds.columns:
                 ctx.column_types.setdefault(c.name, c.druid_type)
+        if "__time" in ctx.column_types:
+            ctx.column_types["__time"] = "TIMESTAMP"  # filters/expressions read it as epoch millis
         return ctx
 
     @property
@@ -220,13 +223,15 @@ class QueryContext:
             for vc in vcs:
                 if vc.output_type is None and vc.name in described:
                     self.column_types[vc.name] = druid_type(str(described[vc.name]))
-        missing = sorted(
-            c for c in referenced_columns(self.query) if c not in self.column_types and c != "__time"
-        )
-        if missing:
-            sql = "SELECT *, " + ", ".join(f"CAST(NULL AS VARCHAR) AS {q(c)}" for c in missing) + f" FROM ({sql})"
-            for c in missing:
+        if self._missing is None:
+            self._missing = sorted(
+                c for c in referenced_columns(self.query) if c not in self.column_types and c != "__time"
+            )
+            for c in self._missing:
                 self.column_types[c] = "STRING"
+        if self._missing:
+            nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {q(c)}" for c in self._missing)
+            sql = f"SELECT *, {nulls} FROM ({sql})"
         return f"({sql}) AS __base"
 
     def where(self, extra_filter: Any = None) -> str:

@@ -166,7 +166,6 @@ def _filtered_dim_sql(spec: dict[str, Any], s: str) -> str:
 
 def _time_format_sql(fn: dict[str, Any], value: str, src_type: str, ctx: QueryContext | None) -> str:
     from radstack.granularity import Granularity, GranularityError
-
     from serving.broker.native.granularity_sql import bucket_sql
 
     tz = fn.get("timeZone") or "UTC"

@@ -96,8 +96,5 @@ def _order_keys(columns: list[Any], plan: AggregationPlan, with_bucket: bool, di
         used.add(name)
     tail = [f"{q(d.output_name)} ASC NULLS FIRST" for d in plan.dims if d.output_name not in used]
     time_key = [f"{BUCKET} ASC"] if with_bucket else []
-    if dims_first:
-        out = keys + time_key + tail
-    else:
-        out = time_key + keys + tail
+    out = keys + time_key + tail if dims_first else time_key + keys + tail
     return out or ["1"]

@@ -68,7 +68,7 @@ def _sql(spec: dict[str, Any], env: dict[str, tuple[str, str]], ctx: QueryContex
             if fn in ("+", "-", "*"):
                 acc = f"({acc} {fn} {p})"
             elif fn == "/":
-                acc = f"(CASE WHEN {p} = 0 THEN 0.0 ELSE {acc} / {p} END)"
+                acc = f"(CASE WHEN {acc} IS NULL THEN NULL WHEN {p} = 0 THEN 0.0 ELSE {acc} / {p} END)"
             elif fn == "quotient":
                 acc = f"({acc} / {p})"
             elif fn == "pow":

@@ -33,6 +33,10 @@ class DruidSql(Druid):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
     Parser = DruidSqlParser
 
+    class Tokenizer(Druid.tokenizer_class):  # type: ignore[name-defined,misc]
+        # DIV is a function in Druid, not MySQL's integer-division operator.
+        KEYWORDS = {k: v for k, v in Druid.tokenizer_class.KEYWORDS.items() if k != "DIV"}
+
 
 def parse(sql: str) -> list[exp.Expression]:
     """Parse Druid SQL into statements; a syntax error becomes Druid's 400 ``Incorrect syntax``."""

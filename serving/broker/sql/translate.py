@@ -8,8 +8,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlglot import exp
-
 from serving.broker.sql import functions, guard
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext
@@ -90,7 +88,3 @@ def translate(
         system_tables=set(ctx.system_tables),
         datasources=set(ctx.datasources),
     )
-
-
-def _unused(_: exp.Expression) -> None:  # pragma: no cover - keeps the exp import for type hints
-    return None

@@ -30,10 +30,7 @@ def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
             return _acd(cols[0])
         return node
     if name == "APPROX_QUANTILE_DS" or isinstance(node, exp.ApproxQuantile):
-        if name:
-            args = node.expressions
-        else:
-            args = [node.this, node.args.get("quantile")]
+        args = node.expressions if name else [node.this, node.args.get("quantile")]
         if len(args) < 2 or args[1] is None:
             raise validation_error("APPROX_QUANTILE needs an expression and a probability")
         q = call("APPROX_QUANTILE", args[0], args[1])

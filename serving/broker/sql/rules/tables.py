@@ -35,9 +35,8 @@ def resolve_tables(tree: exp.Expression, ctx: TranslationContext) -> exp.Express
 
 def _resolve(table: exp.Table, ctx: TranslationContext) -> None:
     name, schema, catalog = table.name, table.db, table.catalog
-    if catalog:
-        if catalog != "druid":
-            raise object_not_found(catalog)
+    if catalog and catalog != "druid":
+        raise object_not_found(catalog)
     if not schema and name in ctx.cte_names:
         return
     if not schema or schema == "druid":

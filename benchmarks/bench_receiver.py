@@ -1,0 +1,190 @@
+"""Benchmark: events/s through the HTTP receiver (``POST /v1/events/{topic}``, 1,000-event batches)
+against producing the same events with a bare confluent-kafka producer, in the same run.
+
+Starts a real Apache Kafka broker (embedded, temp home, free ports) unless ``--bootstrap`` is given,
+and the receiver as its own process (``radctl receiver``) on a free port. Clients are threads with
+keep-alive connections posting pre-serialized JSON arrays, so the client side costs little.
+
+    .venv/bin/python benchmarks/bench_receiver.py --events 300000 --batch 1000 --clients 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from radstack.stack import http_ok, radctl_argv, stop_process_group  # noqa: E402
+from realtime.kafka_broker import KafkaBroker, free_port  # noqa: E402
+from realtime.topics import ensure_topics  # noqa: E402
+
+START = 1_767_225_600_000
+
+
+def make_events(n: int) -> list[dict]:
+    pubs = ["bieberfever.com", "ultratrimfast.com", "techcrunchy.io", "recipebox.co"]
+    return [
+        {
+            "timestamp": START + i,
+            "impression_id": f"imp-{i:012d}",
+            "publisher": pubs[i % 4],
+            "advertiser": "google.com" if i % 3 else "amazon.com",
+            "gender": "female" if i % 2 else "male",
+            "city": "San Francisco",
+            "price": round((i % 1000) / 997, 4),
+        }
+        for i in range(n)
+    ]
+
+
+def bench_receiver(url: str, topic: str, bodies: list[bytes], batch: int, clients: int) -> float:
+    work = list(enumerate(bodies))
+    lock = threading.Lock()
+    errors: list[str] = []
+
+    def client() -> None:
+        with httpx.Client(timeout=60) as c:
+            while True:
+                with lock:
+                    if not work:
+                        return
+                    _, body = work.pop()
+                r = c.post(
+                    f"{url}/v1/events/{topic}", content=body, headers={"content-type": "application/json"}
+                )
+                if r.status_code != 200 or r.json()["accepted"] != batch:
+                    errors.append(f"{r.status_code} {r.text[:200]}")
+                    return
+
+    # warm-up (connections, topic metadata, producer id)
+    with httpx.Client(timeout=60) as c:
+        assert c.post(f"{url}/v1/events/{topic}", content=bodies[0]).status_code == 200
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise SystemExit(f"receiver errors: {errors[:3]}")
+    return time.perf_counter() - t0
+
+
+def bench_bare_producer(bootstrap: str, topic: str, values: list[bytes]) -> float:
+    from confluent_kafka import Producer
+
+    from realtime.producer import PRODUCER_DEFAULTS
+
+    p = Producer({**PRODUCER_DEFAULTS, "bootstrap.servers": bootstrap})
+    p.produce(topic, values[0])
+    p.flush(30)
+    done = {"ok": 0, "err": 0}
+
+    def cb(err, _msg) -> None:  # type: ignore[no-untyped-def]
+        done["err" if err else "ok"] += 1
+
+    t0 = time.perf_counter()
+    for v in values:
+        while True:
+            try:
+                p.produce(topic, v, on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.01)
+        p.poll(0)
+    p.flush(120)
+    dt = time.perf_counter() - t0
+    if done["ok"] != len(values):
+        raise SystemExit(f"bare producer delivered {done['ok']} of {len(values)}")
+    return dt
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--events", type=int, default=300_000)
+    ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--bootstrap", help="use this Kafka instead of starting the embedded broker")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-receiver-"))
+    broker = None
+    receiver = None
+    try:
+        if args.bootstrap:
+            bootstrap = args.bootstrap
+        else:
+            kp, cp = free_port(), free_port()
+            broker = KafkaBroker(home=tmp, port=kp, controller_port=cp, heap="512m")
+            startup = broker.start()
+            bootstrap = broker.bootstrap_servers
+            print(f"kafka started in {startup:.1f}s on {bootstrap}", file=sys.stderr)
+        ensure_topics(bootstrap, {"bench_http": args.partitions, "bench_bare": args.partitions})
+
+        events = make_events(args.events)
+        bodies = [orjson.dumps(events[i : i + args.batch]) for i in range(0, len(events), args.batch)]
+        values = [orjson.dumps(e) for e in events]
+        n = sum(len(events[i : i + args.batch]) for i in range(0, len(events), args.batch))
+
+        rport = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+        env.update(
+            RADSTACK_HOME=str(tmp),
+            RADSTACK_KAFKA__EMBEDDED="false",
+            RADSTACK_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+            RADSTACK_RECEIVER__PORT=str(rport),
+            RADSTACK_RECEIVER__MAX_BODY_BYTES=str(64 * 1024 * 1024),
+        )
+        log = open(tmp / "receiver.log", "wb")  # noqa: SIM115
+        receiver = subprocess.Popen(radctl_argv("receiver"), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)  # fmt: skip
+        url = f"http://127.0.0.1:{rport}"
+        deadline = time.monotonic() + 30
+        while not http_ok(f"{url}/health"):
+            if time.monotonic() > deadline or receiver.poll() is not None:
+                raise SystemExit(f"receiver did not start; see {tmp / 'receiver.log'}")
+            time.sleep(0.1)
+
+        bare_s = bench_bare_producer(bootstrap, "bench_bare", values)
+        http_s = bench_receiver(url, "bench_http", bodies, args.batch, args.clients)
+        res = {
+            "events": n,
+            "batch": args.batch,
+            "clients": args.clients,
+            "receiver_events_per_s": round(n / http_s),
+            "bare_producer_events_per_s": round(n / bare_s),
+            "ratio": round((n / http_s) / (n / bare_s), 3),
+            "receiver_seconds": round(http_s, 3),
+            "bare_producer_seconds": round(bare_s, 3),
+            "event_bytes": round(sum(map(len, values)) / len(values)),
+        }
+        if args.json:
+            print(orjson.dumps(res).decode())
+        else:
+            print(
+                f"HTTP receiver: {res['receiver_events_per_s']:>9,} events/s "
+                f"({n:,} events, {args.batch}-event batches, {args.clients} clients)\n"
+                f"bare producer: {res['bare_producer_events_per_s']:>9,} events/s (same events, acks=all, idempotent)\n"
+                f"ratio receiver / bare producer: {res['ratio']:.2f}"
+            )
+    finally:
+        if receiver is not None:
+            stop_process_group(receiver.pid, 10)
+        if broker is not None:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

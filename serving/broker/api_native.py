@@ -1,0 +1,138 @@
+"""Druid's native query HTTP API.
+
+``POST /druid/v2`` (``?pretty``), ``DELETE /druid/v2/{queryId}``, ``GET /druid/v2/datasources`` and
+``GET /druid/v2/datasources/{ds}`` (``?interval=`` with ``_`` for ``/``), plus ``/dimensions`` and
+``/metrics`` under it. Routers reach the broker through ``request.app.state.ctx.broker``
+(``GET /status`` and ``/status/health`` are the app's own).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
+
+from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
+from serving.broker.native import query_id_of, run_native_query
+from serving.broker.service import BrokerService
+from serving.errors import DruidError, invalid_input
+
+router = APIRouter()
+
+
+def broker_of(request: Request) -> BrokerService:
+    return request.app.state.ctx.broker
+
+
+def json_response(data: Any, *, status: int = 200, pretty: bool = False,
+                  headers: dict[str, str] | None = None) -> Response:
+    opts = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if pretty else 0)
+    return Response(orjson.dumps(data, option=opts), status_code=status, media_type="application/json",
+                    headers=headers)
+
+
+def error_response(err: DruidError, headers: dict[str, str] | None = None) -> Response:
+    return json_response(err.to_json(), status=err.status, headers=headers)
+
+
+def _max_body(request: Request) -> int:
+    settings = getattr(request.app.state.ctx, "settings", None)
+    if settings is not None:
+        return int(settings.get("server.max_body_bytes") or 64 * 1024 * 1024)
+    return 64 * 1024 * 1024
+
+
+@router.post("/druid/v2")
+@router.post("/druid/v2/")
+async def post_native(request: Request) -> Response:
+    pretty = "pretty" in request.query_params
+    try:
+        body = await request.body()
+        if len(body) > _max_body(request):
+            raise DruidError("Request body too large", category="INVALID_INPUT", status=413)
+        try:
+            query = orjson.loads(body)
+        except orjson.JSONDecodeError as e:
+            raise invalid_input(f"Malformed query JSON: {e}") from e
+        if not isinstance(query, dict):
+            raise invalid_input("A native query must be a JSON object")
+        service = broker_of(request)
+        qid = query_id_of(query) or service.queries.new_id()
+        headers = {"X-Druid-Query-Id": qid}
+        result = await run_in_threadpool(run_native_query, service, query, query_id=qid)
+    except DruidError as e:
+        return error_response(e)
+    return json_response(result, pretty=pretty, headers=headers)
+
+
+@router.delete("/druid/v2/{query_id}")
+async def cancel_native(query_id: str, request: Request) -> Response:
+    if broker_of(request).queries.cancel(query_id):
+        return Response(status_code=202)
+    return error_response(DruidError(f"Query [{query_id}] is not running", category="NOT_FOUND"))
+
+
+@router.get("/druid/v2/datasources")
+async def list_datasources(request: Request) -> Response:
+    return json_response(broker_of(request).datasources())
+
+
+def _interval_param(raw: str | None) -> Interval:
+    if raw:
+        try:
+            return Interval.parse(raw.replace("_", "/"))
+        except (TimeParseError, ValueError) as e:
+            raise invalid_input(f"Cannot parse interval [{raw}]: {e}") from e
+    # Druid's default: the last week (druid.query.segmentMetadata.defaultHistory) up to now
+    now = datetime_to_ms(datetime.now(UTC))
+    return Interval(datetime_to_ms(Period.parse("P1W").add_to(ms_to_datetime(now), -1)), now)
+
+
+def datasource_schema(service: BrokerService, ds: str, interval: Interval) -> dict[str, list[str]]:
+    """Dimensions and metrics of the segments of ``ds`` served for ``interval`` (Druid's ClientInfo)."""
+    dims: list[str] = []
+    metrics: list[str] = []
+    st = service.datasource(ds)
+    if st is None:
+        return {"dimensions": [], "metrics": []}
+    for c in st.chunks:
+        if not c.clip.overlaps(interval):
+            continue
+        seg = c.loaded.segment
+        for d in seg.dimensions:
+            if d not in dims:
+                dims.append(d)
+        for m in seg.metrics:
+            if m not in metrics:
+                metrics.append(m)
+    return {"dimensions": sorted(dims), "metrics": sorted(metrics)}
+
+
+@router.get("/druid/v2/datasources/{ds}")
+async def get_datasource(ds: str, request: Request) -> Response:
+    try:
+        iv = _interval_param(request.query_params.get("interval"))
+    except DruidError as e:
+        return error_response(e)
+    return json_response(datasource_schema(broker_of(request), ds, iv))
+
+
+@router.get("/druid/v2/datasources/{ds}/dimensions")
+async def get_dimensions(ds: str, request: Request) -> Response:
+    try:
+        iv = _interval_param(request.query_params.get("interval"))
+    except DruidError as e:
+        return error_response(e)
+    return json_response(datasource_schema(broker_of(request), ds, iv)["dimensions"])
+
+
+@router.get("/druid/v2/datasources/{ds}/metrics")
+async def get_metrics(ds: str, request: Request) -> Response:
+    try:
+        iv = _interval_param(request.query_params.get("interval"))
+    except DruidError as e:
+        return error_response(e)
+    return json_response(datasource_schema(broker_of(request), ds, iv)["metrics"])

@@ -1,0 +1,135 @@
+"""``POST /druid/v2/sql`` (and ``/druid/v2/sql/``) and ``DELETE /druid/v2/sql/{sqlQueryId}``.
+
+Bodies: ``application/json`` (``query``, ``resultFormat``, ``header``, ``typesHeader``,
+``sqlTypesHeader``, ``context``, ``parameters``), or ``text/plain`` / form-encoded raw SQL (object
+format, no header); anything else is 415. Errors are answered before the first byte of the body;
+results are streamed batch by batch while the query holds its slot in the query manager.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.responses import Response, StreamingResponse
+
+from serving.broker.sql.engine import ServerInfo, execute
+from serving.broker.sql.result_formats import ResultWriter, check_format
+from serving.errors import DruidError, not_found
+
+router = APIRouter()
+
+
+def _bool(body: dict[str, Any], key: str) -> bool:
+    v = body.get(key, False)
+    if v is None:
+        return False
+    if not isinstance(v, bool):
+        raise DruidError(f"'{key}' must be a boolean")
+    return v
+
+
+async def parse_request(request: Request) -> dict[str, Any]:
+    """The SQL request as Druid's SqlQuery fields, from whichever body type was sent."""
+    ctype = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    raw = await request.body()
+    if ctype in ("application/json", ""):
+        if ctype == "" and not raw:
+            raise DruidError("Unsupported Content-Type: none", status=415)
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise DruidError(f"Malformed SQL query wrapped in JSON: {e}") from e
+        if not isinstance(body, dict):
+            raise DruidError("Malformed SQL query: expected a JSON object")
+        return body
+    if ctype in ("text/plain", "application/x-www-form-urlencoded"):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise DruidError("The SQL query is not valid UTF-8") from e
+        return {"query": text}
+    raise DruidError(f"Unsupported Content-Type: {ctype}", status=415)
+
+
+def _broker(request: Request) -> Any:
+    ctx = getattr(request.app.state, "ctx", None)
+    broker = getattr(ctx, "broker", None)
+    if broker is None:
+        raise DruidError("The broker is not running", category="SERVICE_UNAVAILABLE")
+    return broker
+
+
+@router.post("/druid/v2/sql")
+@router.post("/druid/v2/sql/")
+async def post_sql(request: Request) -> Response:
+    body = await parse_request(request)
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise DruidError("Field 'query' is required and must be a non-empty string")
+    fmt = check_format(body.get("resultFormat"))
+    header = _bool(body, "header")
+    types_header, sql_types_header = _bool(body, "typesHeader"), _bool(body, "sqlTypesHeader")
+    if (types_header or sql_types_header) and not header:
+        raise DruidError("Cannot include type headers without also setting [header]")
+    context = body.get("context") or {}
+    if not isinstance(context, dict):
+        raise DruidError("'context' must be a JSON object")
+    parameters = body.get("parameters") or []
+    if not isinstance(parameters, list):
+        raise DruidError("'parameters' must be a JSON array")
+    broker = _broker(request)
+    from starlette.concurrency import run_in_threadpool
+
+    return await run_in_threadpool(_run, request, broker, query, fmt, header, types_header,
+                                   sql_types_header, context, parameters)
+
+
+def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, types_header: bool,
+         sql_types_header: bool, context: dict[str, Any], parameters: list[Any]) -> Response:
+    ctx = request.app.state.ctx
+    manager = broker.queries
+    qid = str(context.get("sqlQueryId") or manager.new_id())
+    context = {**context, "sqlQueryId": qid}
+    stack = contextlib.ExitStack()
+    try:
+        running = stack.enter_context(manager.run(qid, manager.timeout_of(context)))
+        server = ServerInfo(request.url.hostname or "localhost", request.url.port or 80,
+                            getattr(ctx, "started_ms", None))
+        result = execute(broker, query, context=context, parameters=parameters,
+                         metadata=getattr(ctx, "metadata", None), running=running, server=server)
+        stack.callback(result.close)
+    except BaseException:
+        stack.close()
+        raise
+    stringify = context.get("sqlStringifyArrays", True) not in (False, "false")
+    writer = ResultWriter(fmt, result.columns, header=header, types_header=types_header,
+                          sql_types_header=sql_types_header, stringify_arrays=stringify)
+    headers = {"X-Druid-SQL-Query-Id": qid}
+    if header:
+        headers["X-Druid-SQL-Header-Included"] = "yes"
+
+    def body() -> Any:
+        try:
+            yield from writer.stream(_checked(result.batches(), running))
+        finally:
+            with contextlib.suppress(Exception):
+                stack.close()
+
+    return StreamingResponse(body(), media_type=writer.content_type, headers=headers)
+
+
+def _checked(batches: Any, running: Any) -> Any:
+    for b in batches:
+        running.check()
+        yield b
+
+
+@router.delete("/druid/v2/sql/{sql_query_id}")
+def cancel_sql(sql_query_id: str, request: Request) -> Response:
+    broker = _broker(request)
+    if broker.queries.cancel(sql_query_id):
+        return Response(status_code=202)
+    raise not_found(f"Query [{sql_query_id}] not found (it may have finished already)")

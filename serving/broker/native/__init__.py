@@ -1,0 +1,84 @@
+"""Druid native JSON queries over the broker's datasource views.
+
+:func:`run_native_query` validates a query, admits it through the query manager (id, timeout,
+concurrency limit), opens one consistent snapshot and dispatches on ``queryType``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from serving.broker.native.context import QueryContext
+from serving.broker.native.groupby import run_groupby
+from serving.broker.native.scan import run_scan
+from serving.broker.native.search import run_search
+from serving.broker.native.segment_metadata import run_segment_metadata
+from serving.broker.native.time_boundary import run_datasource_metadata, run_time_boundary
+from serving.broker.native.timeseries import run_timeseries
+from serving.broker.native.topn import run_topn
+from serving.errors import DruidError, invalid_input
+
+if TYPE_CHECKING:
+    from serving.broker.service import BrokerService
+
+# queryType → (runner, needs intervals, default granularity)
+QUERY_TYPES: dict[str, tuple[Callable[[QueryContext], list[dict[str, Any]]], bool, str]] = {
+    "timeseries": (run_timeseries, True, "all"),
+    "topN": (run_topn, True, "all"),
+    "groupBy": (run_groupby, True, "all"),
+    "scan": (run_scan, True, "all"),
+    "search": (run_search, True, "all"),
+    "timeBoundary": (run_time_boundary, False, "all"),
+    "segmentMetadata": (run_segment_metadata, False, "all"),
+    "dataSourceMetadata": (run_datasource_metadata, False, "all"),
+}
+
+
+def query_id_of(query: dict[str, Any]) -> str | None:
+    ctx = query.get("context") or {}
+    qid = ctx.get("queryId")
+    return str(qid) if qid else None
+
+
+def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None) -> list[dict[str, Any]]:
+    if not isinstance(query, dict):
+        raise invalid_input("A native query must be a JSON object")
+    qtype = query.get("queryType")
+    if qtype not in QUERY_TYPES:
+        raise invalid_input(
+            f"Could not resolve type id '{qtype}' as a subtype of `org.apache.druid.query.Query`: "
+            f"known type ids = {sorted(QUERY_TYPES)}"
+        )
+    if query.get("dataSource") is None:
+        raise invalid_input("Missing required field [dataSource]")
+    runner, needs_intervals, default_gran = QUERY_TYPES[qtype]
+    context = query.get("context") or {}
+    if not isinstance(context, dict):
+        raise invalid_input("context must be a JSON object")
+    manager = service.queries
+    qid = query_id or query_id_of(query) or manager.new_id()
+    with manager.run(qid, manager.timeout_of(context)) as rq, service.snapshot() as (cursor, state):
+        rq.attach(cursor)
+        ctx = QueryContext.create(query, state, cursor, rq, needs_intervals=needs_intervals,
+                                  default_granularity=default_gran)
+        try:
+            return runner(ctx)
+        except DruidError:
+            raise
+        except duckdb.InterruptException:
+            rq.check()
+            raise
+        except duckdb.Error as e:
+            rq.check()
+            raise _duckdb_error(e) from e
+
+
+def _duckdb_error(e: duckdb.Error) -> DruidError:
+    msg = str(e)
+    if isinstance(e, duckdb.BinderException | duckdb.ConversionException | duckdb.InvalidInputException
+                  | duckdb.ParserException | duckdb.CatalogException):
+        return invalid_input(f"Query could not be planned: {msg}")
+    return DruidError(f"Query failed: {msg}", category="RUNTIME_FAILURE")

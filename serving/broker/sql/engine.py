@@ -1,0 +1,179 @@
+"""Running one Druid SQL query on the broker's DuckDB: translate, register what the statement needs
+(UDFs, system tables), execute inside the broker's consistent snapshot, and hand back typed batches."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from serving.broker.sql import information_schema, sys_tables, udfs
+from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
+from serving.broker.sql.errors import column_not_found, validation_error
+from serving.broker.sql.result_formats import Column
+from serving.broker.sql.translate import Translation, translate
+from serving.broker.sql.types import native_type, sql_type_of_arrow
+from serving.errors import DruidError, cancelled
+
+BATCH_ROWS = 4096
+
+
+@dataclass
+class ServerInfo:
+    """What sys.servers reports about this process."""
+
+    host: str = "localhost"
+    port: int = 8888
+    started_ms: int | None = None
+
+
+@dataclass
+class SqlResult:
+    """An executing query: its columns and the remaining batches (first one already fetched)."""
+
+    columns: list[Column]
+    first: pa.RecordBatch | None
+    reader: Any
+    translation: Translation
+    _stack: contextlib.ExitStack = field(repr=False, default_factory=contextlib.ExitStack)
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        if self.first is not None:
+            yield self.first
+        if self.reader is None:
+            return
+        while True:
+            try:
+                batch = self.reader.read_next_batch()
+            except StopIteration:
+                return
+            yield batch
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+def catalog_of(broker: Any, state: Any = None) -> Catalog:
+    """The SQL catalog from a broker state snapshot (or from ``broker.datasources()``/``columns()``)."""
+    if state is not None and hasattr(state, "datasources"):
+        return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind) for c in st.columns]
+                        for ds, st in state.datasources.items()})
+    return Catalog.from_broker(broker)
+
+
+def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata: Any,
+                  server: ServerInfo) -> pa.Table:
+    schema, table = key
+    if schema == "INFORMATION_SCHEMA":
+        if table == "SCHEMATA":
+            return information_schema.schemata_table()
+        if table == "TABLES":
+            return information_schema.tables_table(catalog)
+        return information_schema.columns_table(catalog)
+    if table == "segments":
+        return sys_tables.segments_table(broker)
+    if table == "servers":
+        return sys_tables.servers_table(broker, server.host, server.port, server.started_ms)
+    if table == "server_segments":
+        return sys_tables.server_segments_table(broker, server.host, server.port)
+    if table == "tasks":
+        return sys_tables.tasks_table(metadata)
+    return sys_tables.supervisors_table()
+
+
+_COLUMN_RE = re.compile(r'Referenced column "([^"]+)" not found|Column "([^"]+)" referenced that exists in the SELECT')
+_TABLE_RE = re.compile(r'Table with name ([^ ]+) does not exist')
+_FUNC_RE = re.compile(r'(?:Scalar|Aggregate|Table) Function with name ([^ ]+) does not exist')
+
+
+def duckdb_error(e: duckdb.Error) -> DruidError:
+    """A DuckDB failure as Druid's error JSON (binder errors are the user's: 400)."""
+    msg = str(e)
+    if isinstance(e, duckdb.InterruptException):
+        return cancelled("Query was interrupted")
+    if isinstance(e, duckdb.BinderException | duckdb.CatalogException | duckdb.ParserException):
+        m = _COLUMN_RE.search(msg)
+        if m:
+            return column_not_found(m.group(1) or m.group(2))
+        m = _FUNC_RE.search(msg)
+        if m:
+            return validation_error(f"No match found for function signature {m.group(1).upper()}")
+        first = msg.split("\n", 1)[0]
+        return validation_error(re.sub(r"^[A-Za-z ]+ Error: ", "", first))
+    if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
+        return validation_error(re.sub(r"^[A-Za-z ]+ Error: ", "", msg.split("\n", 1)[0]))
+    return DruidError(msg, category="RUNTIME_FAILURE", persona="OPERATOR", error_class=type(e).__name__)
+
+
+def _close_reader(reader: Any, cur: Any) -> None:
+    with contextlib.suppress(Exception):
+        reader.close()
+    with contextlib.suppress(Exception):
+        cur.abort()
+
+
+def execute(
+    broker: Any,
+    sql: str,
+    *,
+    context: dict[str, Any] | None = None,
+    parameters: list[dict[str, Any]] | None = None,
+    metadata: Any = None,
+    running: Any = None,
+    server: ServerInfo | None = None,
+    batch_rows: int = BATCH_ROWS,
+) -> SqlResult:
+    """Start one query; raises :class:`DruidError` before any row when it cannot run.
+
+    ``running`` is the :class:`serving.broker.query_manager.RunningQuery` (timeouts, cancellation);
+    the caller must :meth:`SqlResult.close` the result (it holds the snapshot cursor)."""
+    server = server or ServerInfo()
+    stack = contextlib.ExitStack()
+    try:
+        if hasattr(broker, "snapshot"):
+            cur, state = stack.enter_context(broker.snapshot())
+            with contextlib.suppress(AttributeError, duckdb.Error):
+                cur.complete()  # finish any result the snapshot's own SELECT left open
+        else:
+            cur, state = broker.connection(), None
+            stack.callback(cur.close)
+        catalog = catalog_of(broker, state)
+        tr = translate(sql, catalog, context=context, parameters=parameters)
+        if tr.udfs:
+            setup = broker.connection()
+            try:
+                udfs.register(setup, tr.udfs, db_key=id(broker))
+            finally:
+                setup.close()
+        for key in tr.system_tables:
+            cur.register(SYSTEM_TABLES[key], _system_table(key, catalog, broker, metadata, server))
+        if running is not None:
+            running.attach(cur)
+        try:
+            cur.execute(tr.sql)
+            reader = cur.to_arrow_reader(batch_rows)
+            stack.callback(_close_reader, reader, cur)
+            schema = reader.schema
+            try:
+                first = reader.read_next_batch()
+            except StopIteration:
+                first = None
+        except duckdb.InterruptException as e:
+            if running is not None:
+                running.check()
+            raise duckdb_error(e) from e
+        except duckdb.Error as e:
+            raise duckdb_error(e) from e
+        columns = []
+        for f in schema:
+            st = sql_type_of_arrow(f.type)
+            columns.append(Column(f.name, st, native_type(st, f.type)))
+        return SqlResult(columns, first, reader, tr, stack)
+    except BaseException:
+        stack.close()
+        raise

@@ -1,0 +1,89 @@
+"""Python UDFs for the Druid time functions DuckDB has no exact equivalent for (period floors with
+origins or odd periods, zoned shifts, Joda formatting and parsing). Registered once per database."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from functools import lru_cache
+from typing import Any
+
+import duckdb
+
+from radstack.granularity import Granularity
+from radstack.intervals import datetime_to_ms, ms_to_datetime
+from radstack.joda import format_millis, parse_to_millis, zone
+
+_lock = threading.Lock()
+_registered: set[tuple[int, str]] = set()
+
+
+@lru_cache(maxsize=512)
+def _granularity(period: str, origin: int | None, tz: str | None) -> Granularity:
+    spec: dict[str, Any] = {"type": "period", "period": period, "timeZone": tz or "UTC"}
+    if origin is not None:
+        spec["origin"] = origin
+    return Granularity.parse(spec)
+
+
+def time_floor(ms: int | None, period: str, origin: int | None, tz: str | None) -> int | None:
+    if ms is None:
+        return None
+    return _granularity(period, origin, tz).bucket_start(ms)
+
+
+def time_ceil(ms: int | None, period: str, origin: int | None, tz: str | None) -> int | None:
+    if ms is None:
+        return None
+    g = _granularity(period, origin, tz)
+    start = g.bucket_start(ms)
+    return ms if start == ms else g.next_start(start)
+
+
+def time_shift(ms: int | None, period: str, step: int | None, tz: str | None) -> int | None:
+    if ms is None or step is None:
+        return None
+    g = _granularity(period, None, tz)
+    assert g.period is not None
+    dt = ms_to_datetime(ms).astimezone(zone(tz))
+    return datetime_to_ms(g.period.add_to(dt, int(step)))
+
+
+def time_format(ms: int | None, pattern: str | None, tz: str | None) -> str | None:
+    return None if ms is None else format_millis(ms, pattern, tz or "UTC")
+
+
+def time_parse(text: str | None, pattern: str | None, tz: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return parse_to_millis(text, pattern, tz or "UTC")
+    except (ValueError, OverflowError):
+        return None
+
+
+B, V = "BIGINT", "VARCHAR"
+UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
+    "DRUID_TIME_FLOOR": (time_floor, [B, V, B, V], B),
+    "DRUID_TIME_CEIL": (time_ceil, [B, V, B, V], B),
+    "DRUID_TIME_SHIFT": (time_shift, [B, V, B, V], B),
+    "DRUID_TIME_FORMAT": (time_format, [B, V, V], V),
+    "DRUID_TIME_PARSE": (time_parse, [V, V, V], B),
+}
+
+
+def register(con: duckdb.DuckDBPyConnection, names: set[str], db_key: int | None = None) -> None:
+    """Create the named UDFs in ``con``'s database unless they already exist there."""
+    key = id(con) if db_key is None else db_key
+    with _lock:
+        for name in sorted(names):
+            if (key, name) in _registered:
+                continue
+            fn, params, ret = UDFS[name]
+            try:
+                con.create_function(name, fn, params, ret, null_handling="special",
+                                    exception_handling="return_null", side_effects=False)
+            except duckdb.CatalogException as e:
+                if "already exists" not in str(e):
+                    raise
+            _registered.add((key, name))

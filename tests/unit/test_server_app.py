@@ -1,0 +1,109 @@
+"""serving/app.py in-process (Starlette TestClient; SQLite + local deep storage in a temp home)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from serving.app import create_app
+from tests.fixtures.server import server_settings
+
+USERS = [{"name": "ann", "password": "s3cret", "role": "admin"},
+         {"name": "rita", "password": "reader", "role": "read"}]
+
+
+def _basic(user: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+@pytest.fixture
+def client_with(radstack_home: Path) -> Iterator[Any]:
+    clients: list[TestClient] = []
+
+    def make(overrides: dict[str, Any]) -> TestClient:
+        app = create_app(server_settings(radstack_home, overrides))
+        c = TestClient(app, raise_server_exceptions=False)
+        c.__enter__()
+        clients.append(c)
+        return c
+
+    yield make
+    for c in clients:
+        c.__exit__(None, None, None)
+
+
+def test_status_health_and_unknown_route(server_client: TestClient) -> None:
+    assert server_client.get("/status/health").json() is True
+    st = server_client.get("/status").json()
+    assert set(st) == {"version", "modules", "memory"} and st["memory"]["usedMemory"] > 0
+    r = server_client.get("/druid/nothing-here")
+    assert r.status_code == 404 and r.json()["error"] == "druidException" and r.json()["category"] == "NOT_FOUND"
+
+
+def test_unexpected_exception_is_a_500_druid_error(server_client: TestClient) -> None:
+    def boom() -> None:
+        raise RuntimeError("kaboom")
+
+    server_client.app.add_api_route("/test-boom", boom)  # type: ignore[attr-defined]
+    r = server_client.get("/test-boom")
+    assert r.status_code == 500
+    body = r.json()
+    assert body["error"] == "druidException" and "kaboom" in body["errorMessage"]
+    assert server_client.get("/status/health").json() is True  # still serving
+
+
+def test_body_size_limit(client_with: Any) -> None:
+    c = client_with({"server": {"max_body_bytes": 100}})
+    r = c.post("/druid/indexer/v1/task", content=b"x" * 500, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"] == "druidException"
+    assert "max_body_bytes" in r.json()["errorMessage"]
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
+        for _ in range(10):
+            yield b"y" * 50
+
+    r = c.post("/druid/indexer/v1/task", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+    r = c.post("/druid/indexer/v1/task", content=b"{}", headers={"content-type": "application/json"})
+    assert r.status_code == 400  # small bodies pass the limit (and fail validation)
+
+
+def test_basic_auth_roles(client_with: Any) -> None:
+    c = client_with({"server": {"auth": {"enabled": True, "users": USERS}}})
+    r = c.get("/druid/indexer/v1/tasks")
+    assert r.status_code == 401 and r.json()["category"] == "UNAUTHORIZED"
+    assert r.headers["www-authenticate"].startswith("Basic")
+    assert c.get("/druid/indexer/v1/tasks", headers=_basic("ann", "wrong")).status_code == 401
+    assert c.get("/druid/indexer/v1/tasks", headers=_basic("rita", "reader")).status_code == 200
+    assert c.get("/status/health").json() is True  # unsecured path
+    r = c.post("/druid/indexer/v1/task", json={"type": "index_parallel"}, headers=_basic("rita", "reader"))
+    assert r.status_code == 403 and r.json()["category"] == "FORBIDDEN"
+    r = c.post("/druid/indexer/v1/task", json={"type": "index_parallel"}, headers=_basic("ann", "s3cret"))
+    assert r.status_code == 400  # authorised, then rejected as a bad spec
+    r = c.post("/druid/coordinator/v1/rules/x", json=[], headers=_basic("rita", "reader"))
+    assert r.status_code == 403
+
+
+def test_inline_task_runs_in_process(server_client: TestClient) -> None:
+    import time
+
+    task = {"type": "index", "id": "my-inline-task", "dataSchema": {
+        "dataSource": "t", "timestampSpec": {"column": "ts"}, "dimensionsSpec": {"dimensions": ["d"]},
+        "granularitySpec": {"segmentGranularity": "day", "rollup": False}},
+        "ioConfig": {"inputSource": {"type": "inline", "data": '{"ts":"2020-01-01T00:00:00Z","d":"x"}'},
+                     "inputFormat": {"type": "json"}}}
+    r = server_client.post("/druid/indexer/v1/task", json=task)
+    assert r.json() == {"task": "my-inline-task"}
+    assert server_client.post("/druid/indexer/v1/task", json=task).status_code == 400  # duplicate id
+    for _ in range(200):
+        st = server_client.get("/druid/indexer/v1/task/my-inline-task/status").json()["status"]
+        if st["status"] != "RUNNING":
+            break
+        time.sleep(0.05)
+    assert st["status"] == "SUCCESS" and st["type"] == "index", st
+    assert server_client.get("/druid/coordinator/v1/datasources").json() == ["t"]

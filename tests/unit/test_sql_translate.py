@@ -1,0 +1,112 @@
+"""Druid SQL → DuckDB SQL: golden pairs, and the read-only guard against nasty inputs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from serving.broker.sql import Catalog, ColumnInfo, translate
+from serving.errors import DruidError
+
+GOLDEN = json.loads((Path(__file__).parent / "golden" / "sql" / "translations.json").read_text())
+CATALOG = Catalog({ds: [ColumnInfo(*c) for c in cols] for ds, cols in GOLDEN["catalog"].items()})
+
+
+@pytest.mark.parametrize("case", GOLDEN["cases"], ids=[c["druid"][:60] for c in GOLDEN["cases"]])
+def test_golden_translation(case: dict[str, str]) -> None:
+    assert translate(case["druid"], CATALOG, now_ms=GOLDEN["now_ms"]).sql == case["duckdb"]
+
+
+def _error(sql: str, **kw) -> DruidError:  # type: ignore[no-untyped-def]
+    with pytest.raises(DruidError) as ei:
+        translate(sql, CATALOG, **kw)
+    return ei.value
+
+
+@pytest.mark.parametrize("sql", [
+    "INSERT INTO wiki SELECT * FROM wiki",
+    "REPLACE INTO wiki OVERWRITE ALL SELECT * FROM wiki PARTITIONED BY DAY",
+    "CREATE TABLE x AS SELECT 1",
+    "DROP TABLE wiki",
+    "DROP VIEW wiki",
+    "DELETE FROM wiki",
+    "UPDATE wiki SET page = 'x'",
+    "COPY wiki TO '/tmp/x.csv'",
+    "COPY (SELECT 1) TO '/tmp/x.parquet' (FORMAT PARQUET)",
+    "ATTACH '/tmp/x.db' AS x",
+    "DETACH x",
+    "PRAGMA version",
+    "SET memory_limit = '1GB'",
+    "SET VARIABLE x = 1",
+    "INSTALL httpfs",
+    "LOAD httpfs",
+    "CALL pragma_version()",
+    "EXPORT DATABASE '/tmp/x'",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_csv_auto('/etc/passwd')",
+    "SELECT * FROM read_parquet('/tmp/*.parquet')",
+    "SELECT * FROM read_text('/etc/passwd')",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT * FROM \"/etc/passwd\"",
+    "SELECT * FROM 'data.parquet'",
+    "SELECT * FROM glob('/*')",
+    "SELECT getenv('HOME')",
+    "SELECT current_setting('threads')",
+    "SELECT * FROM duckdb_settings()",
+    "SELECT * FROM TABLE(EXTERN('{\"type\":\"http\"}', '{\"type\":\"json\"}', '[]'))",
+    "SELECT * FROM wiki; DROP TABLE wiki",
+    "SELECT 1; SELECT 2",
+    "WITH x AS (SELECT 1) INSERT INTO wiki SELECT * FROM x",
+    "SELECT page INTO newtable FROM wiki",
+    "SELECT * FROM main.wiki",
+    "SELECT * FROM system.main.duckdb_tables",
+    "SELECT * FROM information_schema.tables_x",
+    "SELECT query('SELECT 1')",
+    "SELECT * FROM query_table('wiki')",
+    "DESCRIBE wiki",
+    "EXPLAIN SELECT 1",
+])
+def test_refuses_anything_but_a_query(sql: str) -> None:
+    err = _error(sql)
+    assert err.status in (400, 501), err.to_json()
+    assert err.to_json()["error"] == "druidException"
+
+
+def test_error_shapes() -> None:
+    e = _error("SELECT * FROM nosuch")
+    assert (e.status, e.category, e.error_code) == (400, "INVALID_INPUT", "invalidInput")
+    assert e.message == "Object 'nosuch' not found"
+    e = _error("SELEC 1 FROM wiki")
+    assert e.status == 400 and e.message.startswith("Incorrect syntax near")
+    e = _error("SELECT nosuchfn(page) FROM wiki")
+    assert e.status == 400 and "No match found for function signature NOSUCHFN" in e.message
+    e = _error("SELECT LOOKUP(page, 'x') FROM wiki")
+    assert (e.status, e.category) == (501, "UNSUPPORTED")
+    e = _error("SELECT * FROM lookup.countries")
+    assert e.status == 400 and "lookup" in e.message
+    e = _error("SELECT TIME_FLOOR(__time, page) FROM wiki")
+    assert e.status == 400 and "literal" in e.message
+    e = _error("SELECT page FROM wiki WHERE page = ?")
+    assert e.status == 400 and "parameter" in e.message
+
+
+def test_parameters_are_literals_not_text() -> None:
+    evil = "x' OR '1'='1"
+    t = translate("SELECT page FROM wiki WHERE page = ? AND added > ?", CATALOG,
+                  parameters=[{"type": "VARCHAR", "value": evil}, {"type": "BIGINT", "value": 3}])
+    assert "'x'' OR ''1''=''1'" in t.sql and t.sql.endswith("> 3")
+
+
+def test_count_distinct_exact_when_asked() -> None:
+    t = translate("SELECT COUNT(DISTINCT page) FROM wiki", CATALOG,
+                  context={"useApproximateCountDistinct": False})
+    assert "COUNT(DISTINCT" in t.sql and "APPROX" not in t.sql
+
+
+def test_system_tables_and_udfs_are_reported() -> None:
+    t = translate("SELECT TIME_FLOOR(__time, 'PT7M') FROM wiki, sys.segments", CATALOG)
+    assert t.udfs == {"DRUID_TIME_FLOOR"}
+    assert t.system_tables == {("sys", "segments")}
+    assert t.datasources == {"wiki"}
