@@ -9,7 +9,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JVM_STAMP := .jvm/.fetched
 
-.PHONY: quickstart test test-fast lint jvm venv system clean help
+.PHONY: quickstart test test-fast lint jvm venv system clean help airflow
 
 help:
 	@echo "make quickstart  - set up and run the end-to-end demo on the embedded stack"
@@ -39,7 +39,22 @@ $(JVM_STAMP): deploy/jvm/pom.xml deploy/jvm/*/pom.xml
 
 jvm: $(JVM_STAMP)
 
-test: system venv jvm
+# Airflow 3 lives in its own virtualenv: its pins fight pyspark's (the Spark provider pulls
+# pyspark-client, which overwrites pyspark). radstack goes in without dependencies so the DAGs can
+# import batch/; the Spark work itself runs as `radctl backfill --via local` of the main venv.
+AIRFLOW_VENV := .venv-airflow
+AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
+
+$(AIRFLOW_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(AIRFLOW_VENV)
+	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
+	$(AIRFLOW_VENV)/bin/pip install -q 'apache-airflow>=3.1,<3.4' 'apache-airflow-providers-apache-spark>=5,<6' 'httpx>=0.27,<0.29'
+	$(AIRFLOW_VENV)/bin/pip install -q --no-deps -e .
+	touch $(AIRFLOW_STAMP)
+
+airflow: $(AIRFLOW_STAMP)
+
+test: system venv jvm airflow
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
@@ -53,4 +68,4 @@ quickstart: system venv jvm
 	$(VENV)/bin/radctl quickstart
 
 clean:
-	rm -rf $(VENV) .jvm .pytest_cache
+	rm -rf $(VENV) $(AIRFLOW_VENV) .jvm .pytest_cache

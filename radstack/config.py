@@ -91,12 +91,33 @@ DEFAULTS: dict[str, Any] = {
         "max_bytes": 64 * 1024 * 1024,
         "max_age_seconds": 30.0,
         "compression": "zstd",
+        # a killed archiver's partitions move to a new one after this long (broker minimum 6000)
+        "session_timeout_ms": 10_000,
     },
     "spark": {
         "master": "local[*]",
         "shuffle_partitions": 4,
         "driver_memory": "2g",
         "conf": {},
+    },
+    "batch": {
+        # Arrow partitions the rebuild hashes rows into (one indexer call each); 0 → spark.shuffle_partitions
+        "partitions": 0,
+        # an unfinished rebuild's files older than this are deleted by the next run (any host)
+        "stale_job_seconds": 21600,
+        # spark-submit on a cluster (spark.master not local): deploy mode and the package shipped
+        "deploy_mode": "client",
+        "py_files": "",  # wheel/zip of radstack for the executors; empty → built into {home}/dist
+    },
+    "airflow": {
+        # REST API of Airflow 3 (e.g. http://127.0.0.1:8080); empty → `radctl backfill` runs locally
+        "url": "",
+        "username": "",
+        "password": "",
+        "dag_prefix": "radstack_rebuild_",
+        # scheduled runs start this long after a segment interval ends (windowPeriod + archiver lag)
+        "schedule_delay": "PT30M",
+        "wait_timeout_seconds": 3600,
     },
     "jvm": {
         # where `make jvm` copies the Maven Central jars (deploy/jvm/pom.xml)

@@ -292,6 +292,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(coordinator_router)
     app.include_router(sql_router)
     app.include_router(native_router)
+    from serving.metrics_api import install as install_metrics
+
+    install_metrics(app)  # GET /metrics + query metrics (coordinator engineer)
 
     # Outermost first: errors → body limit → auth → the app.
     if settings.get("server.auth.enabled"):

@@ -428,6 +428,23 @@ class MetadataStore:
                 self._bump_seq(conn, format_instant(_now_ms()))
         return n
 
+    def delete_unused_segments(self, ids: Iterable[str]) -> list[str]:
+        """Delete rows that are still unused (serving.kill): the ``used = false`` check is part of the
+        DELETE itself (``RETURNING id``), so a segment marked used meanwhile is never deleted. Returns
+        the ids actually deleted."""
+        ids = list(dict.fromkeys(str(i) for i in ids))
+        if not ids:
+            return []
+        t = self.t_segments
+        deleted: list[str] = []
+        with self._tx(write=True) as conn:
+            for chunk in _chunks(ids):
+                stmt = sa.delete(t).where(t.c.id.in_(chunk), t.c.used == sa.false()).returning(t.c.id)
+                deleted += [str(i) for i in conn.execute(stmt).scalars().all()]
+            if deleted:
+                self._bump_seq(conn, format_instant(_now_ms()))
+        return deleted
+
     def data_sources(self, *, used_only: bool = True) -> list[str]:
         t = self.t_segments
         q = sa.select(t.c.dataSource).distinct()

@@ -57,6 +57,7 @@ class ArchiverConfig:
     # topic → (timestamp field, timestampSpec format); default ("timestamp", "auto")
     timestamp_fields: dict[str, tuple[str, str]] = field(default_factory=dict)
     compression: str = "zstd"
+    session_timeout_ms: int = 10_000
     consumer_conf: dict[str, Any] = field(default_factory=dict)
 
     def timestamp_of(self, topic: str) -> tuple[str, str]:
@@ -99,6 +100,7 @@ class Archiver:
         self._tmp = Path(tempfile.mkdtemp(prefix="radstack-archiver-"))
         self.watermarks = WatermarkTracker(config.group_id, metadata)
         self._stop = threading.Event()
+        self._assigned = False
         conf = {
             "bootstrap.servers": config.bootstrap_servers,
             "group.id": config.group_id,
@@ -106,7 +108,7 @@ class Archiver:
             "enable.auto.offset.store": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
-            "session.timeout.ms": 10_000,
+            "session.timeout.ms": config.session_timeout_ms,
             "fetch.wait.max.ms": 100,
             "queued.max.messages.kbytes": 262_144,
             "fetch.max.bytes": 52_428_800,
@@ -135,11 +137,13 @@ class Archiver:
             for tp in to_commit:
                 delete_committed_manifests(self.deep_storage, tp.topic, tp.partition, tp.offset)
         consumer.assign(partitions)
+        self._assigned = bool(partitions)
         log.info("archiver assigned %s", [(tp.topic, tp.partition, tp.offset) for tp in partitions])
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._flush((tp.topic, tp.partition))
+        self._assigned = False
         self.watermarks.forget([(tp.topic, tp.partition) for tp in partitions])
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -161,7 +165,8 @@ class Archiver:
         idle_exit_seconds: float | None = None,
         on_progress: Callable[[ArchiverStats], None] | None = None,
     ) -> ArchiverStats:
-        """Consume until :meth:`stop` (or ``idle_exit_seconds`` without a record), then flush all."""
+        """Consume until :meth:`stop` (or ``idle_exit_seconds`` without a record once partitions are
+        assigned), then flush all."""
         last_record = time.monotonic()
         try:
             while not self._stop.is_set():
@@ -173,7 +178,9 @@ class Archiver:
                 self.watermarks.observe(self.consumer, self.buffers, self.stats)
                 if on_progress is not None:
                     on_progress(self.stats)
-                if idle_exit_seconds is not None and time.monotonic() - last_record > idle_exit_seconds:
+                if not self._assigned:
+                    last_record = time.monotonic()  # idle time counts only once partitions are ours
+                elif idle_exit_seconds is not None and time.monotonic() - last_record > idle_exit_seconds:
                     break
             self.flush_all()
         finally:

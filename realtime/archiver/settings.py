@@ -28,4 +28,5 @@ def archiver_config(settings: Settings) -> ArchiverConfig:
         max_age_seconds=float(settings.get("archiver.max_age_seconds")),
         timestamp_fields=stamps,
         compression=settings.get("archiver.compression"),
+        session_timeout_ms=int(settings.get("archiver.session_timeout_ms")),
     )

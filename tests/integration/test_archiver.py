@@ -102,7 +102,7 @@ def _archiver_process(home: Path, bootstrap: str, topic: str, fault: str | None 
     cfg = home / "radstack.yaml"
     cfg.write_text(
         f"home: {home}\nkafka:\n  bootstrap_servers: '{bootstrap}'\n"
-        f"archiver:\n  topics: [{topic}]\n  group_id: g-{topic}\n  max_records: 300\n  max_age_seconds: 0.5\n"
+        f"archiver:\n  topics: [{topic}]\n  group_id: g-{topic}\n  max_records: 300\n  max_age_seconds: 0.5\n  session_timeout_ms: 6000\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_CONFIG"] = str(cfg)
@@ -137,7 +137,7 @@ def test_kill_9_at_random_moments(kafka_bootstrap: str, kafka_topic: str, tmp_pa
     for chunk in chunks:
         _produce(kafka_bootstrap, kafka_topic, chunk)
         p = _archiver_process(home, kafka_bootstrap, kafka_topic)
-        time.sleep(rnd.uniform(2.0, 5.0))
+        time.sleep(rnd.uniform(3.0, 9.0))
         os.killpg(p.pid, signal.SIGKILL)
         p.wait(30)
     p = _archiver_process(home, kafka_bootstrap, kafka_topic)

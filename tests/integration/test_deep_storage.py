@@ -304,3 +304,38 @@ def test_key_appears_only_when_upload_completes(
             writer.wait(timeout=10)
     assert _visible_state(storage) == [key]
     assert storage.get_bytes(key) == b"".join(payload)
+
+
+# --------------------------------------------------------------------------- Spark reads uri()
+@pytest.fixture(scope="module")
+def spark():  # type: ignore[no-untyped-def]
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    s = (
+        SparkSession.builder.master("local[1]")
+        .appName("radstack-deep-storage-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    yield s
+    s.stop()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "hdfs"], indirect=True)  # s3a:// needs hadoop-aws jars
+def test_spark_reads_and_writes_uri(storage: DeepStorage, spark) -> None:  # type: ignore[no-untyped-def]
+    storage.put_bytes(b"a\nb\n", "raw/t/dt=2024-01-01/part-0.txt")
+    storage.put_bytes(b"c\n", "raw/t/dt=2024-01-02/part-0.txt")
+    rows = spark.read.text(storage.uri("raw/t")).collect()
+    assert sorted((r.value, str(r.dt)) for r in rows) == [
+        ("a", "2024-01-01"),
+        ("b", "2024-01-01"),
+        ("c", "2024-01-02"),
+    ]
+    spark.createDataFrame([(1, "x")], "n INT, s STRING").write.parquet(storage.uri("segments/out"))
+    written = storage.list("segments/out")
+    assert "segments/out/_SUCCESS" in written
+    assert any(k.endswith(".parquet") for k in written)

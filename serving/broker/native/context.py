@@ -21,6 +21,7 @@ from serving.broker.service import (
     BrokerState,
     Chunk,
     DatasourceState,
+    chunk_select_sql,
     quote_ident,
     time_range_sql,
 )
@@ -193,15 +194,25 @@ class QueryContext:
         return self._base
 
     def source_sql(self) -> str:
-        if len(self.datasources) == 1:
-            return self.datasources[0].view
+        """Only the chunks overlapping the query intervals (cheaper than the whole view), each clipped
+        to its visible interval; the datasource's own column list, NULLs where a segment lacks one."""
         cols = list(self.column_types)
         parts = []
         for ds in self.datasources:
             have = {c.name for c in ds.columns}
-            items = [q(c) if c in have else f"NULL AS {q(c)}" for c in cols]
-            parts.append(f"SELECT {', '.join(items)} FROM {ds.view}")
-        return "(" + " UNION ALL BY NAME ".join(parts) + ")"
+            pad = [f"NULL AS {q(c)}" for c in cols if c not in have]
+            for c in ds.chunks:
+                if not any(c.clip.overlaps(iv) for iv in self.intervals):
+                    continue
+                sql = chunk_select_sql(c, ds.columns)
+                if pad and len(self.datasources) > 1:
+                    sql = f"SELECT *, {', '.join(pad)} FROM ({sql})"
+                parts.append(sql)
+        if not parts:
+            ds = self.datasources[0]
+            return f"(SELECT * FROM {ds.view} WHERE FALSE)"
+        joiner = " UNION ALL BY NAME " if len(self.datasources) > 1 else " UNION ALL "
+        return "(" + joiner.join(parts) + ")"
 
     def relation(self, source: str) -> str:
         from serving.broker.native.virtual_columns import parse_virtual_columns

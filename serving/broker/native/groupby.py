@@ -53,6 +53,7 @@ def run_groupby(ctx: QueryContext) -> list[dict[str, Any]]:
             groups.append([by_name[n] for n in st])
     universal = ctx.intervals[0].start if ctx.intervals else 0
     out: list[dict[str, Any]] = []
+    universal_ts = ctx.fmt_time(universal)
     for group in groups:
         inner = plan.post_sql(plan.aggregate_sql(with_bucket=with_bucket, dims=group))
         sql = f"SELECT * FROM ({inner}) WHERE {having_where} ORDER BY {', '.join(order)}"
@@ -64,9 +65,8 @@ def run_groupby(ctx: QueryContext) -> list[dict[str, Any]]:
         names = [x[0] for x in ctx.cursor.description or []]
         for r in rows:
             row = dict(zip(names, r, strict=False))
-            ts = int(row[BUCKET]) if with_bucket else universal
-            event = plan.render_values(row)
-            out.append({"version": "v1", "timestamp": ctx.fmt_time(ts), "event": event})
+            ts = ctx.fmt_time(int(row[BUCKET])) if with_bucket else universal_ts
+            out.append({"version": "v1", "timestamp": ts, "event": plan.render_values(row)})
     return out
 
 

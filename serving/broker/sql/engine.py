@@ -155,8 +155,7 @@ def execute(
         if running is not None:
             running.attach(cur)
         try:
-            cur.execute(tr.sql)
-            reader = cur.to_arrow_reader(batch_rows)
+            reader = cur.sql(tr.sql).to_arrow_reader(batch_rows)
             stack.callback(_close_reader, reader, cur)
             schema = reader.schema
             try:

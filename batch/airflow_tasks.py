@@ -1,0 +1,89 @@
+"""The checks the Airflow DAGs run, as a tiny CLI of the main environment (Airflow has its own venv).
+
+``python -m batch.airflow_tasks check --datasource D --interval I`` — exit 0 when every chunk of the
+interval is closed (window period passed, archiver watermark past end + windowPeriod), 75 (EX_TEMPFAIL,
+"poke again") when not, with the reason on stdout; 2 on bad input.
+
+``python -m batch.airflow_tasks verify --datasource D --interval I --since ISO`` — exit 0 when every chunk
+is served by a version at or after ``since`` (published by this run) and nothing older shows through;
+1 otherwise, naming the chunk and the version serving it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from radstack.intervals import Interval, format_instant, parse_instant
+
+EX_TEMPFAIL = 75
+
+__all__ = ["check", "verify", "main", "EX_TEMPFAIL"]
+
+
+def check(settings, datasource: str, interval: Interval) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+    from batch.planning import plan_chunks
+    from batch.rebuild_job import closed_checks
+    from radstack.datasources import get_spec
+    from serving.metadata import MetadataStore
+
+    spec = get_spec(settings, datasource)
+    chunks = plan_chunks(interval, spec.data_schema.segment_granularity)
+    with MetadataStore.from_settings(settings) as md:
+        checks = closed_checks(md, spec, chunks)
+    bad = [c.reason for c in checks if not c.closed]
+    return (not bad), ("; ".join(bad) if bad else f"{interval.iso()}: closed")
+
+
+def verify(settings, datasource: str, interval: Interval, since_ms: int) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+    from batch.backfill import visible
+    from batch.planning import plan_chunks
+    from radstack.datasources import get_spec
+    from serving.metadata import MetadataStore
+
+    spec = get_spec(settings, datasource)
+    since = format_instant(since_ms)
+    problems = []
+    with MetadataStore.from_settings(settings) as md:
+        for chunk in plan_chunks(interval, spec.data_schema.segment_granularity):
+            segs = visible(md, datasource, chunk)
+            covered = sum(part.end - part.start for _, part in segs)
+            old = sorted({s.version for s, _ in segs if s.version < since})
+            if old:
+                problems.append(f"{chunk.iso()} is still served by version(s) {', '.join(old)} (older than {since})")
+            elif covered != chunk.end - chunk.start:
+                problems.append(f"{chunk.iso()} is not fully covered by a new version")
+    return (not problems), ("; ".join(problems) or f"{interval.iso()}: served by versions >= {since}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from batch.planning import BackfillPlanError, parse_interval
+    from radstack.config import load_settings
+
+    p = argparse.ArgumentParser(prog="python -m batch.airflow_tasks")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("check", "verify"):
+        s = sub.add_parser(name)
+        s.add_argument("--datasource", required=True)
+        s.add_argument("--interval", required=True)
+        s.add_argument("--config", default=None)
+        if name == "verify":
+            s.add_argument("--since", required=True, help="ISO instant: the DAG run's start")
+    a = p.parse_args(argv)
+    try:
+        settings = load_settings(a.config)
+        interval = parse_interval(a.interval)
+        if a.cmd == "check":
+            ok, msg = check(settings, a.datasource, interval)
+            print(msg)
+            return 0 if ok else EX_TEMPFAIL
+        ok, msg = verify(settings, a.datasource, interval, parse_instant(a.since))
+        print(msg)
+        return 0 if ok else 1
+    except (BackfillPlanError, KeyError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Reading the raw archive (:mod:`realtime.archiver`) for an interval, from any deep storage.
+
+The archiver writes ``raw/{topic}/dt=YYYY-MM-DD/hour=HH/*.parquet`` partitioned by **event** hour, so an
+interval's events are in the hour folders it overlaps. :func:`archive_paths` lists the folders that
+exist (through the deep-storage interface: local, WebHDFS, S3) and returns what Spark reads —
+``file://``, ``hdfs://`` or ``s3a://`` URIs; :func:`read_archive` reads them with the archive's schema
+(no inference, temp files ignored: they start with ``.``) and keeps the rows whose event time is in the
+asked range, in the column layout of Spark's Kafka source (``key, value, topic, partition, offset,
+timestamp, timestampType``) plus ``event_time``, so the shared pipeline reads both the same way.
+
+:func:`storage_spark_conf` is the Spark configuration the deep storage needs (``s3a`` endpoint and
+``hadoop-aws`` jars for S3, ``fs.defaultFS`` for HDFS).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from radstack.granularity import Granularity
+from radstack.intervals import Interval
+from realtime.archiver.layout import hour_dir, topic_prefix
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "HOUR_MS",
+    "archive_hours",
+    "archive_paths",
+    "spark_archive_schema",
+    "read_archive",
+    "storage_spark_conf",
+    "KAFKA_LAYOUT",
+]
+
+HOUR_MS = 3_600_000
+_HOUR = Granularity.parse("hour")
+
+#: archive column → the Kafka source's column name (what the shared pipeline reads)
+KAFKA_LAYOUT: dict[str, str] = {
+    "key": "key",
+    "value": "value",
+    "topic": "topic",
+    "partition": "partition",
+    "offset": "offset",
+    "kafka_timestamp": "timestamp",
+    "timestamp_type": "timestampType",
+    "event_time": "event_time",
+}
+
+
+def archive_hours(interval: Interval) -> list[int]:
+    """Start millis of the event hours ``interval`` overlaps."""
+    return [h.start for h in _HOUR.iterate(interval)]
+
+
+def archive_paths(deep_storage: Any, topic: str, interval: Interval) -> list[str]:
+    """URIs of the existing hour folders of ``topic`` that hold events of ``interval``."""
+    wanted = {hour_dir(topic, h) for h in archive_hours(interval)}
+    days = sorted({w.rsplit("/", 1)[0] for w in wanted})
+    present_days = {d.rstrip("/") for d in deep_storage.list_dirs(topic_prefix(topic))}
+    out: list[str] = []
+    for day in days:
+        if day not in present_days:
+            continue
+        for hour in deep_storage.list_dirs(day + "/"):
+            hour = hour.rstrip("/")
+            if hour in wanted and deep_storage.list(hour + "/"):
+                out.append(deep_storage.uri(hour))
+    return sorted(out)
+
+
+def spark_archive_schema() -> Any:
+    """The Spark schema of :data:`realtime.archiver.records.SCHEMA`."""
+    from pyspark.sql.types import (
+        ArrayType,
+        BinaryType,
+        BooleanType,
+        ByteType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+        TimestampNTZType,
+    )
+
+    return StructType(
+        [
+            StructField("topic", StringType(), False),
+            StructField("partition", IntegerType(), False),
+            StructField("offset", LongType(), False),
+            StructField("kafka_timestamp", TimestampNTZType(), True),
+            StructField("timestamp_type", ByteType(), False),
+            StructField("key", BinaryType(), True),
+            StructField("value", BinaryType(), True),
+            StructField(
+                "headers",
+                ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())])),
+                True,
+            ),
+            StructField("event_time", TimestampNTZType(), False),
+            StructField("event_time_from_kafka", BooleanType(), False),
+            StructField("valid_json", BooleanType(), False),
+        ]
+    )
+
+
+def read_archive(
+    spark: SparkSession,
+    deep_storage: Any,
+    ranges: Mapping[str, Interval],
+) -> DataFrame:
+    """Raw records of each ``topic`` whose event time is in ``ranges[topic]``, as one DataFrame in the
+    Kafka source's layout (``timestamp`` = the Kafka timestamp, UTC) plus ``event_time``."""
+    from pyspark.sql import functions as F
+
+    schema = spark_archive_schema()
+    frames = []
+    for topic, iv in sorted(ranges.items()):
+        paths = archive_paths(deep_storage, topic, iv)
+        if not paths:
+            continue
+        df = spark.read.schema(schema).parquet(*paths)
+        lo = F.lit(iv.start).cast("long")
+        hi = F.lit(iv.end).cast("long")
+        millis = F.unix_millis(F.to_timestamp(F.col("event_time")))
+        frames.append(df.where((F.col("topic") == topic) & (millis >= lo) & (millis < hi)))
+    if not frames:
+        df = spark.createDataFrame([], schema)
+    else:
+        df = frames[0]
+        for f in frames[1:]:
+            df = df.unionByName(f)
+    return df.select(
+        *[
+            (F.col(src).cast("timestamp") if src in ("kafka_timestamp", "event_time") else F.col(src)).alias(dst)
+            for src, dst in KAFKA_LAYOUT.items()
+        ]
+    )
+
+
+def storage_spark_conf(deep_storage_settings: Mapping[str, Any], jvm_dir: Any = None) -> dict[str, str]:
+    """Spark settings to read (and write) the deep storage ``deep_storage_settings`` names."""
+    typ = str(deep_storage_settings.get("type") or "local").lower()
+    conf: dict[str, str] = {}
+    if typ == "s3":
+        from pathlib import Path
+
+        from radstack.jvm import jars
+
+        conf["spark.jars"] = ",".join(str(p) for p in jars("hadoop-aws", Path(jvm_dir) if jvm_dir else None))
+        endpoint = str(deep_storage_settings.get("endpoint_url") or "")
+        pre = "spark.hadoop.fs.s3a."
+        conf[pre + "impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+        conf[pre + "endpoint.region"] = str(deep_storage_settings.get("region") or "us-east-1")
+        if endpoint:
+            conf[pre + "endpoint"] = endpoint
+            conf[pre + "path.style.access"] = "true"
+            conf[pre + "connection.ssl.enabled"] = "true" if endpoint.startswith("https") else "false"
+        conf[pre + "aws.credentials.provider"] = (
+            "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider,"
+            "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider,"
+            "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider"
+        )
+        # no directory-marker/committer magic needed: the job only reads raw files through s3a
+        conf[pre + "change.detection.mode"] = "none"
+    elif typ == "hdfs":
+        fs = str(deep_storage_settings.get("hdfs_fs_url") or "")
+        if fs:
+            conf["spark.hadoop.fs.defaultFS"] = fs
+        user = str(deep_storage_settings.get("user") or "")
+        if user:
+            conf["spark.hadoop.hadoop.user.name"] = user
+    return conf

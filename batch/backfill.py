@@ -1,0 +1,396 @@
+"""``radctl backfill``: plan an interval into chunks, rebuild them locally or through Airflow, summarise.
+
+- :func:`plan_backfill` — datasources × segment-granularity chunks, with clear errors for a bad interval
+  or an unknown datasource (:class:`BackfillError`);
+- :func:`run_local` — one local Spark rebuild per chunk (closedness is checked for every chunk before
+  any work starts, unless ``force``);
+- :func:`run_airflow` — one DAG run per chunk through Airflow 3's REST API (``POST
+  /api/v2/dags/{dag}/dagRuns`` with ``conf {"interval": …}``), optionally waiting for them;
+- :func:`chunk_summary` — for a chunk, rows and events (the sum of the count metric) of what served it
+  before (the real-time data, on a first rebuild) and of what serves it now, and the version now serving.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batch.planning import BackfillPlanError, NotClosedError, parse_interval, plan_chunks
+from radstack.intervals import Interval, format_instant
+
+__all__ = [
+    "BackfillError",
+    "BackfillPlan",
+    "ChunkResult",
+    "plan_backfill",
+    "run_local",
+    "run_airflow",
+    "chunk_summary",
+    "AirflowClient",
+    "AirflowError",
+]
+
+
+class BackfillError(RuntimeError):
+    """Something the user must fix (bad interval, unknown datasource, Airflow unreachable)."""
+
+
+class AirflowError(BackfillError):
+    pass
+
+
+@dataclass
+class BackfillPlan:
+    interval: Interval
+    chunks: dict[str, list[Interval]]  # datasource → chunks
+
+    @property
+    def total(self) -> int:
+        return sum(len(c) for c in self.chunks.values())
+
+
+@dataclass
+class ChunkResult:
+    datasource: str
+    interval: Interval
+    status: str = "pending"  # published | failed | triggered | queued | running | success
+    before_rows: int = 0
+    before_events: int = 0
+    before_versions: list[str] = field(default_factory=list)
+    rows: int = 0
+    events: int = 0
+    version: str = ""  # the version now serving the chunk
+    error: str = ""
+    run_id: str = ""
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "datasource": self.datasource,
+            "interval": self.interval.iso(),
+            "status": self.status,
+            "realtime_rows": self.before_rows,
+            "realtime_events": self.before_events,
+            "realtime_versions": self.before_versions,
+            "batch_rows": self.rows,
+            "batch_events": self.events,
+            "version": self.version,
+            "error": self.error,
+            "run_id": self.run_id,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+Progress = Callable[[ChunkResult], None]
+
+
+# ---- planning ----------------------------------------------------------------------------------
+
+
+def plan_backfill(settings: Any, interval_text: str, datasource: str | None = None) -> BackfillPlan:
+    from radstack.datasources import load_catalog
+    from radstack.spec import SpecError
+
+    try:
+        interval = parse_interval(interval_text)
+    except BackfillPlanError as e:
+        raise BackfillError(str(e)) from e
+    try:
+        catalog = load_catalog(settings)
+    except SpecError as e:
+        raise BackfillError(f"cannot read the datasource specs: {e}") from e
+    if datasource:
+        if datasource not in catalog:
+            known = ", ".join(sorted(catalog)) or "none"
+            raise BackfillError(
+                f"unknown datasource {datasource!r} (known: {known}; specs are read from {settings.datasources_dir})"
+            )
+        names = [datasource]
+    else:
+        names = sorted(n for n, s in catalog.items() if s.processing.topics)
+        if not names:
+            raise BackfillError(f"no datasource with processing.topics in {settings.datasources_dir}")
+    chunks: dict[str, list[Interval]] = {}
+    for n in names:
+        try:
+            chunks[n] = plan_chunks(interval, catalog[n].data_schema.segment_granularity)
+        except BackfillPlanError as e:
+            raise BackfillError(f"{n}: {e}") from e
+    return BackfillPlan(interval, chunks)
+
+
+# ---- summaries ---------------------------------------------------------------------------------
+
+
+def _count_metric(spec: Any) -> str | None:
+    return next((m.name for m in spec.data_schema.metrics if m.type == "count"), None)
+
+
+def _segment_totals(deep_storage: Any, segments: Sequence[Any], clip: Interval, count_metric: str | None) -> tuple[int, int]:
+    """(rows, events) of ``segments`` restricted to ``clip`` (events: sum of ``count_metric``)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from serving.segment_format import segment_data_key
+
+    rows = events = 0
+    with tempfile.TemporaryDirectory(prefix="radstack-summary-") as tmp:
+        for i, seg in enumerate(segments):
+            if seg.is_tombstone:
+                continue
+            spec = seg.load_spec or {}
+            if spec.get("type") == "local" and Path(str(spec.get("path", ""))).is_file():
+                path = Path(str(spec["path"]))
+            else:
+                path = Path(tmp) / f"{i}.parquet"
+                try:
+                    key = deep_storage.key_for_load_spec(spec)
+                except Exception:  # noqa: BLE001 - a load spec from elsewhere: the default layout
+                    key = segment_data_key(seg.id)
+                deep_storage.download(key, path)
+            cols = ["__time"] + ([count_metric] if count_metric and count_metric in seg.metrics else [])
+            t = pq.read_table(path, columns=cols)
+            ms = pc.cast(t.column("__time"), "int64") if str(t.schema.field("__time").type) != "int64" else t.column("__time")
+            mask = pc.and_(pc.greater_equal(ms, clip.start), pc.less(ms, clip.end))
+            t = t.filter(mask)
+            rows += t.num_rows
+            if len(cols) > 1:
+                events += int(pc.sum(t.column(count_metric)).as_py() or 0)
+            else:
+                events += t.num_rows
+    return rows, events
+
+
+def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, Interval]]:
+    """(segment, visible part) pairs serving ``chunk`` now, per the timeline of used segments."""
+    from serving.timeline import VersionedIntervalTimeline
+
+    tl = VersionedIntervalTimeline.from_segments(metadata.segments(datasource, used=True, interval=chunk), datasource)
+    return [(v.segment, v.interval) for v in tl.visible_segments(chunk, include_tombstones=True)]
+
+
+def chunk_summary(metadata: Any, deep_storage: Any, spec: Any, chunk: Interval) -> tuple[int, int, list[str]]:
+    """(rows, events, versions) of what serves ``chunk`` now."""
+    cm = _count_metric(spec)
+    rows = events = 0
+    versions: set[str] = set()
+    for seg, part in visible(metadata, spec.name, chunk):
+        versions.add(seg.version)
+        r, e = _segment_totals(deep_storage, [seg], part, cm)
+        rows += r
+        events += e
+    return rows, events, sorted(versions)
+
+
+# ---- local ---------------------------------------------------------------------------------------
+
+
+def check_plan_closed(settings: Any, plan: BackfillPlan, *, now_ms: int | None = None) -> None:
+    """Raise :class:`NotClosedError` naming every chunk that is not closed."""
+    from batch.rebuild_job import closed_checks
+    from radstack.datasources import load_catalog
+    from serving.metadata import MetadataStore
+
+    catalog = load_catalog(settings)
+    bad = []
+    with MetadataStore.from_settings(settings) as md:
+        for ds, chunks in plan.chunks.items():
+            bad += [c for c in closed_checks(md, catalog[ds], chunks, now_ms=now_ms) if not c.closed]
+    if bad:
+        raise NotClosedError(bad)
+
+
+def run_local(
+    settings: Any,
+    plan: BackfillPlan,
+    *,
+    force: bool = False,
+    progress: Progress | None = None,
+    spark: Any | None = None,
+    now_ms: int | None = None,
+) -> list[ChunkResult]:
+    """Rebuild every chunk with a local Spark job, one publish (one version) per chunk."""
+    from batch.rebuild_job import rebuild
+    from radstack.datasources import load_catalog
+    from serving.deep_storage import open_deep_storage
+    from serving.metadata import MetadataStore
+
+    if not force:
+        check_plan_closed(settings, plan, now_ms=now_ms)
+    catalog = load_catalog(settings)
+    storage = open_deep_storage(settings)
+    results: list[ChunkResult] = []
+    with MetadataStore.from_settings(settings) as md:
+        for ds, chunks in plan.chunks.items():
+            spec = catalog[ds]
+            for chunk in chunks:
+                res = ChunkResult(ds, chunk, status="running")
+                res.before_rows, res.before_events, res.before_versions = chunk_summary(md, storage, spec, chunk)
+                if progress:
+                    progress(res)
+                t0 = time.monotonic()
+                try:
+                    rebuild(settings, ds, chunk, spark=spark, force=True, metadata=md, deep_storage=storage)
+                except Exception as e:  # noqa: BLE001 - reported per chunk; the others still run
+                    res.status, res.error = "failed", f"{type(e).__name__}: {e}"
+                else:
+                    res.status = "published"
+                res.seconds = time.monotonic() - t0
+                res.rows, res.events, versions = chunk_summary(md, storage, spec, chunk)
+                res.version = ", ".join(versions)
+                results.append(res)
+                if progress:
+                    progress(res)
+    return results
+
+
+# ---- Airflow -----------------------------------------------------------------------------------
+
+
+class AirflowClient:
+    """The parts of Airflow 3's REST API (``/api/v2``) a backfill uses, with JWT auth when configured."""
+
+    def __init__(self, url: str, username: str = "", password: str = "", *, timeout: float = 30.0) -> None:
+        import httpx
+
+        self.url = url.rstrip("/")
+        self.username = username
+        self.password = password
+        self._http = httpx.Client(base_url=self.url, timeout=timeout)
+        self._token: str | None = None
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _headers(self) -> dict[str, str]:
+        if self._token is None and self.username:
+            r = self._request_raw("POST", "/auth/token", json={"username": self.username, "password": self.password})
+            if r.status_code >= 400:
+                raise AirflowError(f"Airflow at {self.url} refused the credentials: HTTP {r.status_code} {r.text[:200]}")
+            self._token = r.json()["access_token"]
+        return {"Authorization": f"Bearer {self._token}"} if self._token else {}
+
+    def _request_raw(self, method: str, path: str, **kw: Any) -> Any:
+        import httpx
+
+        try:
+            return self._http.request(method, path, **kw)
+        except httpx.HTTPError as e:
+            raise AirflowError(f"Airflow is unreachable at {self.url}: {type(e).__name__}: {e}") from e
+
+    def request(self, method: str, path: str, **kw: Any) -> Any:
+        r = self._request_raw(method, path, headers=self._headers(), **kw)
+        if r.status_code >= 400:
+            raise AirflowError(f"Airflow {method} {path}: HTTP {r.status_code}: {r.text[:300]}")
+        return r.json() if r.content else None
+
+    def health(self) -> dict[str, Any]:
+        return self.request("GET", "/api/v2/monitor/health")
+
+    def unpause(self, dag_id: str) -> None:
+        self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False})
+
+    def trigger(self, dag_id: str, conf: dict[str, Any], run_id: str) -> dict[str, Any]:
+        body = {"dag_run_id": run_id, "logical_date": None, "conf": conf}
+        return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)
+
+    def run_state(self, dag_id: str, run_id: str) -> str:
+        return str(self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"])
+
+
+def dag_id(settings: Any, datasource: str) -> str:
+    return f"{settings.get('airflow.dag_prefix') or 'radstack_rebuild_'}{datasource}"
+
+
+def run_airflow(
+    settings: Any,
+    plan: BackfillPlan,
+    *,
+    wait: bool = False,
+    force: bool = False,
+    progress: Progress | None = None,
+    poll_seconds: float = 2.0,
+    client: AirflowClient | None = None,
+) -> list[ChunkResult]:
+    """Trigger one DAG run per chunk (conf ``{"interval", "force"}``); with ``wait``, poll them to the
+    end and summarise from the metadata store."""
+    url = str(settings.get("airflow.url") or "")
+    if client is None and not url:
+        raise AirflowError("airflow.url is not set (RADSTACK_AIRFLOW__URL); use --via local")
+    own = client is None
+    cl = client or AirflowClient(url, str(settings.get("airflow.username") or ""), str(settings.get("airflow.password") or ""))
+    results: list[ChunkResult] = []
+    try:
+        cl.health()
+        before = _before_summaries(settings, plan) if wait else {}
+        stamp = format_instant(int(time.time() * 1000)).replace(":", "").replace("-", "")
+        for ds, chunks in plan.chunks.items():
+            dag = dag_id(settings, ds)
+            cl.unpause(dag)
+            for chunk in chunks:
+                run_id = f"backfill__{chunk.iso().replace(':', '').replace('/', '_')}__{stamp}"
+                cl.trigger(dag, {"interval": chunk.iso(), "force": force}, run_id)
+                res = ChunkResult(ds, chunk, status="triggered", run_id=run_id)
+                res.before_rows, res.before_events, res.before_versions = before.get((ds, chunk), (0, 0, []))
+                results.append(res)
+                if progress:
+                    progress(res)
+        if wait:
+            _wait_airflow(settings, cl, results, progress, poll_seconds)
+    finally:
+        if own:
+            cl.close()
+    return results
+
+
+def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
+    from radstack.datasources import load_catalog
+    from serving.deep_storage import open_deep_storage
+    from serving.metadata import MetadataStore
+
+    catalog = load_catalog(settings)
+    storage = open_deep_storage(settings)
+    with MetadataStore.from_settings(settings) as md:
+        return {
+            (ds, c): chunk_summary(md, storage, catalog[ds], c) for ds, chunks in plan.chunks.items() for c in chunks
+        }
+
+
+def _wait_airflow(settings: Any, cl: AirflowClient, results: list[ChunkResult], progress: Progress | None,
+                  poll_seconds: float) -> None:  # fmt: skip
+    from radstack.datasources import load_catalog
+    from serving.deep_storage import open_deep_storage
+    from serving.metadata import MetadataStore
+
+    deadline = time.monotonic() + float(settings.get("airflow.wait_timeout_seconds", 3600) or 3600)
+    pending = list(results)
+    t0 = time.monotonic()
+    while pending:
+        if time.monotonic() > deadline:
+            for r in pending:
+                r.status, r.error = "timeout", "still running in Airflow when --wait gave up"
+            break
+        for r in list(pending):
+            state = cl.run_state(dag_id(settings, r.datasource), r.run_id)
+            if state in ("success", "failed"):
+                r.status = state
+                r.seconds = time.monotonic() - t0
+                pending.remove(r)
+            elif state != r.status:
+                r.status = state
+            if progress:
+                progress(r)
+        if pending:
+            time.sleep(poll_seconds)
+    catalog = load_catalog(settings)
+    storage = open_deep_storage(settings)
+    with MetadataStore.from_settings(settings) as md:
+        for r in results:
+            r.rows, r.events, versions = chunk_summary(md, storage, catalog[r.datasource], r.interval)
+            r.version = ", ".join(versions)
+            if r.status == "failed":
+                r.error = f"DAG run {r.run_id} failed: see its task logs in the Airflow UI"

@@ -1,0 +1,326 @@
+"""The batch rebuild: one Spark job for (datasource, interval), from the raw archive to published segments.
+
+Steps (the job's start time is its version):
+
+1. plan the interval into segment-granularity chunks; refuse chunks that are not closed (see
+   :mod:`batch.planning`) unless ``force``;
+2. clean up the files of earlier runs that died (:mod:`batch.job_state`) and record this run;
+3. read the raw archive of the chunks (:mod:`batch.archive_reader`; join-side topics padded by the join
+   window) and run the shared pipeline in its exact form
+   (:func:`radstack.pipeline.batch.run_batch_pipeline`: exact dedup, the full join, enrichment,
+   transforms) — the same functions the streaming job runs;
+4. hash-partition the rows on the dimensions (every row of one rolled-up (time, dims) group lands in
+   one partition: perfect rollup) and call the shared indexer once per Arrow partition
+   (``mapInArrow``), each partition numbering its segments in its own range;
+5. renumber each chunk's segments into one core set ``0..N-1`` (``partitions = N``), add a tombstone for
+   every chunk without rows, and publish everything in ONE metadata transaction — nothing is visible
+   before that, and a core set is only served once complete, so queries switch atomically.
+
+Run embedded (:func:`rebuild`, ``local[*]``) or as ``spark-submit batch/rebuild_job.py --datasource D
+--interval I`` on a cluster (:mod:`batch.spark_submit` builds that command); both read the same
+``radstack.yaml``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from batch.planning import ClosedCheck, NotClosedError, check_closed, plan_chunks
+from radstack.intervals import Interval, Period, format_instant
+from radstack.spec import DatasourceSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from radstack.config import Settings
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RebuildResult", "rebuild", "closed_checks", "read_inputs", "index_dataframe", "main"]
+
+PARTITION_STRIDE = 1_000_000
+"""Partition ``p`` of the Spark job numbers its segments from ``p * PARTITION_STRIDE`` (renumbered later)."""
+
+
+@dataclass
+class RebuildResult:
+    datasource: str
+    version: str
+    chunks: list[Interval]
+    segments: list[Any] = field(default_factory=list)  # DataSegment, tombstones included
+    tombstones: list[Interval] = field(default_factory=list)
+    rows: int = 0  # rolled-up rows written
+    events: int = 0  # input rows indexed (= sum of the count metric)
+    stats: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    cleaned: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "datasource": self.datasource,
+            "version": self.version,
+            "chunks": [c.iso() for c in self.chunks],
+            "segments": [s.identifier for s in self.segments],
+            "tombstones": [t.iso() for t in self.tombstones],
+            "rows": self.rows,
+            "events": self.events,
+            "stats": self.stats,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+# ---- planning ----------------------------------------------------------------------------------
+
+
+def closed_checks(
+    metadata: Any, spec: DatasourceSpec, chunks: list[Interval], *, now_ms: int | None = None
+) -> list[ClosedCheck]:
+    from realtime.archiver.watermark import archive_watermark
+
+    marks = {t: archive_watermark(metadata, t) for t in spec.processing.topics}
+    return [check_closed(c, spec.processing.window_period, marks, now_ms=now_ms) for c in chunks]
+
+
+def _join_pad_ms(spec: DatasourceSpec) -> int:
+    """How far past a chunk the join-side topics are read (the join window; at least 1 hour)."""
+    pad = 3_600_000
+    for j in spec.processing.joins:
+        for key in ("window", "within", "maxDelay", "max_delay"):
+            val = j.options.get(key)
+            if isinstance(val, str) and val.upper().startswith("P"):
+                pad = max(pad, Period.parse(val).fixed_millis)
+    return pad
+
+
+def _primary_topics(spec: DatasourceSpec) -> tuple[set[str], set[str]]:
+    """(topics whose events ARE the rows, join-side topics read with padding)."""
+    side: set[str] = set()
+    for j in spec.processing.joins:
+        for key in ("topic", "right_topic", "rightTopic", "clicks_topic"):
+            val = j.options.get(key)
+            if isinstance(val, str):
+                side.add(val)
+    topics = set(spec.processing.topics)
+    side &= topics
+    return topics - side, side
+
+
+def read_inputs(spark: SparkSession, deep_storage: Any, spec: DatasourceSpec, chunks: list[Interval]) -> DataFrame:
+    """The raw archive rows the rebuild of ``chunks`` needs (join-side topics padded)."""
+    from batch.archive_reader import read_archive
+
+    whole = Interval(chunks[0].start, chunks[-1].end)
+    primary, side = _primary_topics(spec)
+    pad = _join_pad_ms(spec)
+    ranges = {t: whole for t in primary}
+    ranges.update({t: Interval(whole.start - pad, whole.end + pad) for t in side})
+    return read_archive(spark, deep_storage, ranges)
+
+
+# ---- indexing ----------------------------------------------------------------------------------
+
+_RESULT_SCHEMA = "segment STRING, stats STRING"
+
+
+def _hash_columns(df: DataFrame, spec: DatasourceSpec) -> list[str]:
+    """Columns to hash-partition on: the dimensions present in ``df`` (a transform overwriting a
+    column makes its input value meaningless for grouping, so those are left out)."""
+    ds = spec.data_schema
+    produced = {t.name for t in ds.transforms}
+    return [d.name for d in ds.dimensions if d.name in df.columns and d.name not in produced]
+
+
+def index_dataframe(
+    df: DataFrame,
+    spec: DatasourceSpec,
+    chunks: list[Interval],
+    *,
+    version: str,
+    deep_storage_settings: dict[str, Any],
+    partitions: int,
+) -> tuple[list[Any], dict[str, int]]:
+    """Hash-partition ``df`` on the dimensions into ``partitions`` Arrow partitions and index each with
+    the shared indexer into core-set segments of ``version`` (not yet renumbered, not published)."""
+    import pyarrow as pa
+
+    from serving.indexer import IngestStats
+
+    ds = spec.data_schema
+    schema = replace(ds, granularity=replace(ds.granularity, intervals=tuple(chunks)))
+    cols = _hash_columns(df, spec)
+    parts = max(1, int(partitions))
+    df = df.repartition(parts, *cols) if cols else df.repartition(parts)
+    offsets_of = list(chunks)
+    ds_settings = dict(deep_storage_settings)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        from serving.deep_storage import open_deep_storage
+        from serving.indexer import index_partition
+
+        pid = TaskContext.get().partitionId()
+        blist = list(batches)
+        if not blist:
+            return
+        table = pa.Table.from_batches(blist)
+        if table.num_rows == 0:
+            return
+        res = index_partition(
+            table,
+            schema,
+            version=version,
+            deep_storage=open_deep_storage(ds_settings),
+            shard="core",
+            partition_offset={iv: pid * PARTITION_STRIDE for iv in offsets_of},
+        )
+        st = orjson.dumps(res.stats.to_row_stats()).decode()
+        segs = [s.to_payload() for s in res.segments] or [""]
+        yield pa.RecordBatch.from_pydict({"segment": segs, "stats": [st] + [None] * (len(segs) - 1)})
+
+    from serving.segments import DataSegment
+
+    rows = df.mapInArrow(run, _RESULT_SCHEMA).collect()
+    segments = [DataSegment.from_json(r["segment"]) for r in rows if r["segment"]]
+    total = IngestStats()
+    for r in rows:
+        if r["stats"]:
+            s = orjson.loads(r["stats"])
+            total.merge(IngestStats(processed=s["processed"], processed_bytes=s["processedBytes"],
+                                    processed_with_error=s["processedWithError"], unparseable=s["unparseable"],
+                                    thrown_away=s["thrownAway"], filtered=s["filtered"]))  # fmt: skip
+    return segments, total.to_row_stats()
+
+
+# ---- the job -----------------------------------------------------------------------------------
+
+
+def _pipeline(spark: SparkSession, raw: DataFrame, spec: DatasourceSpec) -> DataFrame:
+    from radstack.pipeline.batch import run_batch_pipeline
+
+    out = run_batch_pipeline(spark, raw, spec)
+    # the pipeline may return (rows, dead letters, …); the rows come first
+    return out[0] if isinstance(out, tuple) else getattr(out, "rows", out)
+
+
+def rebuild(
+    settings: Settings,
+    datasource: str,
+    interval: Interval,
+    *,
+    spark: SparkSession | None = None,
+    force: bool = False,
+    now_ms: int | None = None,
+    metadata: Any | None = None,
+    deep_storage: Any | None = None,
+) -> RebuildResult:
+    """Rebuild ``interval`` (widened to whole segment buckets) of ``datasource`` and publish it."""
+    from batch import job_state
+    from batch.archive_reader import storage_spark_conf
+    from batch.tombstones import with_tombstones
+    from radstack.datasources import get_spec
+    from radstack.granularity import utc_now_ms
+    from serving.deep_storage import open_deep_storage
+    from serving.indexer import renumber_core
+    from serving.metadata import MetadataStore
+    from serving.publish import publish
+
+    t0 = time.monotonic()
+    started = utc_now_ms()
+    version = format_instant(started)
+    spec = get_spec(settings, datasource)
+    chunks = plan_chunks(interval, spec.data_schema.segment_granularity)
+    own_md = metadata is None
+    md = metadata if metadata is not None else MetadataStore.from_settings(settings)
+    storage = deep_storage if deep_storage is not None else open_deep_storage(settings)
+    try:
+        if not force:
+            checks = closed_checks(md, spec, chunks, now_ms=now_ms)
+            if not all(c.closed for c in checks):
+                raise NotClosedError(checks)
+        cleaned = job_state.clean_dead_jobs(
+            md, storage, datasource, stale_seconds=float(settings.get("batch.stale_job_seconds", 21600))
+        )
+        job_state.register(md, datasource, version, chunks)
+        try:
+            if spark is None:
+                from radstack.pipeline.spark_session import build_spark_session
+
+                spark = build_spark_session(
+                    settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
+                    extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
+                )  # fmt: skip
+            raw = read_inputs(spark, storage, spec, chunks)
+            rows = _pipeline(spark, raw, spec)
+            parts = int(settings.get("batch.partitions", 0) or 0) or int(settings.get("spark.shuffle_partitions", 4))
+            segments, stats = index_dataframe(
+                rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts
+            )
+            segments = renumber_core(segments, storage)
+            dims = segments[0].dimensions if segments else tuple(d.name for d in spec.data_schema.dimensions)
+            full = with_tombstones(datasource, chunks, segments, version, dimensions=dims,
+                                   metrics=spec.data_schema.metric_names)  # fmt: skip
+            publish(md, storage, full)
+        except BaseException:
+            # leave nothing behind: this run's files go now (or, if we are killed, on the next run)
+            for prefix in job_state.version_prefixes(datasource, chunks, version):
+                try:
+                    storage.delete_prefix(prefix)
+                except Exception:  # noqa: BLE001 - the next run cleans up what is left
+                    log.warning("could not delete %s", prefix, exc_info=True)
+            job_state.unregister(md, datasource, version)
+            raise
+        job_state.unregister(md, datasource, version)
+        data = [s for s in full if not s.is_tombstone]
+        return RebuildResult(
+            datasource=datasource,
+            version=version,
+            chunks=chunks,
+            segments=full,
+            tombstones=[s.interval for s in full if s.is_tombstone],
+            rows=sum(s.num_rows for s in data),
+            events=int(stats.get("processed", 0)),
+            stats=stats,
+            seconds=time.monotonic() - t0,
+            cleaned=cleaned,
+        )
+    finally:
+        if own_md:
+            md.close()
+
+
+# ---- spark-submit entry point --------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``spark-submit batch/rebuild_job.py --datasource D --interval I [--config F] [--force]``."""
+    from batch.planning import BackfillPlanError, parse_interval
+    from radstack.config import load_settings
+
+    p = argparse.ArgumentParser(prog="rebuild_job", description=__doc__.splitlines()[0])
+    p.add_argument("--datasource", required=True)
+    p.add_argument("--interval", required=True)
+    p.add_argument("--config", default=None)
+    p.add_argument("--force", action="store_true")
+    a = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        settings = load_settings(a.config)
+        res = rebuild(settings, a.datasource, parse_interval(a.interval), force=a.force)
+    except (BackfillPlanError, NotClosedError, KeyError) as e:
+        print(f"rebuild failed: {e}", file=sys.stderr)
+        return 2
+    print(orjson.dumps(res.to_json()).decode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""Broker benchmark: scan rate vs the RADStack paper and raw DuckDB, and dashboard latency over HTTP.
+
+    .venv/bin/python benchmarks/broker_bench.py [--rows 10000000] [--home /tmp/radstack-bench]
+
+1. Generates ``--rows`` events (timestamp over 30 days, 5 dimensions of cardinality 10 … 100,000,
+   3 metrics), indexes them through the real indexer (``serving.indexer.index_partition``, rollup off,
+   DAY segments) into local deep storage and publishes them to the SQLite metadata store. With an
+   existing ``--home`` that already holds the datasource this step is skipped (load once).
+2. Starts a :class:`BrokerService` (segments loaded into memory) and measures ``COUNT(*)`` and
+   ``SUM(m)`` over an interval holding all rows, through the datasource view, against raw DuckDB over
+   the same Parquet files, in rows/second/core (the paper: Druid 53.5 M and 36.2 M rows/s/core).
+3. Starts the real server (``serving.app.create_app`` under uvicorn, in its own process group, logs
+   to ``{home}/logs/bench-server.log``) and times a dashboard mix over HTTP: timeseries by hour, topN
+   10 on the 100,000-value dimension, groupBy two dimensions with a filter, and the Druid SQL
+   equivalents; prints p50/p99 per query.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import numpy as np
+import pyarrow as pa
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+DS = "bench"
+START_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z
+DAYS = 30
+CARDS = {"d10": 10, "d100": 100, "d1k": 1_000, "d10k": 10_000, "d100k": 100_000}
+SCHEMA: dict[str, Any] = {
+    "dataSource": DS,
+    "timestampSpec": {"column": "ts", "format": "millis"},
+    "dimensionsSpec": {"dimensions": list(CARDS)},
+    "metricsSpec": [
+        {"type": "longSum", "name": "m1", "fieldName": "m1"},
+        {"type": "doubleSum", "name": "m2", "fieldName": "m2"},
+        {"type": "longSum", "name": "m3", "fieldName": "m3"},
+    ],
+    "granularitySpec": {"segmentGranularity": "day", "queryGranularity": "none", "rollup": False},
+}
+INTERVAL = "2025-01-01/2025-01-31"
+PAPER = {"count": 53.5e6, "sum": 36.2e6}
+
+
+def generate(rows: int, seed: int = 7) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    cols: dict[str, Any] = {"ts": rng.integers(START_MS, START_MS + DAYS * 86_400_000, rows, dtype=np.int64)}
+    for name, card in CARDS.items():
+        values = np.array([f"{name}_{i}" for i in range(card)], dtype=object)
+        # a skewed (Zipf-like) choice, as real dimensions are
+        idx = np.minimum((rng.pareto(1.2, rows) * card / 20).astype(np.int64), card - 1)
+        cols[name] = pa.array(values[idx], type=pa.string())
+    cols["m1"] = rng.integers(0, 1000, rows, dtype=np.int64)
+    cols["m2"] = rng.random(rows) * 100.0
+    cols["m3"] = rng.integers(0, 10, rows, dtype=np.int64)
+    return pa.table(cols)
+
+
+def load(settings: Any, rows: int) -> None:
+    from radstack.spec import parse_data_schema
+    from serving.deep_storage import open_deep_storage
+    from serving.indexer import index_partition
+    from serving.metadata import MetadataStore
+    from serving.publish import publish
+
+    md = MetadataStore.from_url(settings.metadata_url)
+    md.create_tables()
+    if md.segments(DS):
+        print(f"datasource {DS!r} already loaded in {settings.home}")
+        md.close()
+        return
+    t0 = time.perf_counter()
+    table = generate(rows)
+    t1 = time.perf_counter()
+    deep = open_deep_storage(settings)
+    res = index_partition(table, parse_data_schema(SCHEMA), version="2025-02-01T00:00:00.000Z", deep_storage=deep)
+    publish(md, deep, res.segments)
+    t2 = time.perf_counter()
+    md.close()
+    print(f"generated {rows:,} rows in {t1 - t0:.1f}s; indexed + published {len(res.segments)} segments "
+          f"in {t2 - t1:.1f}s ({rows / (t2 - t1) / 1e6:.2f} M rows/s)")
+
+
+def timed(fn: Any, repeat: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def scan_rates(settings: Any, cores: int, repeat: int) -> list[dict[str, Any]]:
+    from radstack.intervals import Interval
+    from serving.broker.native import run_native_query
+    from serving.broker.service import BrokerService, time_range_sql
+    from serving.deep_storage import open_deep_storage
+    from serving.metadata import MetadataStore
+
+    md = MetadataStore.from_url(settings.metadata_url)
+    svc = BrokerService(settings, md, open_deep_storage(settings))
+    t0 = time.perf_counter()
+    svc.refresh()
+    st = svc.datasource(DS)
+    assert st is not None
+    print(f"broker loaded {len(st.chunks)} segments into memory in {time.perf_counter() - t0:.1f}s")
+    files = [str(_parquet_of(c.loaded)) for c in st.chunks]
+    iv = Interval.parse(INTERVAL)
+    pred = time_range_sql(iv.start, iv.end)
+    cur = svc.connection()
+    n_rows = cur.execute(f'SELECT count(*) FROM "{DS}" WHERE {pred}').fetchone()[0]  # type: ignore[index]
+    raw = duckdb.connect()
+    raw.execute(f"SET threads = {cores}")
+    raw_src = f"read_parquet({files!r})"
+    out = []
+    native = {
+        "count": {"type": "count", "name": "c"},
+        "sum": {"type": "longSum", "name": "s", "fieldName": "m1"},
+    }
+    for kind, agg in (("count", "count(*)"), ("sum", 'sum("m1")')):
+        t_view = timed(lambda a=agg: cur.execute(f'SELECT {a} FROM "{DS}" WHERE {pred}').fetchall(), repeat)
+        t_raw = timed(lambda a=agg: raw.execute(f"SELECT {a} FROM {raw_src} WHERE {pred}").fetchall(), repeat)
+        q = {"queryType": "timeseries", "dataSource": DS, "intervals": [INTERVAL], "granularity": "all",
+             "aggregations": [native[kind]]}
+        t_native = timed(lambda q=q: run_native_query(svc, q), repeat)
+        out.append({"query": kind, "rows": n_rows, "view_s": t_view, "raw_s": t_raw, "native_s": t_native,
+                    "view_rate": n_rows / t_view / cores, "raw_rate": n_rows / t_raw / cores,
+                    "native_rate": n_rows / t_native / cores, "ratio": t_view / t_raw,
+                    "native_ratio": t_native / t_raw, "paper": PAPER[kind]})
+    svc.stop()
+    md.close()
+    return out
+
+
+def _parquet_of(loaded: Any) -> Path:
+    if loaded.local_dir is not None:
+        found = sorted(p for p in Path(loaded.local_dir).rglob("*.parquet") if p.is_file())
+        if found:
+            return found[0]
+    return Path(loaded.segment.load_spec["path"])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    logs = home / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    log = open(logs / "bench-server.log", "wb")  # noqa: SIM115 - lives as long as the server
+    code = ("import uvicorn; from radstack.config import load_settings; from serving.app import create_app; "
+            f"uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')")
+    env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 300
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited; see {logs / 'bench-server.log'}")
+        try:
+            r = httpx.get(f"{url}/druid/v2/datasources", timeout=2)
+            if r.status_code == 200 and DS in r.json():
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop_server(proc)
+    raise RuntimeError("server did not serve the datasource in time")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def dashboard_queries(interval: str) -> dict[str, tuple[str, Any]]:
+    a, b = interval.split("/")
+    where = f"__time >= TIMESTAMP '{a} 00:00:00' AND __time < TIMESTAMP '{b} 00:00:00'"
+    return {
+        "native timeseries by hour": ("/druid/v2", {
+            "queryType": "timeseries", "dataSource": DS, "intervals": [interval], "granularity": "hour",
+            "aggregations": [{"type": "count", "name": "rows"}, {"type": "longSum", "name": "m1", "fieldName": "m1"}]}),
+        "native topN 10 on d100k": ("/druid/v2", {
+            "queryType": "topN", "dataSource": DS, "intervals": [interval], "granularity": "all",
+            "dimension": "d100k", "metric": "m1", "threshold": 10,
+            "aggregations": [{"type": "longSum", "name": "m1", "fieldName": "m1"}]}),
+        "native groupBy d10,d100 filtered": ("/druid/v2", {
+            "queryType": "groupBy", "dataSource": DS, "intervals": [interval], "granularity": "all",
+            "dimensions": ["d10", "d100"], "filter": {"type": "in", "dimension": "d1k",
+                                                      "values": [f"d1k_{i}" for i in range(0, 50)]},
+            "aggregations": [{"type": "longSum", "name": "m1", "fieldName": "m1"},
+                             {"type": "doubleSum", "name": "m2", "fieldName": "m2"}]}),
+        "SQL timeseries by hour": ("/druid/v2/sql", {"query":
+            f"SELECT TIME_FLOOR(__time, 'PT1H') AS t, COUNT(*) AS c, SUM(m1) AS m1 FROM {DS} WHERE {where} "
+            "GROUP BY 1 ORDER BY 1"}),
+        "SQL topN 10 on d100k": ("/druid/v2/sql", {"query":
+            f"SELECT d100k, SUM(m1) AS m1 FROM {DS} WHERE {where} GROUP BY 1 ORDER BY 2 DESC LIMIT 10"}),
+        "SQL groupBy d10,d100 filtered": ("/druid/v2/sql", {"query":
+            f"SELECT d10, d100, SUM(m1) AS m1, SUM(m2) AS m2 FROM {DS} WHERE {where} AND d1k IN ("
+            + ", ".join(f"'d1k_{i}'" for i in range(50)) + ") GROUP BY 1, 2"}),
+    }
+
+
+def latency(url: str, queries: dict[str, tuple[str, Any]], n: int) -> list[dict[str, Any]]:
+    out = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for name, (path, body) in queries.items():
+            r = client.post(path, json=body)
+            if r.status_code != 200:
+                out.append({"query": name, "error": f"{r.status_code} {r.text[:200]}"})
+                continue
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                r = client.post(path, json=body)
+                times.append((time.perf_counter() - t0) * 1000)
+                r.raise_for_status()
+            times.sort()
+            out.append({"query": name, "p50": times[len(times) // 2],
+                        "p99": times[min(len(times) - 1, int(len(times) * 0.99))], "n": n})
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--home", default="/tmp/radstack-bench")
+    ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--skip-http", action="store_true")
+    args = ap.parse_args()
+    home = Path(args.home).resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.environ["RADSTACK_HOME"] = str(home)
+    from radstack.config import load_settings
+
+    settings = load_settings(env={"RADSTACK_HOME": str(home)})
+    cores = os.cpu_count() or 1
+    load(settings, args.rows)
+    print(f"\n## scan rate ({cores} cores, median of {args.repeat})")
+    print("| query | rows | radstack view | rows/s/core | native timeseries | raw DuckDB on Parquet | rows/s/core | "
+          "view / raw | paper (Druid) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in scan_rates(settings, cores, args.repeat):
+        print(f"| {r['query']} | {r['rows']:,} | {r['view_s'] * 1000:.1f} ms | {r['view_rate'] / 1e6:.1f} M | "
+              f"{r['native_s'] * 1000:.1f} ms ({r['native_rate'] / 1e6:.1f} M) | {r['raw_s'] * 1000:.1f} ms | "
+              f"{r['raw_rate'] / 1e6:.1f} M | {r['ratio']:.2f} (native {r['native_ratio']:.2f}) | "
+              f"{r['paper'] / 1e6:.1f} M |")
+    if args.skip_http:
+        return
+    proc, url = start_server(home)
+    try:
+        for label, interval in (("one day", "2025-01-15/2025-01-16"), ("all 30 days", INTERVAL)):
+            print(f"\n## dashboard latency over HTTP, {label} ({args.requests} sequential requests each)")
+            print("| query | p50 ms | p99 ms |")
+            print("|---|---|---|")
+            for r in latency(url, dashboard_queries(interval), args.requests):
+                if "error" in r:
+                    print(f"| {r['query']} | error: {r['error']} | |")
+                else:
+                    print(f"| {r['query']} | {r['p50']:.1f} | {r['p99']:.1f} |")
+    finally:
+        stop_server(proc)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""``radctl backfill --interval START/END [--datasource D] [--via airflow|local] [--wait] [--force]``.
+
+Splits the interval into segment-granularity chunks, rebuilds them locally (Spark ``local[*]``) or
+triggers one Airflow DAG run per chunk, shows progress per chunk and prints a summary table: per chunk,
+the rows and events (sum of the count metric) that served it before (the real-time data) and that serve
+it now (batch), and the version now serving it. Exit codes: 0 all published, 1 a chunk failed,
+2 bad input (interval, datasource, intervals not closed), 3 Airflow unreachable or refusing.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from radstack.cli import app
+
+console = Console(highlight=False, stderr=True)
+
+
+class Via(StrEnum):
+    auto = "auto"
+    airflow = "airflow"
+    local = "local"
+
+
+@app.command("backfill")
+def backfill(
+    interval: str = typer.Option(..., "--interval", "-i", help="ISO-8601 interval: START/END or START/PERIOD (2026-11-20/P1D)."),
+    datasource: str = typer.Option(None, "--datasource", "-d", help="Datasource to rebuild (default: every datasource with topics)."),
+    via: Via = typer.Option(Via.auto, "--via", help="airflow (REST API), local (Spark here); auto: airflow when airflow.url is set."),
+    wait: bool = typer.Option(False, "--wait", help="With --via airflow: wait for the DAG runs and print the summary."),
+    force: bool = typer.Option(False, "--force", help="Rebuild even if the interval is not closed (window period / archiver watermark)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON lines on stdout."),
+    config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
+) -> None:
+    """Rebuild closed intervals from the raw archive; the new version overshadows the real-time data."""
+    from batch.backfill import AirflowError, BackfillError, plan_backfill, run_airflow, run_local
+    from batch.planning import NotClosedError
+    from radstack.config import ConfigError, load_settings
+
+    try:
+        settings = load_settings(config)
+        plan = plan_backfill(settings, interval, datasource)
+    except (BackfillError, ConfigError) as e:
+        console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+    mode = via.value
+    if mode == "auto":
+        mode = "airflow" if settings.get("airflow.url") else "local"
+    for ds, chunks in plan.chunks.items():
+        console.print(f"{ds}: {len(chunks)} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {mode}")
+
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=console, transient=False,
+    ) as bar:  # fmt: skip
+        task = bar.add_task("rebuilding" if mode == "local" else "triggering", total=plan.total)
+        done: set[tuple[str, int]] = set()
+
+        def progress(r) -> None:  # type: ignore[no-untyped-def]
+            key = (r.datasource, r.interval.start)
+            bar.console.print(f"  {r.datasource} {r.interval.iso()}: {r.status}" + (f" — {r.error}" if r.error else ""))
+            final = {"published", "failed", "success", "timeout"} if mode == "local" or wait else {"triggered"}
+            if r.status in final and key not in done:
+                done.add(key)
+                bar.advance(task)
+
+        try:
+            if mode == "local":
+                results = run_local(settings, plan, force=force, progress=progress)
+            else:
+                results = run_airflow(settings, plan, wait=wait, force=force, progress=progress)
+        except NotClosedError as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        except AirflowError as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(3) from None
+
+    if as_json:
+        for r in results:
+            typer.echo(orjson.dumps(r.to_json()).decode())
+    _summary(results, mode, wait)
+    if any(r.status in ("failed", "timeout") for r in results):
+        raise typer.Exit(1)
+
+
+def _summary(results, mode: str, wait: bool) -> None:  # type: ignore[no-untyped-def]
+    table = Table(title="backfill summary", show_lines=False)
+    for col, kw in (("datasource", {}), ("chunk", {}), ("status", {}), ("real-time rows", {"justify": "right"}),
+                    ("real-time events", {"justify": "right"}), ("batch rows", {"justify": "right"}),
+                    ("batch events", {"justify": "right"}), ("serving version", {})):  # fmt: skip
+        table.add_column(col, **kw)
+    show_counts = mode == "local" or wait
+    for r in results:
+        status = r.status if not r.error else f"{r.status}: {r.error[:80]}"
+        table.add_row(
+            r.datasource, r.interval.iso(), status,
+            *(map(str, (r.before_rows, r.before_events, r.rows, r.events)) if show_counts else ("", "", "", "")),
+            r.version if show_counts else r.run_id,
+        )  # fmt: skip
+    Console(highlight=False).print(table)

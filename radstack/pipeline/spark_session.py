@@ -1,0 +1,114 @@
+"""One place that builds the SparkSession every radstack Spark job uses.
+
+The settings that matter on a small machine (see /work/shared/docs/environment.md): few shuffle
+partitions (they are frozen into a streaming checkpoint), Python worker reuse, Spark bound to
+127.0.0.1 with the UI off, ``TIMESTAMP_MICROS`` Parquet, UTC session time zone, and the Kafka
+connector jars from the JVM manifest on ``spark.jars``. Spark's and Java's logs go to a file under
+``$RADSTACK_HOME/logs`` (a log4j2 configuration written there), never to the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["build_spark_session", "write_log4j2_config", "DEFAULT_SHUFFLE_PARTITIONS"]
+
+DEFAULT_SHUFFLE_PARTITIONS = 4
+
+_LOG4J2 = """\
+status = error
+name = radstack
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{yyyy-MM-dd HH:mm:ss.SSS}} %p %c{{1}}: %m%n
+rootLogger.level = {level}
+rootLogger.appenderRef.file.ref = file
+logger.kafka.name = org.apache.kafka
+logger.kafka.level = warn
+logger.parquet.name = org.apache.parquet
+logger.parquet.level = error
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = warn
+"""
+
+
+def write_log4j2_config(log_dir: Path, name: str = "spark", level: str = "warn") -> Path:
+    """A log4j2 properties file sending every JVM log line to ``log_dir/<name>.log``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    conf = log_dir / f"log4j2-{name}.properties"
+    conf.write_text(_LOG4J2.format(path=log_dir / f"{name}.log", level=level))
+    return conf
+
+
+def build_spark_session(
+    settings: Any | None = None,
+    *,
+    app_name: str = "radstack",
+    master: str | None = None,
+    shuffle_partitions: int | None = None,
+    kafka: bool = True,
+    log_name: str = "spark",
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Get or create the session. ``settings`` (radstack Settings) supplies ``spark.master``,
+    ``spark.shuffle_partitions``, ``spark.driver_memory``, ``spark.conf`` and the log directory;
+    ``kafka`` adds Spark's Kafka connector jars. An already running session is returned as is (its
+    jars cannot change any more)."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", _python())
+    from pyspark.sql import SparkSession
+
+    get = settings.get if settings is not None else (lambda _k, d=None: d)
+    if settings is not None:
+        log_dir = Path(settings.logs_dir)
+    else:
+        log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
+    log_conf = write_log4j2_config(log_dir, log_name)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Dlog4j.configurationFile=file:{log_conf}"
+    parts = int(shuffle_partitions or get("spark.shuffle_partitions", DEFAULT_SHUFFLE_PARTITIONS))
+    b = (
+        SparkSession.builder.appName(app_name)
+        .master(master or str(get("spark.master", "local[*]") or "local[*]"))
+        .config("spark.driver.memory", str(get("spark.driver_memory", "2g") or "2g"))
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", str(parts))
+        .config("spark.default.parallelism", str(parts))
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.streaming.stateStore.providerClass",
+                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+    )  # fmt: skip
+    if kafka:
+        from radstack.jvm import jars
+
+        jvm_dir = Path(settings.jvm_dir) if settings is not None else None
+        b = b.config("spark.jars", ",".join(str(p) for p in jars("spark-kafka", jvm_dir)))
+    for k, v in dict(get("spark.conf", {}) or {}).items():
+        b = b.config(str(k), str(v))
+    for k, v in (extra_conf or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

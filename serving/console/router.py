@@ -1,0 +1,142 @@
+"""The console's routes: the single-page app at ``/`` and ``/console/…`` (static files, no build
+step, no CDN) and its JSON helpers under ``/radstack/v1/…``:
+
+- ``GET /radstack/v1/capabilities``: what this server offers the console (auth on/off, backfill);
+- ``GET /radstack/v1/whoami``: the user the request's Basic credentials name, and its role;
+- ``GET /radstack/v1/datasources``: per-datasource summary (rows, size, segments, time range,
+  ingestion rate, freshness);
+- ``GET /radstack/v1/timeline/{dataSource}?interval=…``: every segment (used or not) with its kind,
+  overshadowed flag and visible pieces;
+- ``GET /radstack/v1/ingestion``: streaming job / archiver state and recent tasks with counters.
+
+The static files and ``capabilities``/``whoami`` are readable without credentials so that the
+console can load and show its sign-in form (see ``serving.auth.UNSECURED_PREFIXES``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import FileResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
+
+from radstack.intervals import Interval
+from serving.console.ingestion_view import datasource_summaries, ingestion_view
+from serving.console.timeline_view import timeline_view
+from serving.errors import invalid_input, not_found
+
+STATIC = Path(__file__).parent / "static"
+BACKFILL_PATH = "/radstack/v1/backfill"
+CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                 ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".ico": "image/x-icon"}
+
+router = APIRouter()
+
+
+def _ctx(request: Request) -> Any:
+    return request.app.state.ctx
+
+
+def _static(name: str) -> FileResponse:
+    path = (STATIC / name).resolve()
+    if STATIC.resolve() not in path.parents or not path.is_file():
+        raise not_found(f"no console file [{name}]")
+    return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
+                        headers={"Cache-Control": "no-cache"})
+
+
+@router.get("/", include_in_schema=False)
+def index() -> FileResponse:
+    return _static("index.html")
+
+
+@router.get("/console", include_in_schema=False)
+def console_root() -> RedirectResponse:
+    return RedirectResponse("/console/")
+
+
+@router.get("/console/", include_in_schema=False)
+def console_index() -> FileResponse:
+    return _static("index.html")
+
+
+@router.get("/unified-console.html", include_in_schema=False)
+def unified_console() -> RedirectResponse:
+    return RedirectResponse("/")
+
+
+@router.get("/console/{name:path}", include_in_schema=False)
+def console_file(name: str) -> FileResponse:
+    return _static(name)
+
+
+def backfill_available(request: Request) -> bool:
+    """True once some router (the batch layer's) serves ``POST /radstack/v1/backfill``."""
+    for route in request.app.router.routes:
+        if getattr(route, "path", None) == BACKFILL_PATH and "POST" in (getattr(route, "methods", None) or ()):
+            return True
+    return False
+
+
+@router.get("/radstack/v1/capabilities")
+def capabilities(request: Request) -> dict[str, Any]:
+    settings = _ctx(request).settings
+    backfill = backfill_available(request)
+    return {
+        "auth": bool(settings.get("server.auth.enabled")),
+        "backfill": backfill,
+        "backfillEndpoint": BACKFILL_PATH if backfill else None,
+        "version": request.app.version,
+    }
+
+
+@router.get("/radstack/v1/whoami")
+def whoami(request: Request) -> dict[str, Any]:
+    settings = _ctx(request).settings
+    if not settings.get("server.auth.enabled"):
+        return {"authenticated": True, "name": None, "role": "admin", "auth": False}
+    from serving.auth import authenticate, load_users
+
+    user = authenticate(request.headers.get("authorization"), load_users(settings))
+    if user is None:
+        return {"authenticated": False, "name": None, "role": None, "auth": True}
+    return {"authenticated": True, "name": user.name, "role": user.role, "auth": True}
+
+
+@router.get("/radstack/v1/datasources")
+async def datasources(request: Request) -> list[dict[str, Any]]:
+    return await run_in_threadpool(datasource_summaries, _ctx(request).metadata)
+
+
+@router.get("/radstack/v1/timeline/{data_source}")
+async def timeline(data_source: str, request: Request, interval: str | None = None,
+                   includeUnused: bool = True) -> dict[str, Any]:  # noqa: N803 - Druid-style name
+    window = None
+    if interval:
+        try:
+            window = Interval.parse(interval.replace("_", "/"))
+        except ValueError as e:
+            raise invalid_input(f"invalid interval {interval!r}: {e}") from e
+    metadata = _ctx(request).metadata
+
+    def build() -> dict[str, Any]:
+        used = None if includeUnused else True
+        rows = metadata.segment_rows(data_source, used=used, interval=window)
+        if window is not None and rows:
+            # Overshadowing of a segment reaching outside the window depends on what covers it there.
+            wide = Interval(min(r.segment.interval.start for r in rows), max(r.segment.interval.end for r in rows))
+            if not window.contains(wide):
+                keep = {r.segment.identifier for r in rows}
+                extra = [r for r in metadata.segment_rows(data_source, used=True, interval=wide)
+                         if r.segment.identifier not in keep]
+                return timeline_view(data_source, rows, window, context=extra)
+        return timeline_view(data_source, rows, window)
+
+    return await run_in_threadpool(build)
+
+
+@router.get("/radstack/v1/ingestion")
+async def ingestion(request: Request) -> dict[str, Any]:
+    return await run_in_threadpool(ingestion_view, _ctx(request))
