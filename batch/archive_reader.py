@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from batch.storage_conf import storage_spark_conf
 from radstack.granularity import Granularity
 from radstack.intervals import Interval
 from realtime.archiver.layout import hour_dir, topic_prefix
@@ -139,38 +140,3 @@ def read_archive(
             for src, dst in KAFKA_LAYOUT.items()
         ]
     )
-
-
-def storage_spark_conf(deep_storage_settings: Mapping[str, Any], jvm_dir: Any = None) -> dict[str, str]:
-    """Spark settings to read (and write) the deep storage ``deep_storage_settings`` names."""
-    typ = str(deep_storage_settings.get("type") or "local").lower()
-    conf: dict[str, str] = {}
-    if typ == "s3":
-        from pathlib import Path
-
-        from radstack.jvm import jars
-
-        conf["spark.jars"] = ",".join(str(p) for p in jars("hadoop-aws", Path(jvm_dir) if jvm_dir else None))
-        endpoint = str(deep_storage_settings.get("endpoint_url") or "")
-        pre = "spark.hadoop.fs.s3a."
-        conf[pre + "impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
-        conf[pre + "endpoint.region"] = str(deep_storage_settings.get("region") or "us-east-1")
-        if endpoint:
-            conf[pre + "endpoint"] = endpoint
-            conf[pre + "path.style.access"] = "true"
-            conf[pre + "connection.ssl.enabled"] = "true" if endpoint.startswith("https") else "false"
-        conf[pre + "aws.credentials.provider"] = (
-            "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider,"
-            "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider,"
-            "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider"
-        )
-        # no directory-marker/committer magic needed: the job only reads raw files through s3a
-        conf[pre + "change.detection.mode"] = "none"
-    elif typ == "hdfs":
-        fs = str(deep_storage_settings.get("hdfs_fs_url") or "")
-        if fs:
-            conf["spark.hadoop.fs.defaultFS"] = fs
-        user = str(deep_storage_settings.get("user") or "")
-        if user:
-            conf["spark.hadoop.hadoop.user.name"] = user
-    return conf

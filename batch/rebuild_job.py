@@ -27,8 +27,7 @@ import argparse
 import logging
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -127,15 +126,10 @@ def read_inputs(spark: SparkSession, deep_storage: Any, spec: DatasourceSpec, ch
 
 # ---- indexing ----------------------------------------------------------------------------------
 
-_RESULT_SCHEMA = "segment STRING, stats STRING"
-
-
 def _hash_columns(df: DataFrame, spec: DatasourceSpec) -> list[str]:
-    """Columns to hash-partition on: the dimensions present in ``df`` (a transform overwriting a
-    column makes its input value meaningless for grouping, so those are left out)."""
-    ds = spec.data_schema
-    produced = {t.name for t in ds.transforms}
-    return [d.name for d in ds.dimensions if d.name in df.columns and d.name not in produced]
+    """Columns to hash-partition on: the dimensions (pipeline output is already transformed), so all
+    rows of one rolled-up (time, dims) group meet in one Arrow partition."""
+    return [d.name for d in spec.data_schema.dimensions if d.name in df.columns]
 
 
 def index_dataframe(
@@ -147,57 +141,29 @@ def index_dataframe(
     deep_storage_settings: dict[str, Any],
     partitions: int,
 ) -> tuple[list[Any], dict[str, int]]:
-    """Hash-partition ``df`` on the dimensions into ``partitions`` Arrow partitions and index each with
-    the shared indexer into core-set segments of ``version`` (not yet renumbered, not published)."""
-    import pyarrow as pa
+    """Keep the rows of ``chunks``, hash-partition them on the dimensions into ``partitions`` Arrow
+    partitions and index each with the shared indexer (:func:`radstack.pipeline.segments.index_dataframe`)
+    into core-set segments of ``version`` — each Spark partition in its own number range, to be
+    renumbered with :func:`serving.indexer.renumber_core`; nothing is published here."""
+    from pyspark.sql import functions as F
 
-    from serving.indexer import IngestStats
+    from radstack.pipeline.segments import index_dataframe as index_partitions
+    from radstack.spec import TIME_COLUMN
 
-    ds = spec.data_schema
-    schema = replace(ds, granularity=replace(ds.granularity, intervals=tuple(chunks)))
+    lo, hi = chunks[0].start, chunks[-1].end
+    df = df.where((F.col(TIME_COLUMN) >= F.lit(lo)) & (F.col(TIME_COLUMN) < F.lit(hi)))
     cols = _hash_columns(df, spec)
     parts = max(1, int(partitions))
-    df = df.repartition(parts, *cols) if cols else df.repartition(parts)
-    offsets_of = list(chunks)
-    ds_settings = dict(deep_storage_settings)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        from serving.deep_storage import open_deep_storage
-        from serving.indexer import index_partition
-
-        pid = TaskContext.get().partitionId()
-        blist = list(batches)
-        if not blist:
-            return
-        table = pa.Table.from_batches(blist)
-        if table.num_rows == 0:
-            return
-        res = index_partition(
-            table,
-            schema,
-            version=version,
-            deep_storage=open_deep_storage(ds_settings),
-            shard="core",
-            partition_offset={iv: pid * PARTITION_STRIDE for iv in offsets_of},
-        )
-        st = orjson.dumps(res.stats.to_row_stats()).decode()
-        segs = [s.to_payload() for s in res.segments] or [""]
-        yield pa.RecordBatch.from_pydict({"segment": segs, "stats": [st] + [None] * (len(segs) - 1)})
-
-    from serving.segments import DataSegment
-
-    rows = df.mapInArrow(run, _RESULT_SCHEMA).collect()
-    segments = [DataSegment.from_json(r["segment"]) for r in rows if r["segment"]]
-    total = IngestStats()
-    for r in rows:
-        if r["stats"]:
-            s = orjson.loads(r["stats"])
-            total.merge(IngestStats(processed=s["processed"], processed_bytes=s["processedBytes"],
-                                    processed_with_error=s["processedWithError"], unparseable=s["unparseable"],
-                                    thrown_away=s["thrownAway"], filtered=s["filtered"]))  # fmt: skip
-    return segments, total.to_row_stats()
+    df = df.repartition(parts, *cols) if cols else df.repartition(parts, TIME_COLUMN)
+    res = index_partitions(
+        df,
+        spec.data_schema,
+        deep_storage_config=deep_storage_settings,
+        version=version,
+        shard="core",
+        stride=PARTITION_STRIDE,
+    )
+    return res.segments, res.stats.to_row_stats()
 
 
 # ---- the job -----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from batch.archive_reader import storage_spark_conf
+from batch.storage_conf import storage_spark_conf
 
 __all__ = ["PACKAGES", "REPO_ROOT", "is_cluster_master", "build_package", "submit_args", "spark_submit_command"]
 

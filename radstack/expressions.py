@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from radstack import joda
+from radstack.granularity import Granularity
 from radstack.intervals import Period, TimeParseError, parse_instant
 
 __all__ = [
@@ -398,6 +399,21 @@ def _fields(p: Period) -> list[tuple[str, int]]:
     ]  # fmt: skip
 
 
+def _spark_day_floor_from_origin(ms: str, p: Period, period: str, origin: int, tz: str) -> str:
+    """Spark: whole days/weeks counted from an origin at local midnight (Druid's default origin)."""
+    from radstack.intervals import ms_to_datetime
+
+    origin_local = ms_to_datetime(origin).astimezone(joda.zone(tz))
+    if p.is_calendar or p.fixed_millis % 86_400_000 or origin_local.time() != origin_local.time().min:
+        raise ExpressionError(f"timestamp_floor with period {period!r} and an origin is not supported on Spark")
+    n = p.fixed_millis // 86_400_000
+    local = millis_to_local_sql(ms, tz, "spark")
+    olocal = millis_to_local_sql(str(origin), tz, "spark")
+    d = f"datediff(to_date({local}), to_date({olocal}))"
+    k = f"({d} - pmod({d}, {n}))"
+    return local_to_millis_sql(f"CAST(date_add(to_date({olocal}), {k}) AS TIMESTAMP)", tz, "spark")
+
+
 def _mod_floor(x: str, step: int, origin: int, dialect: str) -> str:
     """Floor ``x`` to a multiple of ``step`` counted from ``origin`` (exact integer arithmetic)."""
     shifted = f"({x} - {origin})" if origin else x
@@ -417,11 +433,15 @@ def time_floor_sql(
     p = _period(period)
     fields = _fields(p)
     fixed = not p.is_calendar and not p.weeks and (not p.days or _is_utc(tz))
+    if origin is None and len(fields) == 1 and fields[0][1] > 1:
+        # Druid aligns several units (PT6H, P2D …) on multiples from its default origin,
+        # 1970-01-01T00:00 on the zone's wall clock (PeriodGranularity).
+        origin = Granularity.parse({"type": "period", "period": period, "timeZone": tz})._default_origin()
     if origin is not None:
         if fixed and p.fixed_millis > 0:
             return _mod_floor(ms, p.fixed_millis, origin, dialect)
         if dialect == "spark":
-            raise ExpressionError(f"timestamp_floor with period {period!r} and an origin is not supported on Spark")
+            return _spark_day_floor_from_origin(ms, p, period, origin, tz)
         local = millis_to_local_sql(ms, tz, dialect)
         olocal = millis_to_local_sql(str(origin), tz, dialect)
         months = p.years * 12 + p.months

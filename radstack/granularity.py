@@ -142,16 +142,7 @@ class Granularity:
             origin = self.origin or 0
             return origin + ((ms - origin) // self.duration) * self.duration
         assert self.period is not None
-        p = self.period
-        if self.origin is not None:
-            return self._bucket_from_origin(ms)
-        if not p.is_calendar and not p.weeks and not p.days and self.time_zone == "UTC":
-            # Fixed lengths in UTC (PT5M, PT1H, PT6H …): truncation by field equals epoch modulo
-            # whenever the length divides a day, which is the case for every simple granularity.
-            step = p.fixed_millis
-            if 86_400_000 % step == 0:
-                return (ms // step) * step
-        return datetime_to_ms(self._truncate_local(ms_to_datetime(ms).astimezone(self.zone)))
+        return self._period_bucket_start(ms)
 
     def next_start(self, bucket_start: int) -> int:
         """The start of the bucket after the one starting at ``bucket_start``."""
@@ -239,15 +230,47 @@ class Granularity:
         ms = datetime_to_ms(dt)
         return ms_to_datetime((ms // step) * step).astimezone(tz)
 
-    def _bucket_from_origin(self, ms: int) -> int:
-        assert self.period is not None and self.origin is not None
+    def _default_origin(self) -> int:
+        """Druid's default origin: 1970-01-01T00:00 on the zone's wall clock."""
+        return datetime_to_ms(datetime(1970, 1, 1, tzinfo=self.zone))
+
+    def _period_bucket_start(self, ms: int) -> int:
+        """Druid's PeriodGranularity.truncate: a single-field period of one unit floors that field
+        in the zone; several units (or an explicit origin) count whole periods from the origin
+        (default: local midnight of 1970-01-01); compound periods step from the origin."""
+        assert self.period is not None
         p = self.period
-        if not p.is_calendar and not p.weeks and not p.days:
-            step = p.fixed_millis
-            return self.origin + ((ms - self.origin) // step) * step
-        origin_dt = ms_to_datetime(self.origin).astimezone(self.zone)
+        has_origin = self.origin is not None
+        origin = self.origin if has_origin else self._default_origin()
+        secs, millis = divmod(p.millis, 1000)
+        fields = [("years", p.years), ("months", p.months), ("weeks", p.weeks), ("days", p.days),
+                  ("hours", p.hours), ("minutes", p.minutes), ("seconds", secs), ("millis", millis)]
+        nonzero = [(f, v) for f, v in fields if v]
+        if len(nonzero) > 1:  # compound (PT1H30M, P1DT12H …)
+            if not p.is_calendar and (self.time_zone == "UTC" or not (p.days or p.weeks)):
+                step = p.fixed_millis
+                return origin + ((ms - origin) // step) * step
+            return self._bucket_from_origin(ms, origin)
+        field, n = nonzero[0]
+        if field in ("hours", "minutes", "seconds", "millis"):
+            if n > 1 or has_origin or field == "millis":
+                step = p.fixed_millis
+                return origin + ((ms - origin) // step) * step
+            if self.time_zone == "UTC":
+                step = p.fixed_millis
+                return (ms // step) * step
+            return datetime_to_ms(self._truncate_local(ms_to_datetime(ms).astimezone(self.zone)))
+        if n > 1 or has_origin:
+            return self._bucket_from_origin(ms, origin)
+        return datetime_to_ms(self._truncate_local(ms_to_datetime(ms).astimezone(self.zone)))
+
+    def _bucket_from_origin(self, ms: int, origin: int) -> int:
+        """The last ``origin + k·period`` (calendar-aware, in the zone) that is ≤ ``ms``."""
+        assert self.period is not None
+        p = self.period
+        origin_dt = ms_to_datetime(origin).astimezone(self.zone)
         # Estimate the number of steps, then correct by walking (at most a few iterations).
-        n = (ms - self.origin) // max(self.approx_millis(), 1)
+        n = (ms - origin) // max(self.approx_millis(), 1)
         cur = p.add_to(origin_dt, int(n))
         while datetime_to_ms(cur) > ms:
             n -= 1
@@ -256,7 +279,6 @@ class Granularity:
             n += 1
             cur = p.add_to(origin_dt, int(n))
         return datetime_to_ms(cur)
-
 
 def _zone(name: str) -> ZoneInfo:
     if name.upper() in ("UTC", "Z", "ETC/UTC"):

@@ -23,7 +23,10 @@ from radstack.config import Settings
 from serving.errors import DruidError
 
 ROLES = ("read", "admin")
-UNSECURED_PATHS = ("/status/health",)
+UNSECURED_PATHS = ("/status/health",
+                   # the web console's static files and what it needs to show its sign-in form
+                   "/", "/console", "/unified-console.html", "/radstack/v1/capabilities", "/radstack/v1/whoami")
+UNSECURED_PREFIXES = ("/console/",)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 READ_POST_PREFIXES = ("/druid/v2",)  # native + SQL queries (and their cancels)
 
@@ -75,7 +78,7 @@ class BasicAuthMiddleware:
         self.users = dict(users)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in UNSECURED_PATHS:
+        if scope["type"] != "http" or scope["path"] in UNSECURED_PATHS or scope["path"].startswith(UNSECURED_PREFIXES):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}

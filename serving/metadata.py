@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,10 +285,17 @@ class MetadataStore:
         if res.rowcount == 0:
             self._upsert(conn, st, {"key": _SEQ_KEY, "value": "1", "updated": now}, ["key"])
 
-    def publish(self, segments: Sequence[DataSegment], *, mark_unused_ids: Iterable[str] = ()) -> None:
+    def publish(
+        self,
+        segments: Sequence[DataSegment],
+        *,
+        mark_unused_ids: Iterable[str] = (),
+        state: Mapping[str, Any] | None = None,
+    ) -> None:
         """Insert ``segments`` as used and mark ``mark_unused_ids`` unused, in ONE transaction. An id
         that already exists (or twice in the batch) raises :class:`SegmentExistsError` and nothing of
-        this publish becomes visible."""
+        this publish becomes visible. ``state`` (key → JSON value) is written to ``radstack_state`` in
+        the same transaction (e.g. the streaming job's "batch N is done" record)."""
         segments = list(segments)
         drop = list(dict.fromkeys(str(i) for i in mark_unused_ids))
         ids = [s.identifier for s in segments]
@@ -325,6 +332,12 @@ class MetadataStore:
                     conn.execute(
                         sa.update(t).where(t.c.id.in_(chunk), t.c.used == sa.true())
                         .values(used=False, used_status_last_updated=now)
+                    )
+                for key, value in (state or {}).items():
+                    if key == _SEQ_KEY:
+                        raise ValueError(f"{key!r} is reserved")
+                    self._upsert(
+                        conn, self.t_state, {"key": key, "value": json.dumps(value), "updated": now}, ["key"]
                     )
                 if rows or drop:
                     self._bump_seq(conn, now)

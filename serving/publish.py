@@ -8,7 +8,7 @@ A failure before the transaction leaves at most orphan descriptors, which nothin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -20,7 +20,9 @@ __all__ = ["publish", "descriptor_bytes", "descriptor_key"]
 
 
 class _Metadata(Protocol):
-    def publish(self, segments: Sequence[DataSegment], *, mark_unused_ids: Iterable[str] = ()) -> None: ...
+    def publish(
+        self, segments: Sequence[DataSegment], *, mark_unused_ids: Iterable[str] = (), **kw: Any
+    ) -> None: ...
 
 
 class _DeepStorage(Protocol):
@@ -52,9 +54,11 @@ def publish(
     segments: Sequence[DataSegment],
     *,
     mark_unused_ids: Iterable[str] = (),
+    state: Mapping[str, Any] | None = None,
 ) -> None:
     """Write descriptors, then publish ``segments`` and mark ``mark_unused_ids`` unused in one
-    transaction. Raises (and publishes nothing) when the metadata store refuses the set."""
+    transaction (with ``state`` rows written in that same transaction when given). Raises (and
+    publishes nothing) when the metadata store refuses the set."""
     segments = list(segments)
     ids = [s.identifier for s in segments]
     if len(set(ids)) != len(ids):
@@ -62,4 +66,7 @@ def publish(
         raise ValueError(f"duplicate segment ids in one publish: {', '.join(dup)}")
     for seg in segments:
         deep_storage.put_bytes(descriptor_bytes(seg), descriptor_key(deep_storage, seg))
-    metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids))
+    if state:
+        metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids), state=dict(state))
+    else:
+        metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids))

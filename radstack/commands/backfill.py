@@ -20,7 +20,7 @@ from rich.table import Table
 
 from radstack.cli import app
 
-console = Console(highlight=False, stderr=True)
+console = Console(highlight=False, stderr=True, soft_wrap=True)
 
 
 class Via(StrEnum):
@@ -55,6 +55,14 @@ def backfill(
         mode = "airflow" if settings.get("airflow.url") else "local"
     for ds, chunks in plan.chunks.items():
         console.print(f"{ds}: {len(chunks)} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {mode}")
+    if mode == "local" and not force:
+        from batch.backfill import check_plan_closed
+
+        try:
+            check_plan_closed(settings, plan)
+        except NotClosedError as e:
+            console.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
 
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

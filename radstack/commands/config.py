@@ -16,7 +16,7 @@ def show_config(
     keys: bool = typer.Option(False, "--keys", help="List every key with its environment variable."),
 ) -> None:
     """Print the effective configuration (defaults + radstack.yaml + RADSTACK_* variables)."""
-    from radstack.config import flatten, env_name, load_settings
+    from radstack.config import env_name, flatten, load_settings
 
     settings = load_settings(config)
     if keys:

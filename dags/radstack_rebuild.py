@@ -1,0 +1,182 @@
+"""Airflow DAGs: one ``radstack_rebuild_<datasource>`` per datasource spec in the catalog.
+
+Thin on purpose — the work is in ``batch/``, run in radstack's own virtualenv (Airflow lives in
+``.venv-airflow``: its pins fight pyspark's):
+
+``wait_for_archive`` (sensor, reschedule mode: ``python -m batch.airflow_tasks check`` until the interval
+is closed — window period passed and the archiver watermark past end + windowPeriod — and the configured
+delay has passed) → ``rebuild`` (``radctl backfill --via local``; ``SparkSubmitOperator`` when
+``spark.master`` is a cluster) → ``verify`` (``python -m batch.airflow_tasks verify``: the new version
+serves the interval).
+
+Schedule: the segment granularity, as explicit data intervals (``CronDataIntervalTimetable``), so a run
+covers exactly one segment bucket. Clearing a run's tasks in the UI rebuilds that interval again (a newer
+version); triggering with conf ``{"interval": "2026-11-20/P1D"}`` rebuilds any interval, and
+``{"force": true}`` skips the closedness wait.
+
+Environment: ``RADSTACK_PYTHON`` (default ``<repo>/.venv/bin/python``) and the usual ``RADSTACK_*`` /
+``RADSTACK_CONFIG`` for the settings.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # the DAG folder is dags/; radstack's packages are beside it
+    sys.path.insert(0, str(REPO))
+
+from airflow.sdk import DAG, task  # noqa: E402
+from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+#: segment granularity → cron (UTC)
+CRONS = {
+    "minute": "* * * * *", "five_minute": "*/5 * * * *", "ten_minute": "*/10 * * * *",
+    "fifteen_minute": "*/15 * * * *", "thirty_minute": "*/30 * * * *", "hour": "0 * * * *",
+    "six_hour": "0 */6 * * *", "eight_hour": "0 */8 * * *", "day": "0 0 * * *", "week": "0 0 * * 1",
+    "month": "0 0 1 * *", "quarter": "0 0 1 */3 *", "year": "0 0 1 1 *",
+}  # fmt: skip
+INTERVAL_TEMPLATE = (
+    "{{ dag_run.conf.get('interval') or (data_interval_start.strftime('%Y-%m-%dT%H:%M:%S.000Z') ~ '/' "
+    "~ data_interval_end.strftime('%Y-%m-%dT%H:%M:%S.000Z')) }}"
+)
+
+
+def radstack_python() -> str:
+    return os.environ.get("RADSTACK_PYTHON") or str(REPO / ".venv" / "bin" / "python")
+
+
+def timetable_for(granularity: Any) -> Any:
+    """Explicit data intervals at the segment granularity (cron when it has one, else fixed steps)."""
+    name = granularity.to_json()
+    if isinstance(name, str) and name.lower() in CRONS:
+        return CronDataIntervalTimetable(CRONS[name.lower()], timezone="UTC")
+    return DeltaDataIntervalTimetable(dt.timedelta(milliseconds=granularity.approx_millis()))
+
+
+def _interval(context: dict[str, Any]) -> str:
+    conf = (context.get("dag_run").conf if context.get("dag_run") is not None else None) or {}
+    if conf.get("interval"):
+        return str(conf["interval"])
+    start, end = context["data_interval_start"], context["data_interval_end"]
+    fmt = "%Y-%m-%dT%H:%M:%S.000Z"
+    return f"{start.astimezone(dt.UTC).strftime(fmt)}/{end.astimezone(dt.UTC).strftime(fmt)}"
+
+
+def _force(context: dict[str, Any]) -> bool:
+    dag_run = context.get("dag_run")
+    return bool(((dag_run.conf if dag_run is not None else None) or {}).get("force"))
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.setdefault("PYTHONPATH", str(REPO))
+    proc = subprocess.run(args, cwd=REPO, env=env, capture_output=True, text=True, check=False)
+    for line in (proc.stdout + proc.stderr).splitlines():
+        log.info("%s", line)
+    return proc
+
+
+def make_dag(name: str, spec: Any, settings: Any) -> DAG:
+    from radstack.intervals import Period
+
+    delay = Period.parse(str(settings.get("airflow.schedule_delay") or "PT0S")).fixed_millis
+    master = str(settings.get("spark.master") or "local[*]")
+    with DAG(
+        dag_id=f"{settings.get('airflow.dag_prefix') or 'radstack_rebuild_'}{name}",
+        description=f"Rebuild {name} from the raw archive (batch layer)",
+        schedule=timetable_for(spec.data_schema.segment_granularity),
+        start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
+        catchup=False,
+        max_active_runs=4,
+        tags=["radstack", "batch", name],
+        default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=5)},
+        params={},
+    ) as dag:
+
+        @task.sensor(task_id="wait_for_archive", poke_interval=60, timeout=24 * 3600, mode="reschedule")
+        def wait_for_archive(**context: Any) -> bool:
+            interval = _interval(context)
+            if _force(context):
+                log.info("force: not waiting for %s to close", interval)
+                return True
+            end = context["data_interval_end"]
+            if not (context.get("dag_run").conf or {}).get("interval") and end is not None:
+                ready_at = end + dt.timedelta(milliseconds=delay)
+                if dt.datetime.now(dt.UTC) < ready_at:
+                    log.info("waiting for the schedule delay: until %s", ready_at.isoformat())
+                    return False
+            proc = _run([radstack_python(), "-m", "batch.airflow_tasks", "check",
+                         "--datasource", name, "--interval", interval])  # fmt: skip
+            if proc.returncode == 0:
+                return True
+            if proc.returncode == 75:
+                return False
+            raise RuntimeError(f"archive check failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
+
+        from batch.spark_submit import is_cluster_master
+
+        rebuild: Any
+        if is_cluster_master(master):
+            from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+            from batch.spark_submit import submit_args
+
+            a = submit_args(settings, name, INTERVAL_TEMPLATE, force=True)
+            rebuild = SparkSubmitOperator(
+                task_id="rebuild", application=a["application"], application_args=a["application_args"],
+                conf=a["conf"], jars=a["jars"], py_files=a["py_files"], name=a["name"],
+                deploy_mode=a["deploy_mode"], driver_memory=a["driver_memory"], conn_id="spark_default",
+            )  # fmt: skip
+        else:
+
+            @task(task_id="rebuild")
+            def rebuild_local(**context: Any) -> str:
+                interval = _interval(context)
+                proc = _run([radstack_python(), "-m", "radstack", "backfill", "--via", "local", "--json",
+                             "--force", "--interval", interval, "--datasource", name])  # fmt: skip
+                if proc.returncode != 0:
+                    raise RuntimeError(f"rebuild of {name} {interval} failed (exit {proc.returncode}); see the log above")
+                return proc.stdout.strip()
+
+            rebuild = rebuild_local()
+
+        @task(task_id="verify")
+        def verify(**context: Any) -> str:
+            interval = _interval(context)
+            start = context["dag_run"].start_date or dt.datetime.now(dt.UTC)
+            since = start.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{start.microsecond // 1000:03d}Z"
+            proc = _run([radstack_python(), "-m", "batch.airflow_tasks", "verify", "--datasource", name,
+                         "--interval", interval, "--since", since])  # fmt: skip
+            if proc.returncode != 0:
+                raise RuntimeError(f"verification failed: {proc.stdout.strip() or proc.stderr.strip()[-500:]}")
+            return proc.stdout.strip()
+
+        wait_for_archive() >> rebuild >> verify()
+    return dag
+
+
+def build_dags() -> dict[str, DAG]:
+    from radstack.config import load_settings
+    from radstack.datasources import load_catalog
+
+    settings = load_settings()
+    out: dict[str, DAG] = {}
+    for name, spec in sorted(load_catalog(settings).items()):
+        if not spec.processing.topics:
+            continue  # nothing archived to rebuild from
+        dag = make_dag(name, spec, settings)
+        out[dag.dag_id] = dag
+    return out
+
+
+for _dag_id, _dag in build_dags().items():
+    globals()[_dag_id] = _dag

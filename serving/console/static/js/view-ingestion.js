@@ -1,0 +1,134 @@
+// Ingestion: the streaming job, the archiver, tasks/backfills with their counters, and a backfill form.
+import { getJSON, postJSON } from "./api.js";
+import { el, errorBox, fmtBytes, fmtDuration, fmtNum, highlightJSON, shortTime, showModal } from "./util.js";
+
+const WARN = /thrown|unparse|dead|error|fail|invalid|lag|undone/i;
+const FIRST = ["processed", "processedRowsPerSecond", "inputRowsPerSecond", "thrownAway", "unparseable", "deadLettered",
+  "processedWithError", "lag", "batchDurationMs", "lastBatchId", "records", "bytes", "files", "flushes", "invalid_json"];
+
+function cards(value, skip = []) {
+  const entries = Object.entries(value || {}).filter(([k, v]) => !skip.includes(k) && (v === null || typeof v !== "object"));
+  entries.sort((a, b) => {
+    const ia = FIRST.indexOf(a[0]), ib = FIRST.indexOf(b[0]);
+    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
+  });
+  return el("div", { class: "cards" }, entries.map(([k, v]) => el("div", { class: `card${WARN.test(k) && typeof v === "number" && v > 0 ? " warn" : ""}`, "data-counter": k },
+    el("div", { class: "k" }, k), el("div", { class: "v" }, /bytes/i.test(k) && typeof v === "number" ? fmtBytes(v) : typeof v === "number" ? fmtNum(v) : String(v)))));
+}
+
+function nested(value) {
+  const objs = Object.entries(value || {}).filter(([, v]) => v && typeof v === "object" && Object.keys(v).length);
+  return objs.map(([k, v]) => el("details", {}, el("summary", {}, k), highlightJSON(v)));
+}
+
+function updated(ms) {
+  if (ms == null) return "";
+  const t = typeof ms === "number" ? ms : Date.parse(ms);
+  return Number.isNaN(t) ? String(ms) : `updated ${fmtDuration(Date.now() - t)} ago`;
+}
+
+export async function ingestionView(main, { session }) {
+  const live = el("div", { id: "ingestion-live" }, el("p", { class: "muted" }, "Loading…"));
+  main.append(el("div", { class: "row" }, el("h1", { class: "grow" }, "Ingestion"), el("span", { class: "muted", id: "ing-updated" })));
+  main.append(backfillPanel(session));
+  main.append(live);
+  const load = async () => {
+    const data = await getJSON("/radstack/v1/ingestion");
+    live.replaceChildren(streamingPanel(data.streaming), archiverPanel(data.archiver), tasksPanel(data.tasks));
+    const u = document.getElementById("ing-updated");
+    if (u) u.textContent = `as of ${data.now.slice(11, 19)} UTC · refreshes every 5 s`;
+  };
+  try { await load(); } catch (e) { live.replaceChildren(errorBox(e)); }
+  const timer = setInterval(() => load().catch(() => {}), 5000);
+  return () => clearInterval(timer);
+}
+
+function streamingPanel(jobs) {
+  const p = el("div", { class: "panel", id: "streaming" }, el("h2", {}, "Streaming job"));
+  if (!jobs.length) p.append(el("p", { class: "muted" }, "No streaming job has reported yet (state key streaming.<datasource>)."));
+  for (const j of jobs) {
+    const v = j.value || {};
+    const err = v.lastError || v.error || (Array.isArray(v.errors) && v.errors.length ? v.errors[v.errors.length - 1] : null);
+    p.append(el("h3", {}, j.dataSource, el("span", { class: "muted" }, `  ${v.status || v.state || ""} ${updated(v.updated ?? j.updated)}`)),
+      cards(v, ["updated"]), err ? el("div", { class: "error-box" }, el("div", { class: "msg" }, typeof err === "string" ? err : JSON.stringify(err))) : null,
+      ...nested(v));
+  }
+  return p;
+}
+
+function archiverPanel(archiver) {
+  const p = el("div", { class: "panel", id: "archiver" }, el("h2", {}, "Archiver"));
+  if (!archiver.stats.length && !archiver.watermarks.length) {
+    p.append(el("p", { class: "muted" }, "The archiver has not reported yet (state keys archiver.stats.<group>, archiver.watermark.<topic>)."));
+    return p;
+  }
+  for (const s of archiver.stats) {
+    p.append(el("h3", {}, `group ${s.group}`, el("span", { class: "muted" }, `  ${updated(s.value?.updated ?? s.updated)}`)), cards(s.value, ["updated"]), ...nested(s.value));
+  }
+  if (archiver.watermarks.length) {
+    p.append(el("h3", {}, "Completeness watermarks"), el("table", { class: "grid", id: "watermarks" },
+      el("thead", {}, el("tr", {}, el("th", {}, "Topic"), el("th", {}, "Watermark"), el("th", { class: "num" }, "Behind now"), el("th", {}, "Partitions"))),
+      el("tbody", {}, archiver.watermarks.map((w) => el("tr", {}, el("td", {}, w.topic), el("td", {}, shortTime(w.watermark)),
+        el("td", { class: "num" }, fmtDuration(w.behindMs)),
+        el("td", {}, Object.entries(w.value?.partitions || {}).map(([k, ms]) => `p${k}: ${shortTime(new Date(ms).toISOString())}`).join(", ")))))));
+  }
+  return p;
+}
+
+function tasksPanel(tasks) {
+  const p = el("div", { class: "panel", id: "tasks" }, el("h2", {}, "Tasks and backfills"));
+  if (!tasks.length) {
+    p.append(el("p", { class: "muted" }, "No tasks yet."));
+    return p;
+  }
+  const cols = ["Task", "Type", "Datasource", "Status", "Created", "Duration", "Processed", "Thrown away", "Unparseable", "With errors", "Error"];
+  p.append(el("div", { class: "scroll" }, el("table", { class: "grid", id: "task-table" },
+    el("thead", {}, el("tr", {}, cols.map((c, i) => el("th", { class: i >= 6 && i <= 9 ? "num" : "" }, c)))),
+    el("tbody", {}, tasks.map((t) => el("tr", { class: "clickable", "data-task-id": t.id, onclick: () => openTask(t) },
+      el("td", { title: t.id }, t.id.length > 46 ? `${t.id.slice(0, 45)}…` : t.id), el("td", {}, t.type), el("td", {}, t.dataSource),
+      el("td", {}, el("span", { class: `status ${t.status}` }, t.status)), el("td", {}, shortTime(t.createdTime)),
+      el("td", {}, t.duration == null ? "–" : fmtDuration(t.duration)),
+      el("td", { class: "num" }, fmtNum(t.rowStats.processed)), el("td", { class: "num" }, fmtNum(t.rowStats.thrownAway)),
+      el("td", { class: "num" }, fmtNum(t.rowStats.unparseable)), el("td", { class: "num" }, fmtNum(t.rowStats.processedWithError)),
+      el("td", { title: t.errorMsg || "" }, t.errorMsg ? (t.errorMsg.length > 60 ? `${t.errorMsg.slice(0, 59)}…` : t.errorMsg) : "")))))));
+  return p;
+}
+
+async function openTask(t) {
+  let body;
+  try {
+    const [status, reports] = await Promise.all([
+      getJSON(`/druid/indexer/v1/task/${encodeURIComponent(t.id)}/status`),
+      getJSON(`/druid/indexer/v1/task/${encodeURIComponent(t.id)}/reports`).catch((e) => e.body || { error: e.message })]);
+    body = el("div", {}, el("h3", {}, "Status"), highlightJSON(status.status), el("h3", {}, "Reports"), highlightJSON(reports));
+  } catch (e) {
+    body = errorBox(e);
+  }
+  showModal(t.id, body);
+}
+
+function backfillPanel(session) {
+  const caps = session.capabilities || {};
+  if (!caps.backfill) {
+    return el("div", { class: "panel muted", id: "backfill-unavailable" },
+      "Backfill: not available on this server (the batch layer has not registered its backfill endpoint).");
+  }
+  const ds = el("input", { type: "text", id: "backfill-datasource", placeholder: "datasource" });
+  const iv = el("input", { type: "text", id: "backfill-interval", size: 44, placeholder: "2024-01-01/2024-01-02 or 2024-01-01/P1D" });
+  const out = el("div", { id: "backfill-result" });
+  const btn = el("button", { id: "backfill-submit" }, "Backfill interval");
+  btn.addEventListener("click", async () => {
+    btn.disabled = true;
+    out.replaceChildren(el("span", { class: "muted" }, "submitting…"));
+    try {
+      const res = await postJSON(caps.backfillEndpoint, { dataSource: ds.value.trim(), interval: iv.value.trim() });
+      out.replaceChildren(highlightJSON(res));
+    } catch (e) {
+      out.replaceChildren(errorBox(e));
+    } finally {
+      btn.disabled = false;
+    }
+  });
+  return el("div", { class: "panel admin-only", id: "backfill" }, el("h2", {}, "Backfill"),
+    el("div", { class: "row" }, el("label", {}, "Datasource "), ds, el("label", {}, "Interval "), iv, btn), out);
+}
