@@ -88,40 +88,42 @@ def closed_checks(
     return [check_closed(c, spec.processing.window_period, marks, now_ms=now_ms) for c in chunks]
 
 
-def _join_pad_ms(spec: DatasourceSpec) -> int:
-    """How far past a chunk the join-side topics are read (the join window; at least 1 hour)."""
+def _join_pad_ms(join: dict[str, Any]) -> int:
+    """How far around a chunk a joined topic is read: the join window (``window``/``within``/
+    ``maxDelay``/``delay``), at least one hour."""
     pad = 3_600_000
-    for j in spec.processing.joins:
-        for key in ("window", "within", "maxDelay", "max_delay"):
-            val = j.options.get(key)
-            if isinstance(val, str) and val.upper().startswith("P"):
-                pad = max(pad, Period.parse(val).fixed_millis)
+    for key in ("window", "within", "maxDelay", "max_delay", "delay"):
+        val = join.get(key)
+        if isinstance(val, str) and val.strip().upper().startswith("P"):
+            pad = max(pad, Period.parse(val).fixed_millis)
     return pad
 
 
-def _primary_topics(spec: DatasourceSpec) -> tuple[set[str], set[str]]:
-    """(topics whose events ARE the rows, join-side topics read with padding)."""
-    side: set[str] = set()
-    for j in spec.processing.joins:
-        for key in ("topic", "right_topic", "rightTopic", "clicks_topic"):
-            val = j.options.get(key)
-            if isinstance(val, str):
-                side.add(val)
-    topics = set(spec.processing.topics)
-    side &= topics
-    return topics - side, side
+def _join_topic(join: dict[str, Any]) -> str:
+    return str(join.get("topic") or join.get("rightTopic") or join.get("right_topic") or join["name"])
 
 
-def read_inputs(spark: SparkSession, deep_storage: Any, spec: DatasourceSpec, chunks: list[Interval]) -> DataFrame:
-    """The raw archive rows the rebuild of ``chunks`` needs (join-side topics padded)."""
+def read_inputs(
+    spark: SparkSession, deep_storage: Any, spec: DatasourceSpec, chunks: list[Interval]
+) -> tuple[DataFrame, dict[str, DataFrame]]:
+    """The raw archive rows the rebuild of ``chunks`` needs: the datasource's own topics for exactly the
+    chunks, and for every stream join the joined topic padded by the join window (a click may be
+    delivered after its impression's hour), keyed by join name."""
     from batch.archive_reader import read_archive
+    from radstack.pipeline.input_schema import join_options
 
     whole = Interval(chunks[0].start, chunks[-1].end)
-    primary, side = _primary_topics(spec)
-    pad = _join_pad_ms(spec)
-    ranges = {t: whole for t in primary}
-    ranges.update({t: Interval(whole.start - pad, whole.end + pad) for t in side})
-    return read_archive(spark, deep_storage, ranges)
+    joins = join_options(spec)
+    side = {_join_topic(j) for j in joins}
+    primary = [t for t in spec.processing.topics if t not in side]
+    main = read_archive(spark, deep_storage, {t: whole for t in primary})
+    joined = {}
+    for j in joins:
+        pad = _join_pad_ms(j)
+        joined[str(j["name"])] = read_archive(
+            spark, deep_storage, {_join_topic(j): Interval(whole.start - pad, whole.end + pad)}
+        )
+    return main, joined
 
 
 # ---- indexing ----------------------------------------------------------------------------------
@@ -169,12 +171,10 @@ def index_dataframe(
 # ---- the job -----------------------------------------------------------------------------------
 
 
-def _pipeline(spark: SparkSession, raw: DataFrame, spec: DatasourceSpec) -> DataFrame:
+def _pipeline(spark: SparkSession, raw: DataFrame, joined: dict[str, DataFrame], spec: DatasourceSpec) -> DataFrame:
     from radstack.pipeline.batch import run_batch_pipeline
 
-    out = run_batch_pipeline(spark, raw, spec)
-    # the pipeline may return (rows, dead letters, …); the rows come first
-    return out[0] if isinstance(out, tuple) else getattr(out, "rows", out)
+    return run_batch_pipeline(spark, raw, spec, joined=joined)
 
 
 def rebuild(
@@ -224,8 +224,8 @@ def rebuild(
                     settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
                     extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
                 )  # fmt: skip
-            raw = read_inputs(spark, storage, spec, chunks)
-            rows = _pipeline(spark, raw, spec)
+            raw, joined = read_inputs(spark, storage, spec, chunks)
+            rows = _pipeline(spark, raw, joined, spec)
             parts = int(settings.get("batch.partitions", 0) or 0) or int(settings.get("spark.shuffle_partitions", 4))
             segments, stats = index_dataframe(
                 rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts

@@ -249,7 +249,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--home", default="/tmp/radstack-bench")
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--requests", type=int, default=100)
+    ap.add_argument("--requests", type=int, default=100, help="requests per query, one-day interval")
+    ap.add_argument("--requests-full", type=int, default=20, help="requests per query, all 30 days")
     ap.add_argument("--skip-http", action="store_true")
     args = ap.parse_args()
     home = Path(args.home).resolve()
@@ -273,11 +274,12 @@ def main() -> None:
         return
     proc, url = start_server(home)
     try:
-        for label, interval in (("one day", "2025-01-15/2025-01-16"), ("all 30 days", INTERVAL)):
-            print(f"\n## dashboard latency over HTTP, {label} ({args.requests} sequential requests each)")
+        for label, interval, n in (("one day", "2025-01-15/2025-01-16", args.requests),
+                                   ("all 30 days", INTERVAL, args.requests_full)):
+            print(f"\n## dashboard latency over HTTP, {label} ({n} sequential requests each)")
             print("| query | p50 ms | p99 ms |")
             print("|---|---|---|")
-            for r in latency(url, dashboard_queries(interval), args.requests):
+            for r in latency(url, dashboard_queries(interval), n):
                 if "error" in r:
                     print(f"| {r['query']} | error: {r['error']} | |")
                 else:

@@ -55,6 +55,28 @@ DEFAULTS: dict[str, Any] = {
         # Druid waits before marking overshadowed segments unused (druid.coordinator.period etc.)
         "overshadowed_unused_delay_seconds": 0,
         "metadata_poll_seconds": 1.0,
+        # retention rules (serving/retention.py): drop rules mark segments unused every pass
+        "retention": {"on": True},
+        # tiered rollup compaction (serving/compaction.py) of datasources with a compaction config
+        "compaction": {
+            "on": True,
+            "period_seconds": 60,
+            "runner": "auto",  # auto | inprocess | spark
+            "spark_min_rows": 2_000_000,  # auto: intervals with at least this many input rows use Spark
+            "max_intervals_per_run": 4,
+        },
+        # automatic kill of unused segments (serving/kill.py): OFF by default
+        "kill": {
+            "on": False,
+            "period_seconds": 3600,
+            "duration_to_retain": "P90D",  # only segments whose interval ended this long ago
+            "buffer_period": "P30D",  # ... and that have been unused this long
+            "max_segments": 100,  # per datasource and pass
+            "datasources": [],  # empty: all
+            "dry_run": False,
+        },
+        # ingest the platform's own metrics as datasource radstack_metrics (serving/self_metrics.py)
+        "self_metrics": {"on": False, "period_seconds": 60, "datasource": "radstack_metrics"},
     },
     "tasks": {
         "max_running": 2,
@@ -93,6 +115,8 @@ DEFAULTS: dict[str, Any] = {
         "compression": "zstd",
         # a killed archiver's partitions move to a new one after this long (broker minimum 6000)
         "session_timeout_ms": 10_000,
+        # Prometheus /metrics of the archiver process (0 = off)
+        "metrics_port": 8201,
     },
     "spark": {
         "master": "local[*]",
@@ -118,6 +142,16 @@ DEFAULTS: dict[str, Any] = {
         # scheduled runs start this long after a segment interval ends (windowPeriod + archiver lag)
         "schedule_delay": "PT30M",
         "wait_timeout_seconds": 3600,
+    },
+    "streaming": {
+        # the real-time layer (radctl stream); see docs/realtime.md
+        "trigger_seconds": 1.0,
+        "max_offsets_per_trigger": 200_000,
+        "fail_on_data_loss": True,
+        "starting_offsets": "earliest",
+        "handoff": True,
+        "handoff_check_seconds": 10.0,
+        "progress_seconds": 1.0,
     },
     "jvm": {
         # where `make jvm` copies the Maven Central jars (deploy/jvm/pom.xml)

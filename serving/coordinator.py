@@ -146,6 +146,11 @@ class DutyReport:
     overshadowed_unused: list[str] = field(default_factory=list)
     orphan_folders_deleted: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # retention, compaction, kill and self-metrics duties (serving/retention.py, compaction.py, kill.py)
+    retention_dropped: list[str] = field(default_factory=list)
+    compacted: list[Any] = field(default_factory=list)
+    killed: list[Any] = field(default_factory=list)
+    self_metrics_rows: int = 0
 
 
 def run_duties(
@@ -175,4 +180,36 @@ def run_duties(
         except Exception as e:  # noqa: BLE001 - a duty must not stop the loop
             log.exception("coordinator duty collect_orphan_segment_files failed")
             report.errors.append(f"collect_orphan_segment_files: {e}")
+    _run_lifecycle_duties(metadata, deep_storage, settings, now, report)
     return report
+
+
+def _run_lifecycle_duties(
+    metadata: MetadataStore, deep_storage: Any, settings: Any, now: int, report: DutyReport
+) -> None:
+    """Retention rules, then (with a deep storage) compaction, kill and self-metrics ingestion."""
+    from radstack import metrics
+    from serving.compaction import compaction_duty
+    from serving.kill import kill_duty
+    from serving.retention import apply_retention
+    from serving.self_metrics import self_metrics_duty
+
+    duties: list[tuple[str, Any]] = []
+    if bool(settings.get("coordinator.retention.on", True)):
+        duties.append(("retention", lambda: setattr(
+            report, "retention_dropped", apply_retention(metadata, now_ms=now).dropped_ids)))
+    if deep_storage is not None:
+        duties.append(("compaction", lambda: setattr(
+            report, "compacted", compaction_duty(metadata, deep_storage, settings, now_ms=now))))
+        duties.append(("kill", lambda: setattr(
+            report, "killed", kill_duty(metadata, deep_storage, settings, now_ms=now))))
+        duties.append(("self_metrics", lambda: setattr(
+            report, "self_metrics_rows", self_metrics_duty(metadata, deep_storage, settings, now_ms=now))))
+    for name, run in duties:
+        try:
+            run()
+            metrics.COORDINATOR_RUNS.labels(name, "success").inc()
+        except Exception as e:  # noqa: BLE001 - a duty must not stop the loop
+            log.exception("coordinator duty %s failed", name)
+            report.errors.append(f"{name}: {e}")
+            metrics.COORDINATOR_RUNS.labels(name, "failed").inc()

@@ -8,7 +8,6 @@ datasource on a served view answers ``204 No Content``, as Druid does.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -17,9 +16,8 @@ import orjson
 from fastapi import APIRouter, Request, Response
 
 from radstack.intervals import Interval, format_instant
-from serving.deep_storage import DeepStorageError
 from serving.errors import invalid_input, not_found
-from serving.segments import DataSegment, segment_path
+from serving.segments import DataSegment
 from serving.timeline import VersionedIntervalTimeline, timelines_by_data_source
 
 router = APIRouter(prefix="/druid/coordinator/v1")
@@ -258,17 +256,11 @@ def mark_all_used(data_source: str, request: Request) -> dict[str, int]:
 
 
 def _kill(ctx: Any, data_source: str, interval: Interval) -> int:
-    """Delete unused segments inside ``interval`` from the metadata store and deep storage."""
-    victims = [s for s in ctx.metadata.segments(data_source, used=False) if interval.contains(s.interval)]
-    for s in victims:
-        try:
-            key = ctx.deep_storage.key_for_load_spec(s.load_spec)
-            prefix = key.rsplit("/", 1)[0] + "/"
-        except (KeyError, ValueError, DeepStorageError):  # a loadSpec of another deep storage
-            prefix = f"segments/{segment_path(s.id)}/"
-        with contextlib.suppress(OSError):
-            ctx.deep_storage.delete_prefix(prefix)
-    return ctx.metadata.delete_segments([s.identifier for s in victims])
+    """Delete unused segments inside ``interval`` from the metadata store and deep storage
+    (:func:`serving.kill.kill_unused_segments`: never a used segment or files a used one needs)."""
+    from serving.kill import kill_unused_segments
+
+    return len(kill_unused_segments(ctx.metadata, ctx.deep_storage, data_source, interval).segments)
 
 
 @router.delete("/datasources/{data_source}")
@@ -398,4 +390,51 @@ async def set_rules(data_source: str, request: Request) -> Response:
     from starlette.concurrency import run_in_threadpool
 
     await run_in_threadpool(_ctx(request).metadata.set_rules, data_source, rules)
+    return Response(status_code=200)
+
+
+# -- compaction config (serving/compaction.py) ---------------------------------------------------
+
+
+@router.get("/config/compaction")
+def compaction_configs(request: Request) -> dict[str, Any]:
+    from serving.compaction import compaction_config_document
+
+    return compaction_config_document(_ctx(request).metadata)
+
+
+@router.post("/config/compaction")
+async def set_compaction_config(request: Request) -> Response:
+    from serving.compaction import CompactionError, save_compaction_config
+
+    body = await request.body()
+    try:
+        raw = orjson.loads(body) if body.strip() else None
+    except orjson.JSONDecodeError as e:
+        raise invalid_input(f"the request body is not valid JSON: {e}") from e
+    from starlette.concurrency import run_in_threadpool
+
+    try:
+        await run_in_threadpool(save_compaction_config, _ctx(request).metadata, raw)
+    except CompactionError as e:
+        raise invalid_input(str(e)) from e
+    return Response(status_code=200)
+
+
+@router.get("/config/compaction/{data_source}")
+def compaction_config(data_source: str, request: Request) -> Any:
+    from serving.compaction import compaction_config_document
+
+    for c in compaction_config_document(_ctx(request).metadata)["compactionConfigs"]:
+        if c.get("dataSource") == data_source:
+            return c
+    raise not_found(f"datasource [{data_source}] has no compaction config")
+
+
+@router.delete("/config/compaction/{data_source}")
+def delete_compaction_config(data_source: str, request: Request) -> Response:
+    from serving.compaction import delete_compaction_config as delete
+
+    if not delete(_ctx(request).metadata, data_source):
+        raise not_found(f"datasource [{data_source}] has no compaction config")
     return Response(status_code=200)

@@ -16,6 +16,7 @@ def run_archiver(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
     topic: list[str] = typer.Option(None, "--topic", "-t", help="Topic to archive (repeatable); default: archiver.topics or the specs' topics."),
     idle_exit: float = typer.Option(None, help="Exit after this many seconds without a record (for scripts and tests)."),
+    metrics_port: int = typer.Option(None, help="Serve Prometheus /metrics on this port (default: archiver.metrics_port; 0 = off)."),
 ) -> None:
     """Copy every raw Kafka record into deep storage, exactly once, partitioned by event hour."""
     from radstack.config import load_settings
@@ -32,6 +33,14 @@ def run_archiver(
     if not cfg.topics:
         typer.echo("no topics to archive: set archiver.topics or add datasource specs with processing.topics", err=True)
         raise typer.Exit(2)
+    port = settings.get("archiver.metrics_port") if metrics_port is None else metrics_port
+    if port:
+        from radstack.metrics import serve_metrics
+
+        try:
+            serve_metrics(int(port))
+        except OSError as e:  # metrics are not worth refusing to archive for
+            logging.getLogger("radstack.archiver").warning("cannot serve /metrics on port %s: %s", port, e)
     metadata = MetadataStore.from_settings(settings)
     archiver = Archiver(cfg, open_deep_storage(settings), metadata)
     signal.signal(signal.SIGTERM, lambda *_: archiver.stop())

@@ -124,10 +124,7 @@ def parse_events(raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "valu
     ts_col = q(ts.column)
     trimmed = f"trim({ts_col})"
     ts_expr = timestamp_sql(trimmed, ts.format)
-    if ts_expr is None:
-        time_col = _joda_udf(ts.format)(F.col(ts.column))
-    else:
-        time_col = F.expr(ts_expr)
+    time_col = _joda_udf(ts.format)(F.col(ts.column)) if ts_expr is None else F.expr(ts_expr)
     if ts.missing_value is not None:
         time_col = F.when(F.col(ts.column).isNull(), F.lit(ts.missing_value).cast("bigint")).otherwise(time_col)
     flat = flat.withColumn("__t", time_col.cast("bigint"))

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, TopicPartition
 
+from radstack.metrics import record_archive
 from realtime.archiver.layout import data_key, manifest_key
 from realtime.archiver.records import ColumnBuffer, to_table
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
@@ -273,6 +274,7 @@ class Archiver:
             hour_key = k.rsplit("/", 1)[0]
             s.files_per_hour[hour_key] = s.files_per_hour.get(hour_key, 0) + 1
         self.watermarks.committed(key, last + 1)
+        record_archive(topic, table.num_rows, size, self.watermarks.topic_watermarks().get(topic))
 
     def _maybe_fail(self, point: str) -> None:
         if self.fault == point:

@@ -32,12 +32,26 @@ async def read_json(request: Request) -> Any:
         raise invalid_input(f"the request body is not valid JSON: {e}") from e
 
 
+def _parser(body: Any) -> Any:
+    """Druid's ``compact`` and ``kill`` tasks have their own specs; everything else is an index task."""
+    typ = body.get("type") if isinstance(body, dict) else None
+    if typ == "compact":
+        from serving.compaction import parse_compact_task
+
+        return parse_compact_task
+    if typ == "kill":
+        from serving.kill import parse_kill_task
+
+        return parse_kill_task
+    return parse_task
+
+
 @router.post("/task")
 async def submit_task(request: Request) -> dict[str, str]:
     body = await read_json(request)
     ctx = _ctx(request)
     try:
-        spec = parse_task(body, int(time.time() * 1000))
+        spec = _parser(body)(body, int(time.time() * 1000))
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
     from serving.metadata import TaskExistsError

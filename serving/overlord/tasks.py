@@ -192,7 +192,8 @@ class TaskRunner:
         state.ingestion_state = "BUILD_SEGMENTS"
         status, error, published = "FAILED", None, None
         try:
-            published = IndexTaskRun(self, state).execute()
+            run = getattr(state.spec, "run", None)  # compact / kill tasks (serving.compaction, serving.kill)
+            published = run(self, state) if callable(run) else IndexTaskRun(self, state).execute()
             status = "SUCCESS"
         except (TaskCancelled, ReadCancelled):
             error = SHUTDOWN_MSG

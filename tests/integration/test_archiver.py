@@ -102,7 +102,7 @@ def _archiver_process(home: Path, bootstrap: str, topic: str, fault: str | None 
     cfg = home / "radstack.yaml"
     cfg.write_text(
         f"home: {home}\nkafka:\n  bootstrap_servers: '{bootstrap}'\n"
-        f"archiver:\n  topics: [{topic}]\n  group_id: g-{topic}\n  max_records: 300\n  max_age_seconds: 0.5\n  session_timeout_ms: 6000\n"
+        f"archiver:\n  topics: [{topic}]\n  group_id: g-{topic}\n  max_records: 300\n  max_age_seconds: 0.5\n  session_timeout_ms: 6000\n  metrics_port: 0\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_CONFIG"] = str(cfg)

@@ -138,4 +138,5 @@ def test_run_duties_reports(store: MetadataStore, settings) -> None:  # type: ig
     finally:
         empty.close()
     assert broken.overshadowed_unused == []
-    assert len(broken.errors) == 1 and broken.errors[0].startswith("mark_overshadowed_unused:")
+    assert broken.errors[0].startswith("mark_overshadowed_unused:")
+    assert [e.split(":")[0] for e in broken.errors[1:]] == ["retention"]  # the next duty ran, and failed too

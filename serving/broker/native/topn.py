@@ -77,9 +77,12 @@ def run_topn(ctx: QueryContext) -> list[dict[str, Any]]:
     inner = plan.post_sql(plan.aggregate_sql(with_bucket=with_bucket))
     part = f"PARTITION BY {BUCKET} " if with_bucket else ""
     order = ", ".join(keys)
-    sql = (f"SELECT * FROM ({inner}) WHERE {extra} "
-           f"QUALIFY row_number() OVER ({part}ORDER BY {order}) <= {threshold} "
-           f"ORDER BY {BUCKET + ', ' if with_bucket else ''}{order}")
+    if with_bucket:
+        sql = (f"SELECT * FROM ({inner}) WHERE {extra} "
+               f"QUALIFY row_number() OVER ({part}ORDER BY {order}) <= {threshold} "
+               f"ORDER BY {BUCKET}, {order}")
+    else:  # one bucket: a top-N heap (ORDER BY … LIMIT) beats ranking every group
+        sql = f"SELECT * FROM ({inner}) WHERE {extra} ORDER BY {order} LIMIT {threshold}"
     rows = ctx.run(sql)
     names = [x[0] for x in ctx.cursor.description or []]
     if not with_bucket:

@@ -55,7 +55,7 @@ function signIn(message) {
       e.preventDefault();
       setCredentials(name.value, pw.value);
       const me = await getJSON("/radstack/v1/whoami");
-      if (me.authenticated) { hideModal(); resolve(me); } else {
+      if (me.authenticated) { hideModal(); document.querySelector(".modal-box").classList.remove("narrow"); resolve(me); } else {
         setCredentials(null);
         err.textContent = "Wrong user name or password.";
         err.style.display = "";
@@ -63,6 +63,7 @@ function signIn(message) {
     });
     document.getElementById("modal-close").style.display = "none";
     showModal("Sign in to radstack", form);
+    document.querySelector(".modal-box").classList.add("narrow");
     name.focus();
   });
 }

@@ -76,6 +76,17 @@ function yScale(lo, hi, top, bottom) {
   return { f, ticks };
 }
 
+const TIME_STEPS = [1e3, 5e3, 15e3, 60e3, 5 * 60e3, 15 * 60e3, 3600e3, 3 * 3600e3, 6 * 3600e3, 12 * 3600e3, 86400e3,
+  2 * 86400e3, 7 * 86400e3, 30 * 86400e3, 91 * 86400e3, 365 * 86400e3];
+
+function timeTicks(x0, x1, max) {
+  if (x1 === x0) return [x0];
+  const step = TIME_STEPS.find((s) => (x1 - x0) / s <= max) || TIME_STEPS[TIME_STEPS.length - 1];
+  const out = [];
+  for (let t = Math.ceil(x0 / step) * step; t <= x1; t += step) out.push(t);
+  return out;
+}
+
 function timeLabel(ms, span) {
   const iso = new Date(ms).toISOString();
   if (span >= 20 * 86400e3) return iso.slice(0, 10);
@@ -111,11 +122,8 @@ function drawSeries(container, spec, W) {
   const g = svg("g", { class: "axis" });
   g.append(svg("line", { x1: L, x2: W - R, y1: H - B, y2: H - B }), svg("line", { x1: L, x2: L, y1: T, y2: H - B }));
   root.append(g);
-  const n = Math.min(7, new Set(all.map((p) => p[0])).size);
-  for (let i = 0; i < n; i++) {
-    const t = n === 1 ? x0 : x0 + ((x1 - x0) * i) / (n - 1);
-    root.append(svg("text", { x: fx(t), y: H - B + 16, "text-anchor": i === 0 && n > 1 ? "start" : i === n - 1 && n > 1 ? "end" : "middle" },
-      timeLabel(t, x1 - x0)));
+  for (const t of timeTicks(x0, x1, Math.max(3, Math.floor((W - L - R) / 110)))) {
+    root.append(svg("text", { x: fx(t), y: H - B + 16, "text-anchor": "middle" }, timeLabel(t, x1 - x0)));
   }
   root.append(svg("text", { x: (L + W - R) / 2, y: H - 3, "text-anchor": "middle", fill: "#6b7280" }, spec.x));
   spec.series.forEach((s, i) => {

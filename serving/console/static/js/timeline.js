@@ -75,7 +75,7 @@ export function renderTimeline(container, view, { onSelect, selected } = {}) {
   const { step, ticks: tk } = ticks(t0, t1, Math.max(4, Math.floor((W - LG) / 95)));
   for (const t of tk) {
     root.append(svg("line", { x1: fx(t), x2: fx(t), y1: 22, y2: H, stroke: "#eef0f3" }));
-    root.append(svg("text", { x: fx(t), y: 15, "text-anchor": "middle" }, tickLabel(t, step)));
+    root.append(svg("text", { x: fx(t), y: 15, "text-anchor": fx(t) > W - 45 ? "end" : "middle" }, tickLabel(t, step)));
   }
 
   // what serves each interval

@@ -7,7 +7,8 @@ const FIRST = ["processed", "processedRowsPerSecond", "inputRowsPerSecond", "thr
   "processedWithError", "lag", "batchDurationMs", "lastBatchId", "records", "bytes", "files", "flushes", "invalid_json"];
 
 function cards(value, skip = []) {
-  const entries = Object.entries(value || {}).filter(([k, v]) => !skip.includes(k) && (v === null || typeof v !== "object"));
+  const entries = Object.entries(value || {}).filter(([k, v]) => !skip.includes(k) && (v === null || typeof v !== "object")
+    && !(typeof v === "string" && v.length > 32)); // long texts (errors) are shown on their own
   entries.sort((a, b) => {
     const ia = FIRST.indexOf(a[0]), ib = FIRST.indexOf(b[0]);
     return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
@@ -50,8 +51,8 @@ function streamingPanel(jobs) {
     const v = j.value || {};
     const err = v.lastError || v.error || (Array.isArray(v.errors) && v.errors.length ? v.errors[v.errors.length - 1] : null);
     p.append(el("h3", {}, j.dataSource, el("span", { class: "muted" }, `  ${v.status || v.state || ""} ${updated(v.updated ?? j.updated)}`)),
-      cards(v, ["updated"]), err ? el("div", { class: "error-box" }, el("div", { class: "msg" }, typeof err === "string" ? err : JSON.stringify(err))) : null,
-      ...nested(v));
+      cards(v, ["updated"]), ...nested(v));
+    if (err) p.append(el("div", { class: "error-box" }, el("div", { class: "msg" }, typeof err === "string" ? err : JSON.stringify(err))));
   }
   return p;
 }
@@ -85,7 +86,7 @@ function tasksPanel(tasks) {
   p.append(el("div", { class: "scroll" }, el("table", { class: "grid", id: "task-table" },
     el("thead", {}, el("tr", {}, cols.map((c, i) => el("th", { class: i >= 6 && i <= 9 ? "num" : "" }, c)))),
     el("tbody", {}, tasks.map((t) => el("tr", { class: "clickable", "data-task-id": t.id, onclick: () => openTask(t) },
-      el("td", { title: t.id }, t.id.length > 46 ? `${t.id.slice(0, 45)}…` : t.id), el("td", {}, t.type), el("td", {}, t.dataSource),
+      el("td", { title: t.id }, t.id.length > 36 ? `${t.id.slice(0, 35)}…` : t.id), el("td", {}, t.type), el("td", {}, t.dataSource),
       el("td", {}, el("span", { class: `status ${t.status}` }, t.status)), el("td", {}, shortTime(t.createdTime)),
       el("td", {}, t.duration == null ? "–" : fmtDuration(t.duration)),
       el("td", { class: "num" }, fmtNum(t.rowStats.processed)), el("td", { class: "num" }, fmtNum(t.rowStats.thrownAway)),

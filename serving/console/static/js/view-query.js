@@ -48,7 +48,8 @@ export async function queryView(main, { params }) {
       show(last);
     } catch (e) {
       const ms = performance.now() - t0;
-      info.textContent = `failed after ${fmtNum(Math.round(ms))} ms`;
+      const cancelled = e.name === "AbortError" || e.body?.category === "CANCELED";
+      info.textContent = `${cancelled ? "cancelled" : "failed"} after ${fmtNum(Math.round(ms))} ms`;
       out.replaceChildren(errorBox(e.name === "AbortError" ? new Error("Query cancelled (the request was aborted)") : e));
       last = null;
     } finally {

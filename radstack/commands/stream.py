@@ -1,0 +1,90 @@
+"""``radctl stream``: run the real-time layer (Spark Structured Streaming from Kafka to real-time
+segments) in the foreground; ``radctl up`` runs it in the background."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import typer
+
+from radstack.cli import app
+
+
+@app.command("stream")
+def stream(
+    datasource: list[str] = typer.Option(None, "--datasource", "-d", help="Datasource to stream (repeatable); default: every spec with processing.topics."),
+    available_now: bool = typer.Option(False, "--available-now", help="Process what Kafka holds now, then exit."),
+    config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
+    timeout: float = typer.Option(None, help="Stop after this many seconds (scripts and tests)."),
+) -> None:
+    """Kafka → parse/validate (dead letters to <topic>.dlq) → transforms → dedup → join → enrichment
+    → window period → real-time segments, published per micro-batch, idempotently."""
+    from radstack.config import load_settings
+    from radstack.datasources import load_catalog
+    from realtime.streaming.job import StreamingJob, stream_options
+
+    settings = load_settings(config)
+    settings.logs_dir.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        handlers=[logging.FileHandler(settings.logs_dir / "stream.log"), logging.StreamHandler(sys.stderr)],
+    )
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    catalog = load_catalog(settings)
+    names = list(datasource) if datasource else sorted(n for n, s in catalog.items() if s.processing.topics)
+    unknown = [n for n in names if n not in catalog]
+    if unknown:
+        typer.echo(f"unknown datasource(s): {', '.join(unknown)} (specs are read from {settings.datasources_dir})", err=True)
+        raise typer.Exit(2)
+    if not names:
+        typer.echo(f"no datasource spec with processing.topics in {settings.datasources_dir}", err=True)
+        raise typer.Exit(2)
+    opts = stream_options(settings, available_now=available_now)
+    jobs = [StreamingJob(settings, catalog[n], opts) for n in names]
+    for j in jobs[1:]:
+        j._spark = jobs[0].spark  # one Spark session for every query
+    stop = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+        for j in jobs:
+            j._stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    for j in jobs:
+        j.start()
+        typer.echo(f"streaming {j.spec.name} from {', '.join(j.spec.processing.topics)} (checkpoint {j.checkpoint})")
+    failed = False
+    threads = []
+    errors: list[str] = []
+
+    def _run(j: StreamingJob) -> None:
+        try:
+            j.run(timeout=timeout)
+        except Exception as e:
+            errors.append(f"{j.spec.name}: {e}")
+
+    for j in jobs:
+        t = threading.Thread(target=_run, args=(j,), daemon=True)
+        t.start()
+        threads.append(t)
+    for t in threads:
+        while t.is_alive():
+            t.join(0.5)
+    for j in jobs:
+        j.stop()
+    for e in errors:
+        failed = True
+        typer.echo(e, err=True)
+    for j in jobs:
+        st = j.metadata.get_state(f"streaming.{j.spec.name}") or {}
+        typer.echo(f"{j.spec.name}: {st.get('counters', {})}")
+    if failed:
+        raise typer.Exit(1)

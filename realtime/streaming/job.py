@@ -1,0 +1,219 @@
+"""The streaming job: Kafka (Spark's own connector) → pipeline → foreachBatch sink, per datasource.
+
+Plan: ``readStream.format("kafka")`` on the spec's topics (``startingOffsets`` earliest,
+``maxOffsetsPerTrigger``, ``failOnDataLoss``) → :func:`radstack.pipeline.parse.parse_events` →
+dedup on the event id within the watermark (delay = windowPeriod) → the bounded impressions ⋈ clicks
+join when the spec has one → :class:`realtime.streaming.sink.SegmentSink`. The checkpoint lives in
+``$RADSTACK_HOME/checkpoints/<datasource>``; a restart resumes from exactly the offsets not committed.
+
+Settings (``streaming.*`` in radstack.yaml, all optional): ``trigger_seconds`` (1.0),
+``max_offsets_per_trigger`` (200000), ``fail_on_data_loss`` (true), ``starting_offsets`` (earliest),
+``handoff_check_seconds`` (10), ``handoff`` (true), ``progress_seconds`` (1.0).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from radstack.pipeline.dedup import dedup_streaming
+from radstack.pipeline.input_schema import join_options
+from radstack.pipeline.parse import REASON_COLUMN, parse_events
+from radstack.pipeline.window import spark_delay, window_millis
+from radstack.spec import DatasourceSpec
+from realtime.streaming.progress import ProgressTracker
+from realtime.streaming.sink import SegmentSink, SinkConfig, progress_key
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+    from serving.metadata import MetadataStore
+
+__all__ = ["StreamOptions", "stream_options", "checkpoint_dir", "build_stream", "StreamingJob"]
+
+log = logging.getLogger("radstack.streaming")
+
+
+@dataclass
+class StreamOptions:
+    available_now: bool = False
+    trigger_seconds: float = 1.0
+    max_offsets_per_trigger: int = 200_000
+    fail_on_data_loss: bool = True
+    starting_offsets: str = "earliest"
+    handoff_check_seconds: float = 10.0
+    handoff: bool = True
+    progress_seconds: float = 1.0
+    bootstrap_servers: str | None = None
+
+
+def stream_options(settings: Any, **overrides: Any) -> StreamOptions:
+    o = StreamOptions()
+    for k in ("trigger_seconds", "max_offsets_per_trigger", "fail_on_data_loss", "starting_offsets",
+              "handoff_check_seconds", "handoff", "progress_seconds"):  # fmt: skip
+        v = settings.get(f"streaming.{k}")
+        if v is not None:
+            setattr(o, k, type(getattr(o, k))(v))
+    for k, v in overrides.items():
+        if v is not None:
+            setattr(o, k, v)
+    if o.bootstrap_servers is None:
+        from realtime.kafka_broker import bootstrap_servers
+
+        o.bootstrap_servers = bootstrap_servers(settings)
+    return o
+
+
+def checkpoint_dir(settings: Any, data_source: str) -> Path:
+    return Path(settings.home) / "checkpoints" / data_source
+
+
+def _kafka_stream(spark: SparkSession, topics: list[str], o: StreamOptions, max_offsets: int) -> DataFrame:
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", o.bootstrap_servers)
+        .option("subscribe", ",".join(topics))
+        .option("startingOffsets", o.starting_offsets)
+        .option("maxOffsetsPerTrigger", str(max_offsets))
+        .option("failOnDataLoss", "true" if o.fail_on_data_loss else "false")
+        .option("kafka.fetch.max.wait.ms", "50")
+        .load()
+    )
+
+
+def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) -> DataFrame:
+    """The streaming DataFrame the sink receives: parsed rows (dead letters included, ``__reason``
+    set), deduplicated within the watermark, joined when the spec has a stream join."""
+    if not spec.processing.topics:
+        raise ValueError(f"datasource {spec.name!r} has no processing.topics to stream from")
+    delay = spark_delay(spec.processing.window_period)
+    joins = join_options(spec)
+    raw = _kafka_stream(spark, list(spec.processing.topics), o, o.max_offsets_per_trigger)
+    parsed = parse_events(raw, spec)
+    stream = dedup_streaming(parsed, spec.processing.event_id, delay)
+    if not joins:
+        return stream
+    from pyspark.sql import functions as F
+
+    from radstack.pipeline.join import join_streaming, parse_joined
+
+    valid = stream.where(F.col(REASON_COLUMN).isNull())
+    invalid = stream.where(F.col(REASON_COLUMN).isNotNull())
+    for j in joins:
+        other_raw = _kafka_stream(spark, [str(j.get("topic", j["name"]))], o, o.max_offsets_per_trigger)
+        other = parse_joined(other_raw, j)
+        valid = join_streaming(valid, other, j, delay)
+        dead = other.where(F.col(REASON_COLUMN).isNotNull())
+        invalid = invalid.unionByName(dead, allowMissingColumns=True)
+    return valid.unionByName(invalid, allowMissingColumns=True)
+
+
+class StreamingJob:
+    """One streaming query for one datasource."""
+
+    def __init__(
+        self,
+        settings: Any,
+        spec: DatasourceSpec,
+        options: StreamOptions | None = None,
+        *,
+        spark: SparkSession | None = None,
+        metadata: MetadataStore | None = None,
+    ) -> None:
+        from serving.metadata import MetadataStore
+
+        self.settings = settings
+        self.spec = spec
+        self.options = options or stream_options(settings)
+        self.metadata = metadata or MetadataStore.from_settings(settings)
+        self._spark = spark
+        self.query: StreamingQuery | None = None
+        self.tracker = ProgressTracker.resume(self.metadata.get_state(progress_key(spec.name)))
+        self.checkpoint = checkpoint_dir(settings, spec.name)
+        self.sink = SegmentSink(
+            spec,
+            self.metadata,
+            SinkConfig(
+                bootstrap_servers=str(self.options.bootstrap_servers),
+                deep_storage=dict(settings.deep_storage),
+                checkpoint=self.checkpoint,
+                window_ms=window_millis(spec.processing.window_period),
+                handoff_check_seconds=self.options.handoff_check_seconds,
+                handoff=self.options.handoff,
+            ),
+        )
+        self._stop = threading.Event()
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            from radstack.pipeline.spark_session import build_spark_session
+
+            self._spark = build_spark_session(self.settings, app_name=f"radstack-stream-{self.spec.name}")
+        return self._spark
+
+    def _ensure_dlq_topics(self) -> None:
+        from realtime.streaming.dlq import dlq_topics
+        from realtime.topics import ensure_topics
+
+        topics = list(self.spec.processing.topics) + [str(j.get("topic", j["name"])) for j in join_options(self.spec)]
+        try:
+            ensure_topics(str(self.options.bootstrap_servers), {t: 1 for t in dlq_topics(self.spec, topics)})
+        except Exception:  # the broker may auto-create them; the write will tell
+            log.warning("could not create the dead-letter topics", exc_info=True)
+
+    def start(self) -> StreamingQuery:
+        from radstack.pipeline import enrich
+        from serving.deep_storage import open_deep_storage
+
+        enrich.set_deep_storage(self.settings.deep_storage)
+        open_deep_storage(self.settings)  # fail early on a bad configuration
+        self._ensure_dlq_topics()
+        self.checkpoint.mkdir(parents=True, exist_ok=True)
+        stream = build_stream(self.spark, self.spec, self.options)
+        w = (
+            stream.writeStream.queryName(f"radstack_{self.spec.name}".replace("-", "_").replace(" ", "_"))
+            .foreachBatch(self.sink)
+            .option("checkpointLocation", str(self.checkpoint))
+        )
+        if self.options.available_now:
+            w = w.trigger(availableNow=True)
+        else:
+            w = w.trigger(processingTime=f"{max(self.options.trigger_seconds, 0.0)} seconds")
+        self.query = w.start()
+        log.info("streaming %s from %s (query %s)", self.spec.name, ",".join(self.spec.processing.topics), self.query.id)
+        return self.query
+
+    def poll_progress(self) -> None:
+        if self.query is None:
+            return
+        if self.tracker.update(list(self.query.recentProgress)):
+            self.metadata.put_state(progress_key(self.spec.name), self.tracker.state())
+
+    def run(self, timeout: float | None = None) -> None:
+        """Start (if needed) and block until the query ends (availableNow), ``timeout`` passes or
+        :meth:`stop` is called; polls progress meanwhile. Re-raises a query failure."""
+        q = self.query or self.start()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            while not self._stop.is_set():
+                if q.awaitTermination(self.options.progress_seconds):
+                    break
+                self.poll_progress()
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+        finally:
+            self.poll_progress()
+        if q.exception() is not None:
+            raise RuntimeError(f"streaming query for {self.spec.name} failed: {q.exception()}")
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.query is not None and self.query.isActive:
+            self.query.stop()
+        self.poll_progress()

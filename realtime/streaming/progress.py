@@ -1,0 +1,125 @@
+"""What Spark reports per micro-batch (``StreamingQueryProgress``), kept for ``radctl status``.
+
+The job polls ``query.recentProgress`` and writes ``streaming.<ds>.progress``: input and processed
+rates, batch duration, the Kafka source's end/latest offsets and lag (offsets behind latest), and
+running totals of what Spark's stateful operators dropped (``numDroppedDuplicateRows`` — duplicates
+— and ``numRowsDroppedByWatermark`` — rows later than the dedup/join watermark, part of
+``thrownAway``). The sink's own counters are in ``streaming.<ds>`` (committed with each batch).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from radstack.intervals import format_instant
+
+__all__ = ["ProgressTracker", "lag_from_progress", "status_view"]
+
+
+def _json(p: Any) -> dict[str, Any]:
+    if isinstance(p, dict):
+        return p
+    j = getattr(p, "json", None)
+    if callable(j):
+        import json
+
+        return json.loads(j())
+    return dict(p)
+
+
+def _offsets(raw: Any) -> dict[str, dict[str, int]]:
+    if isinstance(raw, str):
+        import json
+
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    if not isinstance(raw, dict):
+        return {}
+    return {t: {str(p): int(o) for p, o in parts.items()} for t, parts in raw.items() if isinstance(parts, dict)}
+
+
+def lag_from_progress(p: dict[str, Any]) -> int:
+    """Offsets between what the last batch read and the latest offsets Kafka reported."""
+    total = 0
+    for src in p.get("sources") or []:
+        end, latest = _offsets(src.get("endOffset")), _offsets(src.get("latestOffset"))
+        for t, parts in latest.items():
+            for part, off in parts.items():
+                total += max(0, off - end.get(t, {}).get(part, off))
+    return total
+
+
+@dataclass
+class ProgressTracker:
+    """Accumulates progress events by batch id (each counted once) into the state dict."""
+
+    totals: dict[str, int] = field(default_factory=lambda: {"duplicatesDropped": 0, "droppedByWatermark": 0})
+    latest: dict[str, Any] = field(default_factory=dict)
+    seen: set[tuple[str, int]] = field(default_factory=set)
+
+    @classmethod
+    def resume(cls, previous: dict[str, Any] | None) -> ProgressTracker:
+        t = cls()
+        if previous:
+            for k in t.totals:
+                t.totals[k] = int(previous.get(k, 0))
+        return t
+
+    def update(self, progresses: list[Any]) -> bool:
+        """Add the progress events not seen yet (by run id + batch id); True when any was new."""
+        changed = False
+        for raw in progresses:
+            p = _json(raw)
+            key = (str(p.get("runId")), int(p.get("batchId", -1)))
+            if key in self.seen:
+                continue
+            self.seen.add(key)
+            for op in p.get("stateOperators") or []:
+                self.totals["droppedByWatermark"] += int(op.get("numRowsDroppedByWatermark", 0) or 0)
+                cm = op.get("customMetrics") or {}
+                self.totals["duplicatesDropped"] += int(cm.get("numDroppedDuplicateRows", 0) or 0)
+            self.latest = p
+            changed = True
+        return changed
+
+    def state(self) -> dict[str, Any]:
+        p = self.latest
+        dur = (p.get("durationMs") or {}).get("triggerExecution")
+        srcs = p.get("sources") or []
+        return {
+            **self.totals,
+            "batchId": p.get("batchId"),
+            "inputRowsPerSecond": p.get("inputRowsPerSecond"),
+            "processedRowsPerSecond": p.get("processedRowsPerSecond"),
+            "batchDurationMs": dur,
+            "numInputRows": p.get("numInputRows"),
+            "endOffsets": {k: v for s in srcs for k, v in _offsets(s.get("endOffset")).items()},
+            "latestOffsets": {k: v for s in srcs for k, v in _offsets(s.get("latestOffset")).items()},
+            "lag": lag_from_progress(p) if p else None,
+            "eventTimeWatermark": (p.get("eventTime") or {}).get("watermark"),
+            "updated": format_instant(time.time_ns() // 1_000_000),
+        }
+
+
+def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | None) -> dict[str, Any]:
+    """The numbers ``radctl status`` prints for one datasource."""
+    s, p = sink_state or {}, progress or {}
+    c = s.get("counters") or {}
+    return {
+        "inputRate": p.get("inputRowsPerSecond"),
+        "processedRate": p.get("processedRowsPerSecond"),
+        "batchDurationMs": p.get("batchDurationMs"),
+        "lastBatchId": s.get("lastBatchId"),
+        "committedOffsets": s.get("offsets"),
+        "lag": p.get("lag"),
+        "processed": c.get("processed", 0),
+        "unparseable": c.get("unparseable", 0),
+        "deadLettered": c.get("deadLettered", 0),
+        "thrownAway": int(c.get("thrownAway", 0)) + int(p.get("droppedByWatermark", 0)),
+        "duplicatesDropped": p.get("duplicatesDropped", 0),
+        "watermark": s.get("watermark"),
+    }
