@@ -174,6 +174,13 @@ def _kafka_topics(s: Any) -> str | None:
     return f"created topics: {', '.join(created)}" if created else None
 
 
+def _archiver_enabled(s: Any) -> bool:
+    """The archiver runs when it has topics: ``archiver.topics`` or the datasource specs' topics."""
+    from realtime.archiver.settings import archiver_config
+
+    return bool(archiver_config(s).topics)
+
+
 PROCESSES: list[ProcessSpec] = [
     ProcessSpec(
         name="kafka",
@@ -206,6 +213,16 @@ PROCESSES: list[ProcessSpec] = [
             f"http://{_probe_host(s.get('server.host'))}:{s.get('server.port')}/status/health"
         ),
         stop_timeout=15.0,
+    ),
+    ProcessSpec(
+        name="archiver",
+        argv=lambda s: radctl_argv("archiver"),
+        enabled=_archiver_enabled,
+        port=lambda s: int(s.get("archiver.metrics_port") or 0) or None,
+        # without a metrics port the archiver has no probe: a live pid is all there is to check
+        health=lambda s: not s.get("archiver.metrics_port")
+        or http_ok(f"http://127.0.0.1:{s.get('archiver.metrics_port')}/metrics"),
+        stop_timeout=60.0,  # a clean stop flushes and commits every buffer
     ),
 ]
 
