@@ -230,7 +230,11 @@ class BrokerService:
                     "is_published": 1,
                     "is_overshadowed": 1 if sid in state.overshadowed else 0,
                     "is_available": 1 if (ld is not None or seg.is_tombstone) else 0,
-                    "is_realtime": 1 if (spec.type == "numbered" and spec.partitions == 0) else 0,
+                    # Real-time segments carry their interval start as version (the streaming job's
+                    # convention); once overshadowed they are no longer served as real-time.
+                    "is_realtime": 1
+                    if seg.version == format_instant(seg.interval.start) and sid not in state.overshadowed
+                    else 0,
                     "shard_spec": spec.to_json(),
                     "dimensions": list(seg.dimensions),
                     "metrics": list(seg.metrics),

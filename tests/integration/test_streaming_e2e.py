@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from radstack.intervals import format_instant
 from tests.fixtures.streaming import ads_spec, produce_ads, rolled_up, segment_rows, sql_count
 
 pytestmark = pytest.mark.slow
@@ -88,3 +89,61 @@ def test_duplicates_and_late_events_are_counted(
     assert total + st["thrownAway"] + prog["droppedByWatermark"] + prog["duplicatesDropped"] == sent
     assert prog["duplicatesDropped"] > 0
     assert st["thrownAway"] + prog["droppedByWatermark"] > 0
+
+
+def test_streaming_and_batch_give_identical_rolled_up_rows(
+    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    from radstack.pipeline.batch import run_batch_pipeline
+    from radstack.pipeline.segments import index_dataframe
+
+    produce_ads(kafka_bootstrap, ads_topics, tmp_path / "gen", events=2500, sim_rate=0.5, seed=11)
+    spec = ads_spec(ads_topics["impressions"])
+    job = _job(settings, spec, stream_spark, kafka_bootstrap, max_offsets_per_trigger=700, handoff=False)
+    job.run(timeout=300)
+    streamed = rolled_up(segment_rows(job.metadata, "ads"), DIMS)
+
+    raw = (
+        stream_spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", kafka_bootstrap)
+        .option("subscribe", ads_topics["impressions"])
+        .option("startingOffsets", "earliest")
+        .load()
+    )
+    rows = run_batch_pipeline(stream_spark, raw, spec)
+    res = index_dataframe(
+        rows.repartition(2), spec.data_schema, deep_storage_config={"type": "local", "path": str(tmp_path / "batch-ds")},
+        version="2099-01-01T00:00:00.000Z", shard="append",
+    )
+    batch_rows = [r for s in res.segments for r in pq.read_table(s.load_spec["path"]).to_pylist()]
+    batched = rolled_up(batch_rows, DIMS)
+    assert sum(v[0] for v in batched.values()) == 2500
+    assert streamed == batched
+    assert len({s.interval for s in res.segments}) >= 2  # the input spans several hourly segments
+
+
+def test_handoff_merges_closed_intervals_atomically(
+    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+) -> None:
+    from realtime.streaming.handoff import handoff_version
+
+    n = 2000
+    # 0.5 events/s of event time: 4000 s, so the first hour closes (end + PT10M) before the stream ends
+    produce_ads(kafka_bootstrap, ads_topics, tmp_path / "gen", events=n, sim_rate=0.5, seed=5)
+    spec = ads_spec(ads_topics["impressions"])
+    job = _job(settings, spec, stream_spark, kafka_bootstrap, max_offsets_per_trigger=250,
+               handoff=True, handoff_check_seconds=0.0)
+    job.run(timeout=300)
+    used = job.metadata.segments("ads")
+    intervals = sorted({s.interval for s in used}, key=lambda i: i.start)
+    first = intervals[0]
+    firsts = [s for s in used if s.interval == first]
+    assert [s.version for s in firsts] == [handoff_version(first)]
+    assert firsts[0].shard_spec.partitions == 1
+    unused = [s for s in job.metadata.segments("ads", used=False) if s.interval == first]
+    assert len(unused) >= 2  # the small real-time partitions it replaced
+    # the last interval is still open: real-time appends
+    assert all(s.version == format_instant(s.interval.start) for s in used if s.interval == intervals[-1])
+    assert sum(r["count"] for r in segment_rows(job.metadata, "ads")) == n
