@@ -9,12 +9,13 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JVM_STAMP := .jvm/.fetched
 
-.PHONY: quickstart test test-fast lint jvm venv system clean help airflow
+.PHONY: quickstart test test-fast test-druid lint jvm venv system clean help airflow
 
 help:
 	@echo "make quickstart  - set up and run the end-to-end demo on the embedded stack"
 	@echo "make test        - set up and run the whole test suite (unit + integration)"
 	@echo "make test-fast   - unit tests only (no JVM services)"
+	@echo "make test-druid  - the Druid-cluster path against a real Apache Druid (the oracle)"
 	@echo "make lint        - ruff"
 
 $(VENV)/bin/python:
@@ -60,6 +61,13 @@ test: system venv jvm airflow
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow"
+
+# The Druid-cluster path against a real single-machine Apache Druid (tests marked `druid`, excluded
+# from the default run): fetches Druid's jars (~190 MB, profile `druid` of deploy/jvm/pom.xml) once,
+# then ~1.5–2 min. See docs/druid-cluster.md.
+test-druid: system venv
+	mvn -q -B -f deploy/jvm/pom.xml -Pdruid -pl druid dependency:copy-dependencies
+	$(PY) -m pytest -q -m druid
 
 lint: venv
 	$(PY) -m ruff check .

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.intervals import Interval, condense, format_instant, parse_instant
 
 EX_TEMPFAIL = 75
 
@@ -47,7 +47,7 @@ def verify(settings, datasource: str, interval: Interval, since_ms: int) -> tupl
     with MetadataStore.from_settings(settings) as md:
         for chunk in plan_chunks(interval, spec.data_schema.segment_granularity):
             segs = visible(md, datasource, chunk)
-            covered = sum(part.end - part.start for _, part in segs)
+            covered = sum(iv.duration_ms for iv in condense([part for _, part in segs]))
             old = sorted({s.version for s, _ in segs if s.version < since})
             if old:
                 problems.append(f"{chunk.iso()} is still served by version(s) {', '.join(old)} (older than {since})")

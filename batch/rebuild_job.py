@@ -27,13 +27,14 @@ import argparse
 import logging
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from batch.planning import ClosedCheck, NotClosedError, check_closed, plan_chunks
-from radstack.intervals import Interval, Period, format_instant
+from radstack.intervals import Interval, Period, format_instant, parse_instant
 from radstack.spec import DatasourceSpec
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RebuildResult", "rebuild", "closed_checks", "read_inputs", "index_dataframe", "main"]
+__all__ = ["RebuildResult", "rebuild", "rebuild_spec", "closed_checks", "read_inputs", "index_dataframe", "main"]
 
 PARTITION_STRIDE = 1_000_000
 """Partition ``p`` of the Spark job numbers its segments from ``p * PARTITION_STRIDE`` (renumbered later)."""
@@ -177,6 +178,9 @@ def _pipeline(spark: SparkSession, raw: DataFrame, joined: dict[str, DataFrame],
     return run_batch_pipeline(spark, raw, spec, joined=joined)
 
 
+InputReader = Callable[["SparkSession", Any, DatasourceSpec, list[Interval]], tuple["DataFrame", dict[str, "DataFrame"]]]
+
+
 def rebuild(
     settings: Settings,
     datasource: str,
@@ -188,11 +192,33 @@ def rebuild(
     metadata: Any | None = None,
     deep_storage: Any | None = None,
 ) -> RebuildResult:
-    """Rebuild ``interval`` (widened to whole segment buckets) of ``datasource`` and publish it."""
+    """Rebuild ``interval`` (widened to whole segment buckets) of ``datasource`` (a catalog spec) from the
+    raw archive and publish it."""
+    from radstack.datasources import get_spec
+
+    return rebuild_spec(settings, get_spec(settings, datasource), interval, spark=spark, force=force,
+                        now_ms=now_ms, metadata=metadata, deep_storage=deep_storage)  # fmt: skip
+
+
+def rebuild_spec(
+    settings: Settings,
+    spec: DatasourceSpec,
+    interval: Interval,
+    *,
+    spark: SparkSession | None = None,
+    force: bool = False,
+    now_ms: int | None = None,
+    metadata: Any | None = None,
+    deep_storage: Any | None = None,
+    reader: InputReader | None = None,
+    min_version: str = "",
+) -> RebuildResult:
+    """:func:`rebuild` for any spec; ``reader`` replaces the raw-archive reader (e.g. JSON files from
+    ``hdfs://``/``s3a://`` for an Overlord task); the version is the start time, raised above
+    ``min_version``."""
     from batch import job_state
     from batch.archive_reader import storage_spark_conf
     from batch.tombstones import with_tombstones
-    from radstack.datasources import get_spec
     from radstack.granularity import utc_now_ms
     from serving.deep_storage import open_deep_storage
     from serving.indexer import renumber_core
@@ -202,7 +228,9 @@ def rebuild(
     t0 = time.monotonic()
     started = utc_now_ms()
     version = format_instant(started)
-    spec = get_spec(settings, datasource)
+    if min_version and version <= min_version:
+        version = format_instant(parse_instant(min_version) + 1)
+    datasource = spec.name
     chunks = plan_chunks(interval, spec.data_schema.segment_granularity)
     own_md = metadata is None
     md = metadata if metadata is not None else MetadataStore.from_settings(settings)
@@ -224,7 +252,7 @@ def rebuild(
                     settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
                     extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
                 )  # fmt: skip
-            raw, joined = read_inputs(spark, storage, spec, chunks)
+            raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
             rows = _pipeline(spark, raw, joined, spec)
             parts = int(settings.get("batch.partitions", 0) or 0) or int(settings.get("spark.shuffle_partitions", 4))
             segments, stats = index_dataframe(

@@ -149,7 +149,7 @@ def make_dag(name: str, spec: Any, settings: Any) -> DAG:
 
             rebuild = rebuild_local()
 
-        @task(task_id="verify")
+        @task(task_id="verify", retries=0)
         def verify(**context: Any) -> str:
             interval = _interval(context)
             start = context["dag_run"].start_date or dt.datetime.now(dt.UTC)

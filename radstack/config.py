@@ -80,6 +80,8 @@ DEFAULTS: dict[str, Any] = {
     },
     "tasks": {
         "max_running": 2,
+        # hdfs/s3 JSON inputs at least this big run as a Spark job (batch/); the raw archive always does
+        "spark_min_bytes": 256 * 1024 * 1024,
     },
     "kafka": {
         "bootstrap_servers": "127.0.0.1:9092",

@@ -224,7 +224,31 @@ PROCESSES: list[ProcessSpec] = [
         or http_ok(f"http://127.0.0.1:{s.get('archiver.metrics_port')}/metrics"),
         stop_timeout=60.0,  # a clean stop flushes and commits every buffer
     ),
+    ProcessSpec(
+        name="stream",  # the real-time layer: Spark Structured Streaming (realtime/streaming)
+        enabled=lambda s: _has_streaming_specs(s),
+        argv=lambda s: radctl_argv("stream"),
+        port=lambda s: None,
+        health=lambda s: _stream_health(s),
+        ready_timeout=lambda s: 240.0,
+        stop_timeout=45.0,
+    ),
 ]
+
+
+def _has_streaming_specs(s: Any) -> bool:
+    try:
+        from radstack.datasources import load_catalog
+
+        return any(spec.processing.topics for spec in load_catalog(s).values())
+    except Exception:
+        return False
+
+
+def _stream_health(s: Any) -> bool:
+    from realtime.streaming.progress import streaming_health
+
+    return streaming_health(s)
 
 
 def _probe_host(host: Any) -> str:

@@ -101,9 +101,9 @@ def backfill(
 
 def _summary(results, mode: str, wait: bool) -> None:  # type: ignore[no-untyped-def]
     table = Table(title="backfill summary", show_lines=False)
-    for col, kw in (("datasource", {}), ("chunk", {}), ("status", {}), ("real-time rows", {"justify": "right"}),
+    for col, kw in (("datasource", {}), ("chunk", {"no_wrap": True}), ("status", {}), ("real-time rows", {"justify": "right"}),
                     ("real-time events", {"justify": "right"}), ("batch rows", {"justify": "right"}),
-                    ("batch events", {"justify": "right"}), ("serving version", {})):  # fmt: skip
+                    ("batch events", {"justify": "right"}), ("serving version", {"no_wrap": True})):  # fmt: skip
         table.add_column(col, **kw)
     show_counts = mode == "local" or wait
     for r in results:
@@ -113,4 +113,7 @@ def _summary(results, mode: str, wait: bool) -> None:  # type: ignore[no-untyped
             *(map(str, (r.before_rows, r.before_events, r.rows, r.events)) if show_counts else ("", "", "", "")),
             r.version if show_counts else r.run_id,
         )  # fmt: skip
-    Console(highlight=False).print(table)
+    out = Console(highlight=False)
+    if not out.is_terminal:  # piped or captured: do not squeeze ISO intervals and versions into 80 columns
+        out = Console(highlight=False, width=220)
+    out.print(table)

@@ -48,7 +48,7 @@ def build_specs(settings: Any, datasource: str, interval: str | None, kafka: str
     if iv is not None:
         from serving.metadata import MetadataStore
 
-        with MetadataStore.from_settings(settings, create=False) as md:
+        with MetadataStore.from_settings(settings) as md:
             segments = md.segments(spec.name, interval=chunk_interval(spec, iv))
     return druid_specs(
         spec,

@@ -79,7 +79,10 @@ def status(
     st = stack.status(settings, with_kafka=not no_kafka)
     bad = any(p.state == "crashed" or (p.state == "running" and not p.healthy) for p in st.processes)
     if as_json:
-        typer.echo(orjson.dumps(st.as_dict(), option=orjson.OPT_INDENT_2).decode())
+        from realtime.streaming.progress import streaming_status
+
+        typer.echo(orjson.dumps({**st.as_dict(), "streaming": streaming_status(settings)},
+                                option=orjson.OPT_INDENT_2).decode())
     else:
         t = Table(title=f"radstack processes ({settings.home})")
         for col in ("process", "state", "pid", "port", "health", "log"):
@@ -96,6 +99,21 @@ def status(
         for p in st.processes:
             if p.detail:
                 console.print(f"{p.name}: {p.detail}")
+        from realtime.streaming.progress import streaming_status
+
+        streaming = streaming_status(settings)
+        if streaming:
+            sv = Table(title="real-time layer (radctl stream)")
+            for col in ("datasource", "input/s", "processed/s", "batch ms", "last batch", "lag", "processed",
+                        "dead-lettered", "thrown away", "duplicates", "committed offsets"):  # fmt: skip
+                sv.add_column(col)
+            for ds, v in streaming.items():
+                rate = (lambda x: "-" if x is None else f"{x:,.0f}")  # noqa: E731
+                sv.add_row(ds, rate(v["inputRate"]), rate(v["processedRate"]), str(v["batchDurationMs"] or "-"),
+                           str(v["lastBatchId"]), str(v["lag"] if v["lag"] is not None else "-"), str(v["processed"]),
+                           str(v["deadLettered"]), str(v["thrownAway"]), str(v["duplicatesDropped"]),
+                           orjson.dumps(v["committedOffsets"] or {}).decode())  # fmt: skip
+            console.print(sv)
         if not no_kafka:
             if st.kafka_error:
                 console.print(f"kafka ({st.bootstrap_servers}): [yellow]{st.kafka_error}[/yellow]")

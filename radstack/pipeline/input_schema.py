@@ -35,7 +35,16 @@ def spark_type(druid_type: str) -> str:
 
 def join_options(spec: DatasourceSpec) -> list[dict[str, Any]]:
     """The stream joins of a spec (``processing.joins`` entries with ``type: stream``), as dicts."""
-    return [dict(j.options, name=j.name, type=j.type) for j in spec.processing.joins if j.type == "stream"]
+    out = []
+    for j in spec.processing.joins:
+        if j.type != "stream":
+            continue
+        d = {str(k): v for k, v in j.options.items() if k is not True}
+        on = j.options.get("on", j.options.get(True, j.options.get("key")))  # YAML 1.1 reads a bare `on:` as true
+        if on is None:
+            raise ValueError(f"processing.joins {j.name!r}: 'on' (the join key) is required")
+        out.append(dict(d, name=j.name, type=j.type, on=str(on)))
+    return out
 
 
 def input_fields(spec: DatasourceSpec) -> list[str]:

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from radstack.intervals import Period
-from radstack.pipeline.dedup import EVENT_TS, dedup_exact, dedup_streaming
+from radstack.pipeline.dedup import EVENT_TS, dedup_exact
 from radstack.pipeline.parse import parse_events, q, valid_events
 from radstack.pipeline.window import window_millis
 from radstack.spec import (
@@ -97,14 +97,16 @@ def join_streaming(left: DataFrame, parsed_other: DataFrame, j: Mapping[str, Any
     delay for the clicks side."""
     from pyspark.sql import functions as F
 
-    spec = join_spec_for(j)
     clicks = valid_events(parsed_other)
-    clicks = dedup_streaming(clicks, spec.processing.event_id, delay)
     on, flag, w = str(j["on"]), str(j.get("flag", "is_clicked")), join_window_ms(j)
-    c = clicks.select(
-        F.col(q(on)).alias(_C_KEY), F.col(TIME_COLUMN).alias(_C_TIME), F.col(EVENT_TS).alias(_C_TS)
-    ).withWatermark(_C_TS, delay)
-    c = c.dropDuplicatesWithinWatermark([_C_KEY])
+    # One click per impression is all `is_clicked` needs: dedup the click side on the join key
+    # (this also drops re-sent clicks, whatever their click id).
+    c = (
+        clicks.select(F.col(q(on)).alias(_C_KEY), F.col(TIME_COLUMN).alias(_C_TIME))
+        .withColumn(_C_TS, F.timestamp_millis(F.col(_C_TIME)))
+        .withWatermark(_C_TS, delay)
+        .dropDuplicatesWithinWatermark([_C_KEY])
+    )
     cond = F.expr(
         f"{q(on)} = {_C_KEY} AND {_C_TS} >= {EVENT_TS} AND {_C_TS} <= {EVENT_TS} + INTERVAL {w} MILLISECONDS"
     )

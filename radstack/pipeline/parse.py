@@ -70,7 +70,7 @@ def timestamp_sql(col: str, fmt: str) -> str | None:
     if f == "nano":
         return f"({integer} div 1000000L)"
     if f == "ruby":
-        return f"try_cast(trunc(try_cast({col} AS DOUBLE) * 1000D) AS BIGINT)"
+        return f"try_cast(try_cast({col} AS DOUBLE) * 1000D AS BIGINT)"
     return None
 
 
@@ -179,12 +179,12 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
 
 
 def _joda_udf(pattern: str):  # type: ignore[no-untyped-def]
-    """An Arrow-backed UDF parsing a Joda pattern with the indexer's own parser."""
-    import pandas as pd
-    from pyspark.sql.functions import pandas_udf
+    """An Arrow-backed (pandas) UDF parsing a Joda pattern with the indexer's own parser."""
+    import warnings
 
-    @pandas_udf("double")  # type: ignore[misc]
-    def parse(s: pd.Series) -> pd.Series:
+    from pyspark.sql.functions import PandasUDFType, pandas_udf
+
+    def parse(s):  # type: ignore[no-untyped-def]  # pandas Series in, Series of float millis out
         import pyarrow as pa
 
         from radstack.timestamps import parse_timestamp_column
@@ -192,4 +192,6 @@ def _joda_udf(pattern: str):  # type: ignore[no-untyped-def]
         arr = pa.array(s.str.strip(), type=pa.string(), from_pandas=True)
         return parse_timestamp_column(arr, pattern).cast(pa.float64()).to_pandas()
 
-    return parse
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return pandas_udf(parse, "double", PandasUDFType.SCALAR)

@@ -69,6 +69,16 @@ def stream_options(settings: Any, **overrides: Any) -> StreamOptions:
     return o
 
 
+def handoff_window_ms(spec: DatasourceSpec) -> int:
+    """windowPeriod; with stream joins, + the longest join window + the watermark delay again
+    (unmatched rows leave the join that late; the second delay covers the slower input's watermark)."""
+    from radstack.pipeline.join import join_window_ms
+
+    w = window_millis(spec.processing.window_period)
+    joins = join_options(spec)
+    return w + (max(join_window_ms(j) for j in joins) + w if joins else 0)
+
+
 def checkpoint_dir(settings: Any, data_source: str) -> Path:
     return Path(settings.home) / "checkpoints" / data_source
 
@@ -145,6 +155,8 @@ class StreamingJob:
                 window_ms=window_millis(spec.processing.window_period),
                 handoff_check_seconds=self.options.handoff_check_seconds,
                 handoff=self.options.handoff,
+                late_filter=not join_options(spec),
+                handoff_window_ms=handoff_window_ms(spec),
             ),
         )
         self._stop = threading.Event()

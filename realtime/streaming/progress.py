@@ -123,3 +123,46 @@ def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | No
         "duplicatesDropped": p.get("duplicatesDropped", 0),
         "watermark": s.get("watermark"),
     }
+
+
+def streaming_status(settings: Any, metadata: Any = None) -> dict[str, dict[str, Any]]:
+    """``status_view`` per datasource that has streaming state in the metadata store."""
+    from serving.metadata import MetadataStore
+
+    own = metadata is None
+    md = metadata or MetadataStore.from_settings(settings, create=False)
+    try:
+        from radstack.datasources import load_catalog
+
+        names = sorted(n for n, s in load_catalog(settings).items() if s.processing.topics)
+        out: dict[str, dict[str, Any]] = {}
+        for n in names:
+            s, p = md.get_state(f"streaming.{n}"), md.get_state(f"streaming.{n}.progress")
+            if s is not None or p is not None:
+                out[n] = status_view(s, p)
+        return out
+    except Exception:  # no tables yet, unreadable specs: nothing to show
+        return {}
+    finally:
+        if own:
+            md.close()
+
+
+def streaming_health(settings: Any, max_age_seconds: float = 60.0) -> bool:
+    """True when every streaming datasource reported progress within ``max_age_seconds``."""
+    from radstack.intervals import parse_instant
+
+    try:
+        from radstack.datasources import load_catalog
+        from serving.metadata import MetadataStore
+
+        names = [n for n, s in load_catalog(settings).items() if s.processing.topics]
+        with MetadataStore.from_settings(settings, create=False) as md:
+            now = time.time_ns() // 1_000_000
+            for n in names:
+                p = md.get_state(f"streaming.{n}.progress") or {}
+                if not p.get("updated") or now - parse_instant(p["updated"]) > max_age_seconds * 1000:
+                    return False
+        return bool(names)
+    except Exception:
+        return False

@@ -76,6 +76,12 @@ class SinkConfig:
     window_ms: int
     handoff_check_seconds: float = 10.0
     handoff: bool = True
+    #: the sink's own window-period filter; off for specs with a stream join, whose rows leave the
+    #: join up to (join window + watermark delay) after their time — Spark's watermark drops late
+    #: input there
+    late_filter: bool = True
+    #: how far behind the watermark (of the batch before) an interval's end must be for handoff
+    handoff_window_ms: int | None = None
 
 
 @dataclass
@@ -111,11 +117,20 @@ class SegmentSink:
             state.update(queryId=qid, lastBatchId=-1)
         counters = {c: int((state.get("counters") or {}).get(c, 0)) for c in COUNTERS}
         watermark = state.get("watermarkMs")
-        threshold = late_threshold(watermark, self.config.window_ms)
+        threshold = late_threshold(watermark, self.config.window_ms) if self.config.late_filter else None
+        prev_watermark = watermark
 
         df = df.persist()
+        timings: dict[str, int] = {}
+
+        def lap(name: str, t: list[float] = [t0]) -> None:  # noqa: B006 - a per-call stopwatch
+            now = time.monotonic()
+            timings[name] = int((now - t[0]) * 1000)
+            t[0] = now
+
         try:
             summary = self._summarize(df, threshold)
+            lap("summarize")
             counters["input"] += summary["rows"]
             counters["unparseable"] += summary["invalid"]
             counters["late"] += summary["late"]
@@ -140,6 +155,7 @@ class SegmentSink:
                 )
                 segments = res.segments
                 processed = res.stats.processed
+                lap("index")
                 filtered = in_window - processed - res.stats.unparseable
                 counters["filtered"] += max(filtered, 0) + res.stats.thrown_away
                 counters["unparseable"] += res.stats.unparseable
@@ -160,6 +176,7 @@ class SegmentSink:
                 lastBatchId=batch_id,
                 watermarkMs=watermark,
                 watermark=format_instant(watermark) if watermark is not None else None,
+                prevWatermarkMs=prev_watermark,
                 offsets=offsets,
                 counters=counters,
                 lastBatch={
@@ -168,6 +185,7 @@ class SegmentSink:
                     "processed": processed,
                     "segments": len(segments),
                     "durationMs": duration,
+                    "timingsMs": timings,
                     "publishedAt": format_instant(time.time_ns() // 1_000_000),
                 },
             )
@@ -175,6 +193,8 @@ class SegmentSink:
             from serving.publish import publish
 
             publish(self.metadata, open_deep_storage(self.config.deep_storage), segments, state={self.key: state})
+            lap("publish")
+            log.info("batch %s: %d rows, %d segments, %s ms", batch_id, summary["rows"], len(segments), timings)
         finally:
             df.unpersist()
         if os.environ.get(CRASH_ENV) == str(batch_id):
@@ -185,7 +205,8 @@ class SegmentSink:
             self.on_batch(state)
         if self.config.handoff and time.monotonic() - self._last_handoff >= self.config.handoff_check_seconds:
             self._last_handoff = time.monotonic()
-            self.run_handoff(watermark)
+            # rows of this batch were admitted/emitted against the watermark of the batch before
+            self.run_handoff(prev_watermark)
 
     def run_handoff(self, watermark: int | None) -> list[Interval]:
         from realtime.streaming.handoff import handoff_closed_intervals
@@ -197,7 +218,7 @@ class SegmentSink:
                 open_deep_storage(self.config.deep_storage),
                 self.spec,
                 watermark_ms=watermark,
-                window_ms=self.config.window_ms,
+                window_ms=self.config.handoff_window_ms or self.config.window_ms,
             )
         except Exception:  # handoff is an optimisation: never fail the stream over it
             log.exception("handoff failed; will retry")

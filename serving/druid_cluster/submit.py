@@ -7,7 +7,7 @@ accepts the same ``index_parallel`` specs:
 * ``POST /druid/indexer/v1/task`` → ``{"task": id}``;
 * ``GET /druid/indexer/v1/task/{id}/status`` → ``{"status": {"status": RUNNING|SUCCESS|FAILED, …}}``;
 * ``POST /druid/indexer/v1/supervisor`` → ``{"id": dataSource}``;
-* ``GET /druid/coordinator/v1/datasources/{ds}/loadstatus`` (Coordinator) → ``{ds: percent}``.
+* ``GET /druid/coordinator/v1/loadstatus`` (Coordinator) → ``{ds: percent loaded}``.
 """
 
 from __future__ import annotations
@@ -177,12 +177,9 @@ class OverlordClient:
 
     # -- coordinator ------------------------------------------------------------------------
     def load_percent(self, data_source: str) -> float:
-        """Percent of the datasource's used segments that historicals serve (Coordinator API)."""
-        body = self._request(
-            "GET",
-            f"{self.coordinator_url}/druid/coordinator/v1/datasources/{quote(data_source, safe='')}/loadstatus"
-            "?forceMetadataRefresh=true",
-        )
+        """Percent of the datasource's used segments that historicals serve (Coordinator
+        ``/druid/coordinator/v1/loadstatus``; 0 while the Coordinator has not seen the datasource)."""
+        body = self._request("GET", f"{self.coordinator_url}/druid/coordinator/v1/loadstatus")
         if not isinstance(body, Mapping):
             return 0.0
         return float(body.get(data_source, 0.0))

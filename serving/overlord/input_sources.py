@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 from radstack.config import Settings
 
-SOURCE_TYPES = ("local", "inline", "http", "s3", "hdfs")
+SOURCE_TYPES = ("local", "inline", "http", "s3", "hdfs", "archive")  # archive: radstack's raw archive, via Spark (batch/)
 
 
 class InputSpecError(ValueError):
@@ -98,6 +98,8 @@ def validate_input_source(spec: Any, path: str = "spec.ioConfig.inputSource") ->
                     raise InputSpecError(f"{_field(path, key)}: not an s3://bucket/key URI: {u!r}")
     elif typ == "hdfs" and not _str_list(spec.get("paths") or [], _field(path, "paths")):
         raise InputSpecError(f"{_field(path, 'paths')}: required")
+    elif typ == "archive" and spec.get("topics") is not None:
+        _str_list(spec["topics"], _field(path, "topics"))
 
 
 def resolve_input_source(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
@@ -114,6 +116,8 @@ def resolve_input_source(spec: Mapping[str, Any], settings: Settings) -> list[In
         return _s3(spec, settings)
     if typ == "hdfs":
         return _hdfs(spec, settings)
+    if typ == "archive":
+        raise InputSpecError("spec.ioConfig.inputSource: the raw archive is read by the Spark batch job (batch/)")
     raise InputSpecError(f"spec.ioConfig.inputSource.type: unknown input source type {typ!r}")
 
 

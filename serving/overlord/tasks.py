@@ -193,6 +193,10 @@ class TaskRunner:
         status, error, published = "FAILED", None, None
         try:
             run = getattr(state.spec, "run", None)  # compact / kill tasks (serving.compaction, serving.kill)
+            if not callable(run):  # large or remote inputs (archive, hdfs, s3) run as a Spark job (batch/)
+                from batch.overlord_task import run_spark_task, runs_on_spark
+
+                run = run_spark_task if runs_on_spark(state.spec, self.settings) else None
             published = run(self, state) if callable(run) else IndexTaskRun(self, state).execute()
             status = "SUCCESS"
         except (TaskCancelled, ReadCancelled):

@@ -125,6 +125,7 @@ def test_dag_test_rebuilds_an_interval(airflow_env: dict[str, str], settings) ->
     proc = _airflow(airflow_env, RUN_TEST, str(REPO / "dags"), "radstack_rebuild_web", interval, timeout=900)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, (proc.stdout[-3000:], proc.stderr[-5000:])
+    (Path(airflow_env["AIRFLOW_HOME"]) / "dag-test.log").write_text(proc.stdout + proc.stderr)
     res = json.loads(line[len("RESULT ") :])
     assert res["state"] == "success", (res, proc.stdout[-5000:])
     assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "verify": "success"}

@@ -3,6 +3,7 @@ before Spark's commit: after restarts, no event is lost or counted twice."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -31,10 +32,8 @@ def _start(home: Path, env_extra: dict[str, str], *args: str) -> subprocess.Pope
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
     proc.wait(30)
 
 

@@ -162,6 +162,10 @@ def execute(
                 first = reader.read_next_batch()
             except StopIteration:
                 first = None
+            if running is not None:
+                # A cancel that raced the first batch still answers with Druid's error JSON: the
+                # response has not started yet (after this point a cancel truncates the stream).
+                running.check()
         except duckdb.InterruptException as e:
             if running is not None:
                 running.check()

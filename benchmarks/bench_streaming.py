@@ -1,0 +1,253 @@
+"""Real-time layer speed: sustained throughput Kafka → published real-time segment, and freshness
+(produce → counted by a Druid SQL query) at a fixed rate, with a raw confluent-kafka consumer as the
+yardstick in the same run.
+
+    .venv/bin/python benchmarks/bench_streaming.py [--events 300000] [--rate 5000] [--seconds 60]
+
+Starts an embedded Apache Kafka broker in a temp dir (or uses ``--bootstrap``), then:
+
+1. throughput: produces N ``ads`` impressions, runs the streaming job (availableNow,
+   ``--max-offsets`` per micro-batch) over them; events/s from job start and warm (after the first
+   micro-batch, which pays for the JVM/Python worker start-up); then a bare confluent-kafka consumer
+   reads the same N messages (events/s, and the ratio);
+2. freshness: the job runs with a ``--trigger`` processing-time trigger while a producer sends
+   ``ads`` impressions at ``--rate`` events/s for ``--seconds``; a poller runs
+   ``SELECT SUM("count")`` through the query broker every 100 ms; the freshness of event i is the
+   time the answer first reached i+1 minus the time i was produced. Prints p50/p95/max.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from confluent_kafka import Consumer, Producer
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ads" / "ads.yaml"
+
+
+def _spec(topic: str, name: str) -> Any:
+    from radstack.spec import load_datasource_spec
+
+    raw = yaml.safe_load(EXAMPLE.read_text())
+    raw["dataSchema"]["dataSource"] = name
+    raw["processing"]["topics"] = [topic]
+    return load_datasource_spec(raw)
+
+
+def _producer(bootstrap: str) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
+                     "compression.type": "lz4", "queue.buffering.max.messages": 2_000_000})
+
+
+def _events(n: int, start_ms: int, sim_rate: float, seed: int) -> Any:
+    from realtime.generators import ads
+    from realtime.generators.common import GeneratorOptions
+
+    opts = GeneratorOptions(events=n, seed=seed, start_ms=start_ms, sim_rate=sim_rate, duplicates=0.0, late=0.0)
+    return (e for e in ads.generate(opts, start_ms) if e.stream == "impressions")
+
+
+def produce_all(bootstrap: str, topic: str, n: int) -> float:
+    p = _producer(bootstrap)
+    t0 = time.perf_counter()
+    for e in _events(n, int(time.time() * 1000) - 3_600_000, 1000.0, 3):
+        while True:
+            try:
+                p.produce(topic, value=e.value, key=e.key)
+                break
+            except BufferError:
+                p.poll(0.05)
+    p.flush(300)
+    return time.perf_counter() - t0
+
+
+def bare_consume(bootstrap: str, topic: str, n: int) -> float:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{time.time_ns()}", "auto.offset.reset": "earliest",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100})
+    c.subscribe([topic])
+    got, t0 = 0, None
+    while got < n:
+        msgs = c.consume(10_000, 1.0)
+        if msgs and t0 is None:
+            t0 = time.perf_counter()
+        got += sum(1 for m in msgs if m.error() is None)
+    dt = time.perf_counter() - (t0 or time.perf_counter())
+    c.close()
+    return got / dt if dt > 0 else float("nan")
+
+
+def throughput(settings: Any, spark: Any, bootstrap: str, n: int, max_offsets: int) -> dict[str, float]:
+    from realtime.streaming.job import StreamingJob, stream_options
+    from realtime.topics import ensure_topics
+
+    topic = f"bench-tp-{time.time_ns()}"
+    ensure_topics(bootstrap, {topic: 2})
+    produce_s = produce_all(bootstrap, topic, n)
+    spec = _spec(topic, "bench_tp")
+    batches: list[tuple[float, int]] = []
+    opts = stream_options(settings, bootstrap_servers=bootstrap, available_now=True,
+                          max_offsets_per_trigger=max_offsets, handoff=False)
+    job = StreamingJob(settings, spec, opts, spark=spark)
+    job.sink.on_batch = lambda st: batches.append((time.perf_counter(), int(st["lastBatch"]["processed"])))
+    t0 = time.perf_counter()
+    job.run(timeout=1800)
+    total = sum(b[1] for b in batches)
+    assert total == n, (total, n)
+    end = batches[-1][0]
+    warm_rows = total - batches[0][1]
+    warm = warm_rows / (end - batches[0][0]) if len(batches) > 1 else float("nan")
+    raw = bare_consume(bootstrap, topic, n)
+    return {"events": n, "produce_s": produce_s, "batches": len(batches), "total_s": end - t0,
+            "events_per_s": n / (end - t0), "warm_events_per_s": warm, "raw_consumer_events_per_s": raw,
+            "ratio_warm_to_raw": warm / raw}
+
+
+def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: float, trigger: float) -> dict[str, float]:
+    from realtime.streaming.job import StreamingJob, stream_options
+    from realtime.topics import ensure_topics
+    from serving.broker.service import BrokerService
+    from serving.broker.sql.engine import execute
+    from serving.deep_storage import open_deep_storage
+
+    topic = f"bench-fr-{time.time_ns()}"
+    ensure_topics(bootstrap, {topic: 2})
+    spec = _spec(topic, "bench_fr")
+    opts = stream_options(settings, bootstrap_servers=bootstrap, trigger_seconds=trigger,
+                          max_offsets_per_trigger=200_000, handoff=False)
+    job = StreamingJob(settings, spec, opts, spark=spark)
+    job.start()
+    # warm up: one event through the whole path before measuring
+    p = _producer(bootstrap)
+    warm = next(iter(_events(1, int(time.time() * 1000), rate, 99)))
+    p.produce(topic, value=warm.value, key=warm.key)
+    p.flush(10)
+    svc = BrokerService(settings, job.metadata, open_deep_storage(settings))
+
+    from serving.errors import DruidError
+
+    def count() -> int:
+        svc.refresh()
+        try:
+            res = execute(svc, 'SELECT SUM("count") FROM "bench_fr"', metadata=job.metadata)
+        except DruidError:  # no segment yet
+            return 0
+        try:
+            vals = [v for b in res.batches() for v in b.column(0).to_pylist()]
+        finally:
+            res.close()
+        return int(vals[0] or 0) if vals else 0
+
+    deadline = time.monotonic() + 300
+    while count() < 1:
+        job.poll_progress()
+        if time.monotonic() > deadline:
+            raise RuntimeError("the warm-up event never became visible")
+        time.sleep(0.2)
+
+    n = int(rate * seconds)
+    produced = [0.0] * n
+    seen: list[tuple[float, int]] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            seen.append((time.perf_counter(), count() - 1))
+            time.sleep(0.1)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    start_ms = int(time.time() * 1000)
+    t0 = time.perf_counter()
+    for i, e in enumerate(_events(n, start_ms, rate, 5)):
+        ahead = t0 + i / rate - time.perf_counter()
+        if ahead > 0:
+            time.sleep(ahead)
+        while True:
+            try:
+                p.produce(topic, value=e.value, key=e.key)
+                break
+            except BufferError:
+                p.poll(0.01)
+        produced[i] = time.perf_counter()
+        if i % 500 == 0:
+            p.poll(0)
+    p.flush(60)
+    produce_rate = n / (time.perf_counter() - t0)
+    while (seen[-1][1] if seen else 0) < n and time.perf_counter() - t0 < seconds + 120:
+        job.poll_progress()
+        time.sleep(0.2)
+    done.set()
+    poller.join()
+    job.stop()
+    svc.stop()
+    lat: list[float] = []
+    j = 0
+    for i in range(0, n, max(1, n // 5000)):  # sample ~5000 events
+        while j < len(seen) and seen[j][1] < i + 1:
+            j += 1
+        if j == len(seen):
+            break
+        lat.append(seen[j][0] - produced[i])
+    lat.sort()
+
+    def pct(q: float) -> float:
+        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
+
+    return {"rate": rate, "achieved_produce_rate": produce_rate, "events": n, "sampled": len(lat),
+            "p50_s": pct(0.5), "p95_s": pct(0.95), "max_s": lat[-1] if lat else float("nan")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--events", type=int, default=300_000)
+    ap.add_argument("--max-offsets", type=int, default=100_000)
+    ap.add_argument("--rate", type=int, default=5000)
+    ap.add_argument("--seconds", type=float, default=60.0)
+    ap.add_argument("--trigger", type=float, default=0.5)
+    ap.add_argument("--bootstrap", default=None)
+    ap.add_argument("--skip", choices=["throughput", "freshness"], action="append", default=[])
+    args = ap.parse_args()
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)
+
+    from radstack.config import load_settings
+    from radstack.pipeline.spark_session import build_spark_session
+    from realtime.kafka_broker import KafkaBroker, free_port
+
+    with tempfile.TemporaryDirectory(prefix="radstack-bench-stream-") as tmp:
+        home = Path(tmp)
+        os.environ["RADSTACK_HOME"] = str(home)
+        settings = load_settings(env={"RADSTACK_HOME": str(home)})
+        broker = None
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            broker = KafkaBroker(home=home, port=free_port(), controller_port=free_port(), heap="1g")
+            broker.start(timeout=180)
+            bootstrap = broker.bootstrap_servers
+        try:
+            t = time.perf_counter()
+            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=2)
+            print(f"spark session: {time.perf_counter() - t:.1f} s")
+            if "throughput" not in args.skip:
+                r = throughput(settings, spark, bootstrap, args.events, args.max_offsets)
+                print("throughput:", {k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()})
+            if "freshness" not in args.skip:
+                f = freshness(settings, spark, bootstrap, args.rate, args.seconds, args.trigger)
+                print("freshness:", {k: round(v, 3) if isinstance(v, float) else v for k, v in f.items()})
+            spark.stop()
+        finally:
+            if broker is not None:
+                broker.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""The RADStack join in the stream (bounded, watermarks) against the batch (full) join."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.streaming import ads_spec, produce_ads, segment_rows
+
+pytestmark = pytest.mark.slow
+
+DIMS = ["publisher", "advertiser", "gender", "city"]
+
+
+def _roll(rows: list[dict[str, Any]], before_ms: int) -> dict[tuple[Any, ...], tuple[int, int]]:
+    acc: dict[tuple[Any, ...], list[int]] = {}
+    for r in rows:
+        t = r["__time"]
+        ms = int(t.timestamp() * 1000) if hasattr(t, "timestamp") else int(t)
+        if ms >= before_ms:
+            continue
+        a = acc.setdefault((ms, *(r[d] for d in DIMS)), [0, 0])
+        a[0] += r["count"]
+        a[1] += r["clicks"]
+    return {k: (v[0], v[1]) for k, v in acc.items()}
+
+
+def test_stream_join_matches_batch_join_where_the_watermark_has_passed(
+    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+) -> None:
+    import pyarrow.parquet as pq
+
+    from radstack.pipeline.batch import run_batch_pipeline
+    from radstack.pipeline.segments import index_dataframe
+    from realtime.streaming.job import StreamingJob, stream_options
+    from realtime.streaming.sink import state_key
+
+    start = 1_795_000_000_000
+    n = 3000
+    summary = produce_ads(kafka_bootstrap, ads_topics, tmp_path / "gen", events=n, sim_rate=1.0, ctr=0.3,
+                          start_ms=start)
+    assert summary.streams["clicks"].unique > 100
+    spec = ads_spec(ads_topics["impressions"], name="ads_clicks", clicks_topic=ads_topics["clicks"])
+    opts = stream_options(settings, bootstrap_servers=kafka_bootstrap, available_now=True,
+                          max_offsets_per_trigger=500, handoff=False)
+    job = StreamingJob(settings, spec, opts, spark=stream_spark)
+    job.run(timeout=400)
+    streamed_rows = segment_rows(job.metadata, "ads_clicks")
+    st = job.metadata.get_state(state_key("ads_clicks"))
+
+    def read(topic: str) -> Any:
+        return (stream_spark.read.format("kafka").option("kafka.bootstrap.servers", kafka_bootstrap)
+                .option("subscribe", topic).option("startingOffsets", "earliest").load())
+
+    rows = run_batch_pipeline(stream_spark, read(ads_topics["impressions"]), spec,
+                              joined={"clicks": read(ads_topics["clicks"])})
+    res = index_dataframe(rows, spec.data_schema, deep_storage_config={"type": "local", "path": str(tmp_path / "b")},
+                          version="2099-01-01T00:00:00.000Z")
+    batch_rows = [r for s in res.segments for r in pq.read_table(s.load_spec["path"]).to_pylist()]
+    assert sum(r["count"] for r in batch_rows) == n
+    assert sum(r["clicks"] for r in batch_rows) == summary.streams["clicks"].unique
+
+    # Impressions older than the watermark - (delay + join window + one batch of event time) have all
+    # left the stream join (an unclicked one leaves once the watermark passes its time + window).
+    bound = st["watermarkMs"] - 25 * 60_000
+    assert bound > start + 10 * 60_000
+    s, b = _roll(streamed_rows, bound), _roll(batch_rows, bound)
+    assert sum(v[1] for v in b.values()) > 50
+    assert s == b
