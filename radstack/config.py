@@ -55,6 +55,8 @@ DEFAULTS: dict[str, Any] = {
         # Druid waits before marking overshadowed segments unused (druid.coordinator.period etc.)
         "overshadowed_unused_delay_seconds": 0,
         "metadata_poll_seconds": 1.0,
+        # segment files no metadata row points to (an uncommitted publish) are deleted after this age
+        "orphan_files_min_age_seconds": 3600,
         # retention rules (serving/retention.py): drop rules mark segments unused every pass
         "retention": {"on": True},
         # tiered rollup compaction (serving/compaction.py) of datasources with a compaction config
