@@ -332,7 +332,7 @@ def run_airflow(
             dag = dag_id(settings, ds)
             cl.unpause(dag)
             for chunk in chunks:
-                run_id = f"backfill__{chunk.iso().replace(':', '').replace('/', '_')}__{stamp}"
+                run_id = f"radctl__{chunk.iso().replace(':', '').replace('/', '_')}__{stamp}"
                 cl.trigger(dag, {"interval": chunk.iso(), "force": force}, run_id)
                 res = ChunkResult(ds, chunk, status="triggered", run_id=run_id)
                 res.before_rows, res.before_events, res.before_versions = before.get((ds, chunk), (0, 0, []))

@@ -66,7 +66,9 @@ def _interval(context: dict[str, Any]) -> str:
     conf = (context.get("dag_run").conf if context.get("dag_run") is not None else None) or {}
     if conf.get("interval"):
         return str(conf["interval"])
-    start, end = context["data_interval_start"], context["data_interval_end"]
+    start, end = context.get("data_interval_start"), context.get("data_interval_end")
+    if start is None or end is None:
+        raise ValueError('a run without a data interval needs conf {"interval": "START/END"}')
     fmt = "%Y-%m-%dT%H:%M:%S.000Z"
     return f"{start.astimezone(dt.UTC).strftime(fmt)}/{end.astimezone(dt.UTC).strftime(fmt)}"
 
@@ -98,17 +100,17 @@ def make_dag(name: str, spec: Any, settings: Any) -> DAG:
         catchup=False,
         max_active_runs=4,
         tags=["radstack", "batch", name],
-        default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=5)},
+        default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=2)},
         params={},
     ) as dag:
 
-        @task.sensor(task_id="wait_for_archive", poke_interval=60, timeout=24 * 3600, mode="reschedule")
+        @task.sensor(task_id="wait_for_archive", poke_interval=60, timeout=24 * 3600, mode="reschedule", retries=0)
         def wait_for_archive(**context: Any) -> bool:
             interval = _interval(context)
             if _force(context):
                 log.info("force: not waiting for %s to close", interval)
                 return True
-            end = context["data_interval_end"]
+            end = context.get("data_interval_end")
             if not (context.get("dag_run").conf or {}).get("interval") and end is not None:
                 ready_at = end + dt.timedelta(milliseconds=delay)
                 if dt.datetime.now(dt.UTC) < ready_at:

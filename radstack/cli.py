@@ -17,7 +17,7 @@ def _register() -> None:
     # Imported for their side effect of adding commands to `app`.
     import radstack.commands.generate  # noqa: F401
     import radstack.commands.stack  # noqa: F401
-    from radstack.commands import archiver, backfill, compact, config, druid, serve, stream  # noqa: F401
+    from radstack.commands import archiver, backfill, compact, config, druid, quickstart, serve, stream  # noqa: F401
 
 
 _register()

@@ -68,7 +68,7 @@ def backfill(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=console, transient=False,
     ) as bar:  # fmt: skip
-        task = bar.add_task("rebuilding" if mode == "local" else "triggering", total=plan.total)
+        task = bar.add_task("rebuilding" if mode == "local" or wait else "triggering", total=plan.total)
         done: set[tuple[str, int]] = set()
 
         def progress(r) -> None:  # type: ignore[no-untyped-def]

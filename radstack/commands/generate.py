@@ -28,6 +28,7 @@ def _common(
     seed: int,
     duplicates: float,
     late: float,
+    late_max: str,
     ctr: float,
     start: str | None,
     to: Target,
@@ -37,7 +38,7 @@ def _common(
     quiet: bool,
 ) -> None:
     from radstack.config import load_settings
-    from radstack.intervals import parse_instant
+    from radstack.intervals import Period, parse_instant
     from realtime.generators import ads, netflow
     from realtime.generators.common import FileSink, GeneratorOptions, KafkaSink, run
     from realtime.kafka_broker import bootstrap_servers
@@ -50,6 +51,7 @@ def _common(
         sim_rate=rate if rate > 0 else 1000.0,
         duplicates=duplicates,
         late=late,
+        late_max_ms=Period.parse(late_max).fixed_millis,
         ctr=ctr,
     )
     start_ms = opts.resolved_start()
@@ -109,7 +111,8 @@ EVENTS = typer.Option(10_000, "--events", "-n", help="Unique primary events (imp
 RATE = typer.Option(0.0, help="Messages per second (0 = as fast as possible); also the event-time rate.")
 SEED = typer.Option(1, help="Random seed: same options → same events.")
 DUPS = typer.Option(0.05, "--duplicates", help="Probability of an exact re-send after each event.")
-LATE = typer.Option(0.02, "--late", help="Fraction of events timestamped 2 min – 3 h before delivery.")
+LATE = typer.Option(0.02, "--late", help="Fraction of events timestamped 2 min – --late-max before delivery.")
+LATE_MAX = typer.Option("PT3H", "--late-max", help="ISO period: the latest a late event arrives after its timestamp.")
 START = typer.Option(None, "--start", help="Event time of the first event (ISO; default now).")
 TO = typer.Option(Target.kafka, "--to", help="kafka or file.")
 OUT = typer.Option(None, "--out", help="Output directory (default $RADSTACK_HOME/generated/<name>).")
@@ -125,6 +128,7 @@ def generate_ads(
     seed: int = SEED,
     duplicates: float = DUPS,
     late: float = LATE,
+    late_max: str = LATE_MAX,
     ctr: float = typer.Option(0.1, "--ctr", help="Click-through rate."),
     start: str = START,
     to: Target = TO,
@@ -135,7 +139,7 @@ def generate_ads(
 ) -> None:
     """Impressions + clicks (joined by impression_id) → topics impressions, clicks."""
     topics = {"impressions": f"{topic_prefix}impressions", "clicks": f"{topic_prefix}clicks"}
-    _common("ads", events, rate, seed, duplicates, late, ctr, start, to, out, topics, config, quiet)
+    _common("ads", events, rate, seed, duplicates, late, late_max, ctr, start, to, out, topics, config, quiet)
 
 
 @generate_app.command("netflow")
@@ -145,6 +149,7 @@ def generate_netflow(
     seed: int = SEED,
     duplicates: float = DUPS,
     late: float = LATE,
+    late_max: str = LATE_MAX,
     start: str = START,
     to: Target = TO,
     out: Path = OUT,
@@ -154,4 +159,4 @@ def generate_netflow(
 ) -> None:
     """sFlow packet samples → topic netflow, plus ip_ranges.csv and dns.csv for enrichment."""
     topics = {"netflow": f"{topic_prefix}netflow"}
-    _common("netflow", events, rate, seed, duplicates, late, 0.0, start, to, out, topics, config, quiet)
+    _common("netflow", events, rate, seed, duplicates, late, late_max, 0.0, start, to, out, topics, config, quiet)

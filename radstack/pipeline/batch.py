@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from radstack.pipeline.dedup import dedup_exact
 from radstack.pipeline.input_schema import join_options
@@ -75,6 +75,3 @@ def run_batch_pipeline(
             valid = join_batch(valid, other, j, value_col=value_col)
     return finish_pipeline(valid, spec, spark)
 
-
-def spec_summary(spec: DatasourceSpec) -> dict[str, Any]:  # pragma: no cover - debugging aid
-    return {"dataSource": spec.name, "topics": list(spec.processing.topics), "eventId": spec.processing.event_id}

@@ -10,8 +10,9 @@ Two kinds, both small tables held in memory and broadcast:
 * ``type: lookup`` — key → value map loaded from a file in deep storage (``key``: a JSON object, or
   CSV/JSONL rows with ``key``/``value``) or inline (``map``), a broadcast equi-join.
 
-Each entry: ``{type, field, output, key | ranges | map, default?}``. Missing matches give ``default``
-(NULL when absent).
+Each entry: ``{type, field, output, key | ranges | map, default?, keyColumn?, valueColumn?}``
+(``keyColumn``/``valueColumn`` pick the columns of a CSV/JSON-rows file). Missing matches give
+``default`` (NULL when absent).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def load_ranges(entry: Mapping[str, Any]) -> list[tuple[int, int, str]]:
                 s, e = int(net.network_address), int(net.broadcast_address)
             else:
                 s, e = ip_to_long(r["start"]), ip_to_long(r["end"])
-            v = r.get("value", r.get("as", r.get("asn")))
+            vc = entry.get("valueColumn")
+            v = r[vc] if vc else r.get("value", r.get("as", r.get("asn")))
         else:
             s, e, v = ip_to_long(r[0]), ip_to_long(r[1]), r[2]
         out.append((s, e, str(v)))
@@ -97,7 +99,8 @@ def load_map(entry: Mapping[str, Any]) -> dict[str, str]:
     if raw is not None:
         return {str(k): str(v) for k, v in dict(raw).items()}
     data = _read(entry)
-    return {str(r["key"]): str(r["value"]) for r in _rows(data or b"", str(entry.get("key") or entry.get("file")))}
+    kc, vc = str(entry.get("keyColumn", "key")), str(entry.get("valueColumn", "value"))
+    return {str(r[kc]): str(r[vc]) for r in _rows(data or b"", str(entry.get("key") or entry.get("file")))}
 
 
 def enrich_entries(spec: DatasourceSpec) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ class GeneratorOptions:
     sim_rate: float = 1000.0  # primary events per second of event time
     duplicates: float = 0.05
     late: float = 0.02
+    late_max_ms: int = LATE_MAX_MS  # the latest a late event arrives after its timestamp
     ctr: float = 0.1  # ads: click-through rate
 
     def resolved_start(self) -> int:
@@ -54,19 +55,23 @@ class GeneratorOptions:
 class Injector:
     """Seeded duplicate and late-event injection shared by the generators."""
 
-    def __init__(self, rng: random.Random, duplicates: float, late: float) -> None:
+    def __init__(self, rng: random.Random, duplicates: float, late: float, late_max_ms: int = LATE_MAX_MS) -> None:
         if not 0 <= duplicates < 1 or not 0 <= late < 1:
             raise ValueError("duplicate and late rates must be in [0, 1)")
+        if late_max_ms <= LATE_MIN_MS:
+            raise ValueError(f"the latest delay must be more than {LATE_MIN_MS // 60_000} minutes")
         self.rng = rng
+        self.late_max_ms = late_max_ms
         self.duplicates = duplicates
         self.late = late
         self.recent: deque[Emit] = deque(maxlen=RECENT)
 
     def late_delay_ms(self) -> int:
-        """0 for an on-time event; else a log-uniform delay between 2 minutes and 3 hours."""
+        """0 for an on-time event; else a log-uniform delay between 2 minutes and ``late_max_ms``
+        (3 hours by default)."""
         if self.late <= 0 or self.rng.random() >= self.late:
             return 0
-        lo, hi = math.log(LATE_MIN_MS), math.log(LATE_MAX_MS)
+        lo, hi = math.log(LATE_MIN_MS), math.log(self.late_max_ms)
         return int(math.exp(self.rng.uniform(lo, hi)))
 
     def after(self, emit: Emit) -> Iterator[Emit]:
