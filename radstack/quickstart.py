@@ -352,10 +352,15 @@ def _wait_closed(settings: Settings, interval: Interval, console: Console) -> No
 
     plan = plan_backfill(settings, interval.iso(), DATASOURCE)
     deadline = time.monotonic() + 300
+    t0 = time.monotonic()
     with console.status(f"waiting for {interval.iso()} to close (window period + archiver watermark) …"):
         while True:
             try:
                 check_plan_closed(settings, plan)
+                console.print(
+                    f"  {interval.iso()} is closed: its end plus the window period has passed and the "
+                    f"archiver's watermark is beyond it (waited {time.monotonic() - t0:.0f} s)"
+                )
                 return
             except NotClosedError:
                 if time.monotonic() > deadline:
@@ -412,11 +417,13 @@ def _show_answers(console: Console, interval: Interval, before: Answer, after: A
 
 def _show_versions(console: Console, rows: list[dict[str, Any]]) -> None:
     t = Table(title="Which segment versions serve each minute (sys.segments)")
-    for c in ("start", "version", "segments", "rows", "state"):
-        t.add_column(c)
+    for c in ("minute", "version", "segments", "rows", "state"):
+        t.add_column(c, no_wrap=True)
     for r in rows:
-        state = "overshadowed" if r["overshadowed"] else ("real-time" if r["realtime"] else "serving (batch)")
-        t.add_row(r["start"], r["version"], str(r["segments"]), str(r["rows"]), state)
+        state = "overshadowed" if r["overshadowed"] else ("real-time" if r["realtime"] else "batch")
+        if not r["rows"] and state == "batch":
+            state = "batch (tombstone: no data)"
+        t.add_row(r["start"][11:16], r["version"], str(r["segments"]), str(r["rows"]), state)
     console.print(t)
 
 
