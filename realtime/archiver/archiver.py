@@ -47,6 +47,12 @@ FAULT_ENV = "RADSTACK_ARCHIVER_FAULT"
 committed), ``after_commit`` (committed, manifest not yet deleted) make the process exit at once."""
 
 
+def _hour(m: Any) -> int | None:
+    """The Kafka-time hour of a record (None when it has no timestamp)."""
+    tt, ts = m.timestamp()
+    return ts // HOUR_MS if tt != 0 and ts >= 0 else None
+
+
 @dataclass
 class ArchiverConfig:
     bootstrap_servers: str
@@ -189,29 +195,52 @@ class Archiver:
         return self.stats
 
     def _collect(self, msgs: list[Any]) -> None:
-        buffers = self.buffers
-        cfg = self.config
+        groups: dict[tuple[str, int], list[Any]] = {}
         for m in msgs:
             err = m.error()
             if err is not None:
-                if err.code() in (KafkaError._PARTITION_EOF,):
+                if err.code() == KafkaError._PARTITION_EOF:
                     continue
                 raise KafkaException(err)
             key = (m.topic(), m.partition())
-            buf = buffers.get(key)
-            ts_type, ts = m.timestamp()
-            ts_val = ts if ts_type != 0 and ts >= 0 else None
-            if buf is not None and ts_val is not None and ts_val // HOUR_MS != self._buffer_hour.get(key, ts_val // HOUR_MS):
-                self._flush(key)  # an hour boundary in Kafka time: close the hour's files
-                buf = None
-            if buf is None:
-                buf = buffers[key] = ColumnBuffer(key[0], key[1])
-                self._buffer_started[key] = time.monotonic()
-                if ts_val is not None:
-                    self._buffer_hour[key] = ts_val // HOUR_MS
-            buf.append(m.offset(), ts_val, ts_type, m.key(), m.value(), m.headers())
-            if len(buf) >= cfg.max_records or buf.nbytes >= cfg.max_bytes:
-                self._flush(key)
+            group = groups.get(key)
+            if group is None:
+                groups[key] = [m]
+            else:
+                group.append(m)
+        for key, group in groups.items():
+            self._add(key, group)
+
+    def _add(self, key: tuple[str, int], group: list[Any]) -> None:
+        """Append one partition's records, flushing first wherever Kafka time enters a new hour."""
+        first_h, last_h = _hour(group[0]), _hour(group[-1])
+        current = self._buffer_hour.get(key)
+        if first_h == last_h and (current is None or first_h is None or first_h == current):
+            self._extend(key, group, first_h)
+        else:  # an hour boundary inside the batch (rare): split it there
+            i = 0
+            while i < len(group):
+                h = _hour(group[i])
+                j = i + 1
+                while j < len(group) and _hour(group[j]) in (h, None):
+                    j += 1
+                cur = self._buffer_hour.get(key)
+                if cur is not None and h is not None and h != cur:
+                    self._flush(key)  # close the hour's files
+                self._extend(key, group[i:j], h)
+                i = j
+        buf = self.buffers.get(key)
+        if buf is not None and (len(buf) >= self.config.max_records or buf.nbytes >= self.config.max_bytes):
+            self._flush(key)
+
+    def _extend(self, key: tuple[str, int], msgs: list[Any], hour: int | None) -> None:
+        buf = self.buffers.get(key)
+        if buf is None:
+            buf = self.buffers[key] = ColumnBuffer(key[0], key[1])
+            self._buffer_started[key] = time.monotonic()
+        if hour is not None and key not in self._buffer_hour:
+            self._buffer_hour[key] = hour
+        buf.extend(msgs)
 
     def _flush_due(self) -> None:
         now = time.monotonic()

@@ -10,6 +10,7 @@ is only collecting the fields from the consumer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -41,45 +42,55 @@ SCHEMA = pa.schema(
 
 @dataclass
 class ColumnBuffer:
-    """Records of one Kafka partition collected column-wise, in offset order."""
+    """Consumed records of one Kafka partition, in offset order. The consumer's message objects are
+    kept as they are and turned into columns only at flush time (list comprehensions), which keeps
+    the per-record cost of the consume loop to one list append."""
 
     topic: str
     partition: int
-    offsets: list[int] = field(default_factory=list)
-    kafka_ts: list[int | None] = field(default_factory=list)
-    ts_types: list[int] = field(default_factory=list)
-    keys: list[bytes | None] = field(default_factory=list)
-    values: list[bytes | None] = field(default_factory=list)
-    headers: list[list[tuple[str, bytes | None]] | None] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
     nbytes: int = 0
+    min_kafka_ts: int | None = None  # the oldest Kafka timestamp buffered (for the watermark)
 
     def __len__(self) -> int:
-        return len(self.offsets)
+        return len(self.messages)
 
-    def append(
-        self,
-        offset: int,
-        kafka_ts: int | None,
-        ts_type: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: list[tuple[str, bytes | None]] | None,
-    ) -> None:
-        self.offsets.append(offset)
-        self.kafka_ts.append(kafka_ts)
-        self.ts_types.append(ts_type)
-        self.keys.append(key)
-        self.values.append(value)
-        self.headers.append(headers)
-        self.nbytes += (len(value) if value else 0) + (len(key) if key else 0) + 24
+    def extend(self, msgs: list[Any]) -> None:
+        self.messages.extend(msgs)
+        self.nbytes += sum(len(m.value() or b"") for m in msgs) + 24 * len(msgs)
+        stamps = [t for tt, t in (m.timestamp() for m in msgs) if tt != 0 and t >= 0]
+        if stamps:
+            low = min(stamps)
+            self.min_kafka_ts = low if self.min_kafka_ts is None else min(low, self.min_kafka_ts)
 
     @property
     def first_offset(self) -> int:
-        return self.offsets[0]
+        return int(self.messages[0].offset())
 
     @property
     def last_offset(self) -> int:
-        return self.offsets[-1]
+        return int(self.messages[-1].offset())
+
+    @property
+    def offsets(self) -> list[int]:
+        return [m.offset() for m in self.messages]
+
+    def timestamps(self) -> tuple[list[int | None], list[int]]:
+        """Kafka timestamps in millis (None where the record has none) and their types."""
+        pairs = [m.timestamp() for m in self.messages]
+        return [t if tt != 0 and t >= 0 else None for tt, t in pairs], [tt for tt, _ in pairs]
+
+    @property
+    def keys(self) -> list[bytes | None]:
+        return [m.key() for m in self.messages]
+
+    @property
+    def values(self) -> list[bytes | None]:
+        return [m.value() for m in self.messages]
+
+    @property
+    def headers(self) -> list[list[tuple[str, bytes | None]] | None]:
+        return [m.headers() for m in self.messages]
 
 
 def to_table(buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp_format: str = "auto") -> pa.Table:
@@ -87,7 +98,8 @@ def to_table(buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp
     n = len(buf)
     values = pa.array(buf.values, type=pa.binary())
     event_ms, valid_json = extract_event_time(values, timestamp_field, timestamp_format)
-    kafka_ms = pa.array(buf.kafka_ts, type=pa.int64())
+    kafka_ts, ts_types = buf.timestamps()
+    kafka_ms = pa.array(kafka_ts, type=pa.int64())
     from_kafka = pc.is_null(event_ms)
     # Records without a Kafka timestamp (-1 / NOT_AVAILABLE) and no event time fall back to 0 (1970):
     # they stay archived and visible instead of being dropped.
@@ -103,7 +115,7 @@ def to_table(buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp
             pa.array([buf.partition] * n, pa.int32()),
             pa.array(buf.offsets, pa.int64()),
             kafka_ms.cast(pa.timestamp("ms")),
-            pa.array(buf.ts_types, pa.int8()),
+            pa.array(ts_types, pa.int8()),
             pa.array(buf.keys, pa.binary()),
             values,
             headers,

@@ -63,9 +63,8 @@ class WatermarkTracker:
         for tp in assignment:
             key = (tp.topic, tp.partition)
             buf = buffers.get(key)
-            stamps = [t for t in (buf.kafka_ts if buf is not None else []) if t is not None]
-            if stamps:
-                self.partitions[key] = min(stamps)
+            if buf is not None and buf.min_kafka_ts is not None:
+                self.partitions[key] = buf.min_kafka_ts
                 continue
             try:
                 pos = consumer.position([TopicPartition(tp.topic, tp.partition)])[0].offset
