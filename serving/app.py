@@ -225,6 +225,7 @@ def _open_context(settings: Settings) -> ServerContext:
 
 def create_app(settings: Settings) -> FastAPI:
     """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``)."""
+    from batch.backfill_api import router as backfill_router
     from serving.broker.api_native import router as native_router
     from serving.broker.api_sql import router as sql_router
     from serving.console import router as console_router
@@ -294,6 +295,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(sql_router)
     app.include_router(native_router)
     app.include_router(console_router)
+    app.include_router(backfill_router)
     from serving.metrics_api import install as install_metrics
 
     install_metrics(app)  # GET /metrics + query metrics (coordinator engineer)

@@ -74,8 +74,16 @@ def console_file(name: str) -> FileResponse:
 
 def backfill_available(request: Request) -> bool:
     """True once some router (the batch layer's) serves ``POST /radstack/v1/backfill``."""
-    for route in request.app.router.routes:
-        if getattr(route, "path", None) == BACKFILL_PATH and "POST" in (getattr(route, "methods", None) or ()):
+    return _serves(request.app.router.routes, BACKFILL_PATH, "POST")
+
+
+def _serves(routes: Any, path: str, method: str) -> bool:
+    """Whether ``routes`` (including routers mounted with ``include_router``) serve ``method path``."""
+    for route in routes:
+        if getattr(route, "path", None) == path and method in (getattr(route, "methods", None) or ()):
+            return True
+        inner = getattr(route, "original_router", None)  # FastAPI's included routers
+        if inner is not None and _serves(inner.routes, path, method):
             return True
     return False
 

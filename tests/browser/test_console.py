@@ -165,17 +165,20 @@ def test_timeline_shows_realtime_overshadowed_by_batch(chrome: Any, lambda_serve
     # a click shows the segment's DataSegment JSON, as the coordinator API has it
     sid = info["batch"][0]["identifier"]
     css(chrome, f"#timeline g.seg[data-segment-id='{sid}']")[0].click()
-    detail = wait_for(chrome, lambda: css(chrome, "#segment-detail pre.json")[0], what="segment JSON")
+    text = wait_for(chrome, lambda: sid in (t := css(chrome, "#segment-detail pre.json")[0].text) and t,
+                    what="segment JSON")
     want = httpx.get(f"{srv.url}/druid/coordinator/v1/metadata/datasources/wiki/segments/{sid}").json()
-    assert json.loads(detail.text) == want
+    assert json.loads(text) == want
     assert "serving" in css(chrome, "#segment-detail")[0].text
     chrome.save_screenshot(str(console_artifacts / "timeline-segment.png"))
     chrome.find_element(By.ID, "modal-close").click()
 
     # an unused segment opens too (the coordinator API needs includeUnused for it)
     css(chrome, f"#timeline g.seg[data-segment-id='{info['unused']}']")[0].click()
-    detail = wait_for(chrome, lambda: css(chrome, "#segment-detail pre.json")[0], what="unused segment JSON")
-    assert json.loads(detail.text)["identifier"] == info["unused"]
+    # read the text inside the wait: the modal re-renders once the segment's JSON has arrived
+    text = wait_for(chrome, lambda: info["unused"] in (t := css(chrome, "#segment-detail pre.json")[0].text) and t,
+                    what="unused segment JSON")
+    assert json.loads(text)["identifier"] == info["unused"]
     chrome.find_element(By.ID, "modal-close").click()
 
     # a time range: only day 3 → one served piece, real-time
@@ -221,8 +224,8 @@ def test_ingestion_view_tasks_and_state(chrome: Any, lambda_server: Any, console
                       len(events(DAYS, added=1))]
     assert [int(r[6].replace(",", "")) for r in rows] == want_processed
     assert [r.get_attribute("data-task-id") for r in css(chrome, "#task-table tbody tr")] == [t["id"] for t in tasks]
-    # backfill: the batch layer has not registered its endpoint, so there is no button
-    assert css(chrome, "#backfill-unavailable") and not css(chrome, "#backfill-submit")
+    # backfill: the batch layer's endpoint is there, so (auth off) the button is offered
+    assert css(chrome, "#backfill-submit") and not css(chrome, "#backfill-unavailable")
     css(chrome, "#task-table tbody tr")[0].click()
     wait_for(chrome, lambda: "ingestionStatsAndErrors" in css(chrome, "#modal-body")[0].text, what="task report")
 

@@ -117,7 +117,7 @@ def test_static_files(console_client: Any) -> None:
 def test_capabilities_ingestion_and_datasources(console_client: Any) -> None:
     c = console_client({"coordinator": {"overshadowed_unused_delay_seconds": 3600}})  # keep overshadowed used
     caps = c.get("/radstack/v1/capabilities").json()
-    assert caps["auth"] is False and caps["backfill"] is False and caps["backfillEndpoint"] is None
+    assert caps["auth"] is False and caps["backfill"] is True and caps["backfillEndpoint"] == "/radstack/v1/backfill"
     assert c.get("/radstack/v1/whoami").json()["role"] == "admin"
     meta = c.app.state.ctx.metadata
     meta.put_state("archiver.watermark.raw", {"watermark": D1, "partitions": {"0": D1}, "updated": D1})

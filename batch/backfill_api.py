@@ -1,0 +1,92 @@
+"""``POST /radstack/v1/backfill``: start a batch rebuild from the serving process (the console's
+backfill button), as a task.
+
+The request is checked here — the interval parses, the datasource exists, the interval is closed
+(window period + the archiver's watermark) unless ``force`` — and answered with Druid's error JSON when
+it is not. The rebuild itself runs as ``radctl backfill --via local --json`` in a child process, so
+Spark never shares the server's process; it is recorded in the task table (type
+``radstack_backfill``: visible in ``GET /druid/indexer/v1/tasks``, ``sys.tasks`` and the console), and its
+per-chunk summary becomes the task report. Writes need ``admin`` when authentication is on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import threading
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from batch.backfill import BackfillError, check_plan_closed, plan_backfill
+from batch.planning import BackfillPlanError, NotClosedError
+from radstack.intervals import format_instant
+from radstack.stack import radctl_argv
+from serving.errors import DruidError, invalid_input
+
+router = APIRouter()
+
+TASK_TYPE = "radstack_backfill"
+
+
+@router.post("/radstack/v1/backfill")
+async def start_backfill(request: Request) -> JSONResponse:
+    try:
+        body = await request.json()
+    except ValueError as e:
+        raise invalid_input(f"the body must be JSON: {e}") from e
+    if not isinstance(body, dict):
+        raise invalid_input("the body must be a JSON object with dataSource and interval")
+    ds, interval, force = body.get("dataSource"), body.get("interval"), bool(body.get("force", False))
+    if not isinstance(ds, str) or not ds:
+        raise invalid_input("dataSource is required")
+    if not isinstance(interval, str) or not interval:
+        raise invalid_input("interval is required (ISO-8601, e.g. 2026-11-20/P1D)")
+    ctx = request.app.state.ctx
+    settings = ctx.settings
+    try:
+        plan = plan_backfill(settings, interval, ds)
+        if not force:
+            check_plan_closed(settings, plan)
+    except NotClosedError as e:
+        raise invalid_input(f"{e} (send \"force\": true to rebuild anyway)") from e
+    except (BackfillPlanError, BackfillError, KeyError, ValueError) as e:
+        raise invalid_input(str(e).strip("'\"")) from e
+    task_id = f"{TASK_TYPE}_{ds}_{secrets.token_hex(4)}_{format_instant(int(time.time() * 1000))}"
+    payload = {"type": TASK_TYPE, "id": task_id, "dataSource": ds, "interval": interval, "force": force,
+               "chunks": plan.total}  # fmt: skip
+    ctx.metadata.insert_task(task_id, type=TASK_TYPE, datasource=ds, payload=payload)
+    argv = radctl_argv("backfill", "--via", "local", "--json", "--interval", interval, "--datasource", ds)
+    if force:
+        argv.append("--force")
+    threading.Thread(target=_run, args=(ctx, task_id, argv), daemon=True, name=task_id).start()
+    return JSONResponse({"task": task_id, "chunks": plan.total})
+
+
+def _run(ctx: Any, task_id: str, argv: list[str]) -> None:
+    settings = ctx.settings
+    log = settings.logs_dir / f"{task_id.replace(':', '_')}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    if settings.source is not None:
+        env["RADSTACK_CONFIG"] = str(settings.source)
+    env["RADSTACK_HOME"] = str(settings.home)
+    t0 = time.monotonic()
+    try:
+        with log.open("wb") as err:
+            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=err, timeout=24 * 3600)
+        chunks = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.startswith("{")]
+        failed = [c for c in chunks if c.get("status") != "published"]
+        ok = proc.returncode == 0 and not failed and bool(chunks)
+        error = None if ok else (failed[0].get("error") if failed else f"radctl backfill exited {proc.returncode}; see {log}")
+        ctx.metadata.update_task(
+            task_id, status="SUCCESS" if ok else "FAILED", duration_ms=int((time.monotonic() - t0) * 1000),
+            error_msg=error, report={"chunks": chunks, "log": str(log)},
+        )  # fmt: skip
+    except (OSError, subprocess.SubprocessError, DruidError) as e:
+        ctx.metadata.update_task(task_id, status="FAILED", duration_ms=int((time.monotonic() - t0) * 1000),
+                                 error_msg=f"{type(e).__name__}: {e}")
