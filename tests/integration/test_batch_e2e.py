@@ -191,7 +191,9 @@ def test_backfill_replaces_the_realtime_answer_with_the_truth(
         assert all(r["version"] in batch_versions for r in rows if r["segment_id"] not in realtime_ids)
         _wait(lambda: not (realtime_ids & {s.identifier for s in md.segments("ads_clicks", used=True)}), 60,
               "the coordinator to mark the overshadowed real-time segments unused")
-        rows = _sql(srv.url, "SELECT segment_id FROM sys.segments WHERE datasource = 'ads_clicks'")
-        assert not realtime_ids & {r["segment_id"] for r in rows}
+        # … and the broker drops them at its next metadata poll (coordinator.metadata_poll_seconds)
+        _wait(lambda: not realtime_ids & {r["segment_id"] for r in _sql(
+            srv.url, "SELECT segment_id FROM sys.segments WHERE datasource = 'ads_clicks'")}, 30,
+            "sys.segments to drop the unused real-time segments")
         assert _hourly(srv.url) == truth
     md.close()
