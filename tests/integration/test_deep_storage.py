@@ -308,20 +308,8 @@ def test_key_appears_only_when_upload_completes(
 
 # --------------------------------------------------------------------------- Spark reads uri()
 @pytest.fixture(scope="module")
-def spark():  # type: ignore[no-untyped-def]
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[1]")
-        .appName("radstack-deep-storage-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-    yield s
-    s.stop()
+def spark(spark_session):  # type: ignore[no-untyped-def]
+    return spark_session  # the run's shared session (tests/fixtures/spark.py)
 
 
 @pytest.mark.slow

@@ -3,8 +3,6 @@ and compared with the DuckDB dialect on the same rows."""
 
 from __future__ import annotations
 
-import os
-
 import duckdb
 import pytest
 
@@ -33,24 +31,13 @@ FILTERS = [
 
 
 @pytest.fixture(scope="module")
-def spark():  # type: ignore[no-untyped-def]
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
-
-    s = (
-        SparkSession.builder.master("local[1]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
+def spark(spark_session):  # type: ignore[no-untyped-def]
+    s = spark_session  # the run's shared session (UTC session time zone)
     df = s.createDataFrame(
         [(i, t, st, lv, dv) for i, t, st, lv, dv in ROWS], "id INT, ms BIGINT, s STRING, l BIGINT, d DOUBLE"
     )
     df.selectExpr("id", "timestamp_millis(ms) AS __time", "s", "l", "d").createOrReplaceTempView("t")
-    yield s
-    s.stop()
+    return s
 
 
 @pytest.fixture(scope="module")
