@@ -19,6 +19,7 @@ from radstack.spec import load_datasource_spec
 from serving.indexer import index_partition
 from serving.publish import publish
 from tests.browser.test_console import css, open_view, wait_for
+from tests.fixtures.batch import WEB_SPEC as SPEC
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.fixtures.server import running_server
 
@@ -26,19 +27,6 @@ pytestmark = pytest.mark.slow
 
 T0 = parse_instant("2026-11-20T00:00:00Z")
 HOUR = 3_600_000
-SPEC = """\
-dataSchema:
-  dataSource: web
-  timestampSpec: {column: timestamp, format: iso}
-  dimensionsSpec: {dimensions: [page]}
-  metricsSpec:
-    - {type: count, name: count}
-  granularitySpec: {segmentGranularity: hour, queryGranularity: minute, rollup: true}
-processing:
-  topics: [web]
-  eventId: id
-  windowPeriod: PT10M
-"""
 
 
 def _sum(url: str) -> int:

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from radstack.intervals import format_instant, parse_instant
+from tests.fixtures.batch import WEB_SPEC as SPEC
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.fixtures.server import running_server
 
@@ -18,19 +19,6 @@ pytestmark = pytest.mark.slow
 
 T0 = parse_instant("2026-11-20T00:00:00Z")
 HOUR = 3_600_000
-SPEC = """\
-dataSchema:
-  dataSource: web
-  timestampSpec: {column: timestamp, format: iso}
-  dimensionsSpec: {dimensions: [page]}
-  metricsSpec:
-    - {type: count, name: count}
-  granularitySpec: {segmentGranularity: hour, queryGranularity: minute, rollup: true}
-processing:
-  topics: [web]
-  eventId: id
-  windowPeriod: PT10M
-"""
 
 
 def test_backfill_button_endpoint(radstack_home: Path) -> None:

@@ -19,27 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-pytestmark = pytest.mark.slow
+# Druid's rollup tutorial: its 9 input events and the 5 rows it documents (one copy, in the unit test)
+from tests.unit.test_rollup_tutorial import EVENTS as ROLLUP_EVENTS
+from tests.unit.test_rollup_tutorial import EXPECTED as ROLLUP_DOCUMENTED
 
-ROLLUP_EVENTS = [
-    {"timestamp": "2018-01-01T01:01:35Z", "srcIP": "1.1.1.1", "dstIP": "2.2.2.2", "packets": 20, "bytes": 9024},
-    {"timestamp": "2018-01-01T01:01:51Z", "srcIP": "1.1.1.1", "dstIP": "2.2.2.2", "packets": 255, "bytes": 21133},
-    {"timestamp": "2018-01-01T01:01:59Z", "srcIP": "1.1.1.1", "dstIP": "2.2.2.2", "packets": 11, "bytes": 5780},
-    {"timestamp": "2018-01-01T01:02:14Z", "srcIP": "1.1.1.1", "dstIP": "2.2.2.2", "packets": 38, "bytes": 6289},
-    {"timestamp": "2018-01-01T01:02:29Z", "srcIP": "1.1.1.1", "dstIP": "2.2.2.2", "packets": 377, "bytes": 359971},
-    {"timestamp": "2018-01-01T01:03:29Z", "srcIP": "1.1.1.1", "dstIP": "2.2.2.2", "packets": 49, "bytes": 10204},
-    {"timestamp": "2018-01-02T21:33:14Z", "srcIP": "7.7.7.7", "dstIP": "8.8.8.8", "packets": 38, "bytes": 6289},
-    {"timestamp": "2018-01-02T21:33:45Z", "srcIP": "7.7.7.7", "dstIP": "8.8.8.8", "packets": 123, "bytes": 93999},
-    {"timestamp": "2018-01-02T21:35:45Z", "srcIP": "7.7.7.7", "dstIP": "8.8.8.8", "packets": 12, "bytes": 2818},
-]
-# (__time, bytes, count, dstIP, packets, srcIP) as the tutorial's `select * from "rollup-tutorial"` shows
-ROLLUP_DOCUMENTED = [
-    ("2018-01-01T01:01:00.000Z", 35937, 3, "2.2.2.2", 286, "1.1.1.1"),
-    ("2018-01-01T01:02:00.000Z", 366260, 2, "2.2.2.2", 415, "1.1.1.1"),
-    ("2018-01-01T01:03:00.000Z", 10204, 1, "2.2.2.2", 49, "1.1.1.1"),
-    ("2018-01-02T21:33:00.000Z", 100288, 2, "8.8.8.8", 161, "7.7.7.7"),
-    ("2018-01-02T21:35:00.000Z", 2818, 1, "8.8.8.8", 12, "7.7.7.7"),
-]
+pytestmark = pytest.mark.slow
 
 
 def rollup_task(input_source: dict[str, Any], **io: Any) -> dict[str, Any]:
