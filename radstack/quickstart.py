@@ -115,9 +115,9 @@ def prepare_home(settings: Settings, say: Any) -> Settings:
 
 
 def _server_url(settings: Settings) -> str:
-    host = str(settings.get("server.host"))
-    host = "127.0.0.1" if host in ("0.0.0.0", "") else host
-    return f"http://{host}:{settings.get('server.port')}"
+    from radstack.stack import probe_host
+
+    return f"http://{probe_host(settings.get('server.host'))}:{settings.get('server.port')}"
 
 
 def sql(settings: Settings, query: str, *, timeout: float = 30.0) -> list[dict[str, Any]]:
@@ -216,8 +216,7 @@ def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartRe
 
     console.rule("[bold]4. Rebuild them from the raw archive (Spark batch, a newer version)")
     _backfill(settings, interval, console)
-    stack_settings = settings
-    _wait(lambda: _batch_served(stack_settings, interval), 60, "the broker to serve the new version", console)
+    _wait(lambda: _batch_served(settings, interval), 60, "the broker to serve the new version", console)
     after = answer(settings, interval)
     exact = truth(gen.truth_file, interval)
 

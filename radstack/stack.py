@@ -200,7 +200,7 @@ PROCESSES: list[ProcessSpec] = [
         host=lambda s: str(s.get("receiver.host", "127.0.0.1")),
         port=lambda s: int(s.get("receiver.port")),
         health=lambda s: http_ok(
-            f"http://{_probe_host(s.get('receiver.host'))}:{s.get('receiver.port')}/health"
+            f"http://{probe_host(s.get('receiver.host'))}:{s.get('receiver.port')}/health"
         ),
         stop_timeout=15.0,
     ),
@@ -210,7 +210,7 @@ PROCESSES: list[ProcessSpec] = [
         host=lambda s: str(s.get("server.host", "127.0.0.1")),
         port=lambda s: int(s.get("server.port")),
         health=lambda s: http_ok(
-            f"http://{_probe_host(s.get('server.host'))}:{s.get('server.port')}/status/health"
+            f"http://{probe_host(s.get('server.host'))}:{s.get('server.port')}/status/health"
         ),
         stop_timeout=15.0,
     ),
@@ -251,7 +251,8 @@ def _stream_health(s: Any) -> bool:
     return streaming_health(s)
 
 
-def _probe_host(host: Any) -> str:
+def probe_host(host: Any) -> str:
+    """The address to reach a server bound to ``host`` (a wildcard bind is reached on loopback)."""
     h = str(host or "127.0.0.1")
     return "127.0.0.1" if h in ("0.0.0.0", "::", "") else h
 
