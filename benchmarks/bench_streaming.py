@@ -212,6 +212,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--trigger", type=float, default=0.5)
     ap.add_argument("--bootstrap", default=None)
+    ap.add_argument("--shuffle-partitions", type=int, default=None, help="default: spark.shuffle_partitions (4)")
     ap.add_argument("--skip", choices=["throughput", "freshness"], action="append", default=[])
     args = ap.parse_args()
     import logging
@@ -235,7 +236,7 @@ def main() -> None:
             bootstrap = broker.bootstrap_servers
         try:
             t = time.perf_counter()
-            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=2)
+            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=args.shuffle_partitions)
             print(f"spark session: {time.perf_counter() - t:.1f} s")
             if "throughput" not in args.skip:
                 r = throughput(settings, spark, bootstrap, args.events, args.max_offsets)

@@ -150,7 +150,10 @@ DEFAULTS: dict[str, Any] = {
     "streaming": {
         # the real-time layer (radctl stream); see docs/realtime.md
         "trigger_seconds": 1.0,
-        "max_offsets_per_trigger": 200_000,
+        "max_offsets_per_trigger": 300_000,
+        # shuffle partitions of the dedup/join state, frozen into the checkpoint; 0 → one per core
+        # of a local master (fastest measured), spark.shuffle_partitions on a cluster
+        "shuffle_partitions": 0,
         "fail_on_data_loss": True,
         "starting_offsets": "earliest",
         "handoff": True,

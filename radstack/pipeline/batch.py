@@ -43,12 +43,25 @@ def output_columns(spec: DatasourceSpec, available: list[str]) -> list[str]:
     return list(seen)
 
 
-def finish_pipeline(df: DataFrame, spec: DatasourceSpec, spark: SparkSession | None = None) -> DataFrame:
-    """Transforms + filter, enrichment, then only the columns the indexer reads."""
+def finish_pipeline(
+    df: DataFrame,
+    spec: DatasourceSpec,
+    spark: SparkSession | None = None,
+    *,
+    mark: str | None = None,
+    keep: tuple[str, ...] = (),
+) -> DataFrame:
+    """Transforms + filter, enrichment, then only the columns the indexer reads (plus ``keep``).
+
+    With ``mark`` (a boolean column of ``df``) no row is dropped: the rows the transforms or the
+    filter reject get ``mark = false``, and ``mark`` is kept — the streaming sink's one-pass form,
+    where dead letters ride along with the valid rows."""
     from radstack.pipeline.enrich import enrich
 
-    out = enrich(transform_and_filter(df, spec), spec, spark or df.sparkSession)
-    return out.select(*[q(c) for c in output_columns(spec, out.columns)])
+    out = enrich(transform_and_filter(df, spec, mark=mark), spec, spark or df.sparkSession)
+    extra = [c for c in (*keep, *([mark] if mark else [])) if c in out.columns]
+    cols = [c for c in output_columns(spec, out.columns) if c not in extra]
+    return out.select(*[q(c) for c in (*cols, *extra)])
 
 
 def run_batch_pipeline(

@@ -75,9 +75,13 @@ def index_table(
     base_offsets: Mapping[tuple[Interval, str], int] | None = None,
     partition_id: int = 0,
     stride: int = 1,
+    first_partition: int = 0,
 ) -> IndexedPartition:
     """Index one Arrow table of pipeline rows: split it by segment interval (each interval gets its
-    own version), call the indexer per interval, return the segments and merged stats."""
+    own version), call the indexer per interval, return the segments and merged stats. Partition
+    numbers start at ``first_partition + base_offsets[(interval, version)] + partition_id * stride``;
+    more pieces than ``stride`` in one interval would collide with the next Spark partition's numbers
+    and raise ``ValueError``."""
     import numpy as np
     import pyarrow as pa
 
@@ -97,7 +101,7 @@ def index_table(
         ver = version(interval) if callable(version) else version
         mask = (starts == start) & valid
         sub = table.filter(pa.array(mask))
-        offset = (base_offsets or {}).get((interval, ver), 0) + partition_id * stride
+        offset = first_partition + (base_offsets or {}).get((interval, ver), 0) + partition_id * stride
         res = index_partition(
             sub,
             ischema,
@@ -106,6 +110,8 @@ def index_table(
             shard="core" if shard == "core" else "append",
             partition_offset={interval: offset},
         )
+        if len(res.segments) > stride:
+            raise ValueError(f"{len(res.segments)} segments for {interval} from one Spark partition, stride {stride}")
         segments += res.segments
         stats.merge(res.stats)
     return IndexedPartition(segments, stats)

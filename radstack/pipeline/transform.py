@@ -16,7 +16,7 @@ from radstack.pipeline.parse import q
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["druid_types", "apply_defaults", "apply_transforms", "apply_filter", "transform_and_filter"]
 
@@ -67,8 +67,18 @@ def apply_defaults(df: DataFrame, defaults: Mapping[str, Any]) -> DataFrame:
     return df.select(*cols)
 
 
-def apply_transforms(df: DataFrame, spec: DatasourceSpec) -> DataFrame:
-    """``transformSpec.transforms`` (all reading the input row) as one projection."""
+def _keep(df: DataFrame, cond: Column, mark: str | None) -> DataFrame:
+    """Rows where ``cond`` holds; with ``mark``, every row, the boolean column ``mark`` AND-ed with it."""
+    from pyspark.sql import functions as F
+
+    if mark is None:
+        return df.where(cond)
+    return df.withColumn(mark, F.col(q(mark)) & F.coalesce(cond, F.lit(False)))
+
+
+def apply_transforms(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = None) -> DataFrame:
+    """``transformSpec.transforms`` (all reading the input row) as one projection. A ``__time``
+    transform drops rows whose new time is NULL (with ``mark``: clears their mark instead)."""
     from pyspark.sql import functions as F
 
     from radstack.expressions import expression_to_sql
@@ -90,12 +100,13 @@ def apply_transforms(df: DataFrame, spec: DatasourceSpec) -> DataFrame:
             cols.append(F.expr(by_name[t.name]).alias(t.name))
     out = df.select(*cols)
     if TIME_COLUMN in by_name:
-        out = out.where(F.col(TIME_COLUMN).isNotNull())
+        out = _keep(out, F.col(TIME_COLUMN).isNotNull(), mark)
     return out
 
 
-def apply_filter(df: DataFrame, spec: DatasourceSpec) -> DataFrame:
-    """Rows the ``transformSpec.filter`` accepts (all rows without a filter)."""
+def apply_filter(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = None) -> DataFrame:
+    """Rows the ``transformSpec.filter`` accepts (all rows without a filter); with ``mark``, every
+    row, the boolean column ``mark`` cleared where the filter rejects it."""
     from pyspark.sql import functions as F
 
     from radstack.filters import filter_to_sql
@@ -104,10 +115,11 @@ def apply_filter(df: DataFrame, spec: DatasourceSpec) -> DataFrame:
     if flt is None:
         return df
     where = filter_to_sql(dict(flt), dialect="spark", column_types=druid_types(df))
-    return df.where(F.expr(f"coalesce(({where}), false)"))
+    return _keep(df, F.expr(f"coalesce(({where}), false)"), mark)
 
 
-def transform_and_filter(df: DataFrame, spec: DatasourceSpec) -> DataFrame:
-    """Defaults, then transforms, then the filter."""
+def transform_and_filter(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = None) -> DataFrame:
+    """Defaults, then transforms, then the filter. With ``mark`` (the name of a boolean column of
+    ``df``) nothing is dropped: rows the pipeline would drop get ``mark = false``."""
     defaults = spec.processing.extra.get("defaults") or {}
-    return apply_filter(apply_transforms(apply_defaults(df, defaults), spec), spec)
+    return apply_filter(apply_transforms(apply_defaults(df, defaults), spec, mark=mark), spec, mark=mark)

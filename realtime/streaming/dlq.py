@@ -2,21 +2,25 @@
 original bytes as the value and the reason and source coordinates as headers
 (``radstack.reason``, ``radstack.topic``, ``radstack.partition``, ``radstack.offset``).
 
-Written with Spark's Kafka batch writer from inside foreachBatch. Delivery is at least once: a batch
-replayed after a crash between the dead-letter write and the publish writes its dead letters again.
+Produced with confluent-kafka (acks=all, idempotent) from the executor task that found them
+(:mod:`realtime.streaming.micro_batch`); each Python worker keeps one producer per bootstrap address.
+Delivery is at least once: a batch replayed after a crash between the dead-letter write and the
+publish writes its dead letters again.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, RAW_COLUMN, REASON_COLUMN, TOPIC_COLUMN
 from radstack.spec import DatasourceSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    import pyarrow as pa
 
-__all__ = ["dlq_topic", "dlq_topics", "write_dead_letters"]
+__all__ = ["dlq_topic", "dlq_topics", "produce_dead_letters"]
+
+_producers: dict[str, Any] = {}
 
 
 def dlq_topic(spec: DatasourceSpec, topic: str) -> str:
@@ -27,27 +31,43 @@ def dlq_topics(spec: DatasourceSpec, topics: list[str]) -> list[str]:
     return sorted({dlq_topic(spec, t) for t in topics})
 
 
-def write_dead_letters(dead: DataFrame, spec: DatasourceSpec, bootstrap_servers: str) -> None:
-    """Produce the rows of :func:`radstack.pipeline.parse.dead_letters` to their dead-letter topics."""
-    from pyspark.sql import functions as F
+def _producer(bootstrap_servers: str) -> Any:
+    from confluent_kafka import Producer
 
-    fixed = spec.processing.dead_letter_topic
-    topic = F.lit(fixed) if fixed else F.concat(F.coalesce(F.col(TOPIC_COLUMN), F.lit("events")), F.lit(".dlq"))
-    headers = F.array(
-        F.struct(F.lit("radstack.reason").alias("key"), F.col(REASON_COLUMN).cast("binary").alias("value")),
-        F.struct(F.lit("radstack.topic").alias("key"), F.col(TOPIC_COLUMN).cast("binary").alias("value")),
-        F.struct(F.lit("radstack.partition").alias("key"), F.col(PARTITION_COLUMN).cast("string").cast("binary").alias("value")),
-        F.struct(F.lit("radstack.offset").alias("key"), F.col(OFFSET_COLUMN).cast("string").cast("binary").alias("value")),
-    )
-    (
-        dead.select(
-            topic.alias("topic"),
-            F.coalesce(F.col(RAW_COLUMN), F.lit(b"").cast("binary")).alias("value"),
-            headers.alias("headers"),
-        )
-        .write.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap_servers)
-        .option("kafka.acks", "all")
-        .option("includeHeaders", "true")
-        .save()
-    )
+    p = _producers.get(bootstrap_servers)
+    if p is None:
+        p = Producer({"bootstrap.servers": bootstrap_servers, "acks": "all", "enable.idempotence": True,
+                      "linger.ms": 5, "log_level": 3})
+        _producers[bootstrap_servers] = p
+    return p
+
+
+def produce_dead_letters(dead: pa.Table, spec: DatasourceSpec, bootstrap_servers: str, timeout: float = 60.0) -> int:
+    """Produce the invalid rows of a micro-batch (``__reason``, ``__raw`` and the Kafka coordinates)
+    to their dead-letter topics; returns how many were delivered, raises if any was not."""
+    p = _producer(bootstrap_servers)
+    errors: list[str] = []
+
+    def delivered(err: Any, _msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    cols = [dead.column(c).to_pylist() for c in (REASON_COLUMN, RAW_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)]
+    for reason, raw, topic, part, off in zip(*cols, strict=True):
+        headers = [
+            ("radstack.reason", str(reason).encode()),
+            ("radstack.topic", None if topic is None else str(topic).encode()),
+            ("radstack.partition", None if part is None else str(part).encode()),
+            ("radstack.offset", None if off is None else str(off).encode()),
+        ]
+        target = dlq_topic(spec, topic or "events")
+        while True:
+            try:
+                p.produce(target, value=raw or b"", headers=headers, on_delivery=delivered)
+                break
+            except BufferError:
+                p.poll(0.1)
+    left = p.flush(timeout)
+    if left or errors:
+        raise RuntimeError(f"dead letters not delivered: {left} pending, errors {errors[:3]}")
+    return dead.num_rows

@@ -7,13 +7,14 @@ join when the spec has one → :class:`realtime.streaming.sink.SegmentSink`. The
 ``$RADSTACK_HOME/checkpoints/<datasource>``; a restart resumes from exactly the offsets not committed.
 
 Settings (``streaming.*`` in radstack.yaml, all optional): ``trigger_seconds`` (1.0),
-``max_offsets_per_trigger`` (200000), ``fail_on_data_loss`` (true), ``starting_offsets`` (earliest),
+``max_offsets_per_trigger`` (300000), ``shuffle_partitions`` (0: one per local core), ``fail_on_data_loss`` (true), ``starting_offsets`` (earliest),
 ``handoff_check_seconds`` (10), ``handoff`` (true), ``progress_seconds`` (1.0).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from radstack.pipeline.dedup import dedup_streaming
 from radstack.pipeline.input_schema import join_options
-from radstack.pipeline.parse import REASON_COLUMN, parse_events
+from radstack.pipeline.parse import RAW_COLUMN, REASON_COLUMN, parse_events
 from radstack.pipeline.window import spark_delay, window_millis
 from radstack.spec import DatasourceSpec
 from realtime.streaming.progress import ProgressTracker
@@ -43,7 +44,7 @@ log = logging.getLogger("radstack.streaming")
 class StreamOptions:
     available_now: bool = False
     trigger_seconds: float = 1.0
-    max_offsets_per_trigger: int = 200_000
+    max_offsets_per_trigger: int = 300_000
     fail_on_data_loss: bool = True
     starting_offsets: str = "earliest"
     handoff_check_seconds: float = 10.0
@@ -67,6 +68,24 @@ def stream_options(settings: Any, **overrides: Any) -> StreamOptions:
 
         o.bootstrap_servers = bootstrap_servers(settings)
     return o
+
+
+def streaming_shuffle_partitions(settings: Any) -> int:
+    """``streaming.shuffle_partitions``; 0 → one per core of a ``local[N]``/``local[*]`` master (on
+    2 cores, 2 partitions moved 43k events/s against 36k with 4), else ``spark.shuffle_partitions``."""
+    import re
+
+    from radstack.pipeline.spark_session import DEFAULT_SHUFFLE_PARTITIONS
+
+    n = int(settings.get("streaming.shuffle_partitions", 0) or 0)
+    if n > 0:
+        return n
+    master = str(settings.get("spark.master", "local[*]") or "local[*]")
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
+    if m:
+        cores = m.group(1)
+        return (os.cpu_count() or 2) if cores in (None, "*") else int(cores)
+    return int(settings.get("spark.shuffle_partitions", DEFAULT_SHUFFLE_PARTITIONS) or DEFAULT_SHUFFLE_PARTITIONS)
 
 
 def handoff_window_ms(spec: DatasourceSpec) -> int:
@@ -96,6 +115,23 @@ def _kafka_stream(spark: SparkSession, topics: list[str], o: StreamOptions, max_
     )
 
 
+def only_dead_letters_keep_bytes(parsed: DataFrame) -> DataFrame:
+    """``__raw`` set to NULL on valid rows: only dead letters need their original bytes downstream,
+    and the bytes would otherwise ride through the dedup shuffle and into the sink."""
+    from pyspark.sql import functions as F
+
+    return parsed.withColumn(RAW_COLUMN, F.when(F.col(REASON_COLUMN).isNotNull(), F.col(RAW_COLUMN)))
+
+
+def partition_stride(max_offsets_per_trigger: int, sources: int) -> int:
+    """Partition numbers one Spark partition of a micro-batch may need per interval: one segment
+    per ``maxRowsPerSegment`` rows, and a batch holds at most ``max_offsets_per_trigger`` rows per
+    source."""
+    from serving.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
+
+    return 1 + max(max_offsets_per_trigger, 1) * max(sources, 1) // DEFAULT_MAX_ROWS_PER_SEGMENT
+
+
 def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) -> DataFrame:
     """The streaming DataFrame the sink receives: parsed rows (dead letters included, ``__reason``
     set), deduplicated within the watermark, joined when the spec has a stream join."""
@@ -104,10 +140,11 @@ def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) ->
     delay = spark_delay(spec.processing.window_period)
     joins = join_options(spec)
     raw = _kafka_stream(spark, list(spec.processing.topics), o, o.max_offsets_per_trigger)
-    parsed = parse_events(raw, spec)
+    parsed = only_dead_letters_keep_bytes(parse_events(raw, spec))
     stream = dedup_streaming(parsed, spec.processing.event_id, delay)
     if not joins:
         return stream
+
     from pyspark.sql import functions as F
 
     from radstack.pipeline.join import join_streaming, parse_joined
@@ -116,7 +153,7 @@ def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) ->
     invalid = stream.where(F.col(REASON_COLUMN).isNotNull())
     for j in joins:
         other_raw = _kafka_stream(spark, [str(j.get("topic", j["name"]))], o, o.max_offsets_per_trigger)
-        other = parse_joined(other_raw, j)
+        other = only_dead_letters_keep_bytes(parse_joined(other_raw, j))
         valid = join_streaming(valid, other, j, delay)
         dead = other.where(F.col(REASON_COLUMN).isNotNull())
         invalid = invalid.unionByName(dead, allowMissingColumns=True)
@@ -157,6 +194,9 @@ class StreamingJob:
                 handoff=self.options.handoff,
                 late_filter=not join_options(spec),
                 handoff_window_ms=handoff_window_ms(spec),
+                partition_stride=partition_stride(
+                    self.options.max_offsets_per_trigger, len(spec.processing.topics) + len(join_options(spec))
+                ),
             ),
         )
         self._stop = threading.Event()
@@ -166,7 +206,11 @@ class StreamingJob:
         if self._spark is None:
             from radstack.pipeline.spark_session import build_spark_session
 
-            self._spark = build_spark_session(self.settings, app_name=f"radstack-stream-{self.spec.name}")
+            self._spark = build_spark_session(
+                self.settings,
+                app_name=f"radstack-stream-{self.spec.name}",
+                shuffle_partitions=streaming_shuffle_partitions(self.settings),
+            )
         return self._spark
 
     def _ensure_dlq_topics(self) -> None:

@@ -120,3 +120,25 @@ def test_enrichment_ip_range_and_lookup_from_deep_storage(stream_spark: Any, tmp
         "d": ("unknown", None, None),
     }
     assert enrich.ip_to_long("10.0.1.0") == 10 * 2**24 + 256
+
+
+def test_marking_form_flags_exactly_the_rows_the_dropping_form_drops(stream_spark: Any) -> None:
+    """The streaming sink's one-pass form keeps every row and flags rejects; the batch form drops them."""
+    from pyspark.sql import functions as F
+
+    from radstack.pipeline.batch import finish_pipeline
+
+    spec = _spec(schema={"transformSpec": {
+        "transforms": [{"type": "expression", "name": "__time",
+                        "expression": "if(page == 'nulltime', null, __time)"}],
+        "filter": {"type": "selector", "dimension": "country", "value": "nl"},
+    }})  # fmt: skip
+    df = _df(stream_spark, [("1", "p", "u", "nl", 1, T0), ("2", "p", "u", "de", 2, T0),
+                            ("3", "nulltime", "u", "nl", 3, T0), ("4", "p", "u", "nl", 4, T0 + 1)])  # fmt: skip
+    dropped = finish_pipeline(df, spec)
+    marked = finish_pipeline(df.withColumn("__keep", F.lit(True)), spec, mark="__keep", keep=("id",))
+    assert marked.count() == 4
+    assert marked.columns[-2:] == ["id", "__keep"]
+    kept = marked.where("__keep").drop("id", "__keep")
+    assert sorted(map(tuple, kept.collect())) == sorted(map(tuple, dropped.collect()))
+    assert sorted(r["id"] for r in marked.where("NOT __keep").collect()) == ["2", "3"]
