@@ -2,7 +2,7 @@
 (produce → counted by a Druid SQL query) at a fixed rate, with a raw confluent-kafka consumer as the
 yardstick in the same run.
 
-    .venv/bin/python benchmarks/bench_streaming.py [--events 300000] [--rate 5000] [--seconds 60]
+    .venv/bin/python benchmarks/bench_streaming.py [--events 1500000] [--rate 5000] [--seconds 60]
 
 Starts an embedded Apache Kafka broker in a temp dir (or uses ``--bootstrap``), then:
 
@@ -10,8 +10,10 @@ Starts an embedded Apache Kafka broker in a temp dir (or uses ``--bootstrap``), 
    ``--max-offsets`` per micro-batch) over them; events/s from job start and warm (after the first
    micro-batch, which pays for the JVM/Python worker start-up); then a bare confluent-kafka consumer
    reads the same N messages (events/s, and the ratio);
-2. freshness: the job runs with a ``--trigger`` processing-time trigger while a producer sends
-   ``ads`` impressions at ``--rate`` events/s for ``--seconds``; a poller runs
+2. freshness: the job runs with a ``--trigger`` processing-time trigger (default
+   ``streaming.trigger_seconds``); after ``--warmup`` seconds of the same traffic (a long-running job
+   has a warm JIT, worker pool and state store), a producer sends ``ads`` impressions at ``--rate``
+   events/s for ``--seconds``; a poller runs
    ``SELECT SUM("count")`` through the query broker every 100 ms; the freshness of event i is the
    time the answer first reached i+1 minus the time i was produced. Prints p50/p95/max.
 """
@@ -109,63 +111,13 @@ def throughput(settings: Any, spark: Any, bootstrap: str, n: int, max_offsets: i
             "ratio_warm_to_raw": warm / raw}
 
 
-def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: float, trigger: float) -> dict[str, float]:
-    from realtime.streaming.job import StreamingJob, stream_options
-    from realtime.topics import ensure_topics
-    from serving.broker.service import BrokerService
-    from serving.broker.sql.engine import execute
-    from serving.deep_storage import open_deep_storage
-
-    topic = f"bench-fr-{time.time_ns()}"
-    ensure_topics(bootstrap, {topic: 2})
-    spec = _spec(topic, "bench_fr")
-    opts = stream_options(settings, bootstrap_servers=bootstrap, trigger_seconds=trigger,
-                          max_offsets_per_trigger=200_000, handoff=False)
-    job = StreamingJob(settings, spec, opts, spark=spark)
-    job.start()
-    # warm up: one event through the whole path before measuring
-    p = _producer(bootstrap)
-    warm = next(iter(_events(1, int(time.time() * 1000), rate, 99)))
-    p.produce(topic, value=warm.value, key=warm.key)
-    p.flush(10)
-    svc = BrokerService(settings, job.metadata, open_deep_storage(settings))
-
-    from serving.errors import DruidError
-
-    def count() -> int:
-        svc.refresh()
-        try:
-            res = execute(svc, 'SELECT SUM("count") FROM "bench_fr"', metadata=job.metadata)
-        except DruidError:  # no segment yet
-            return 0
-        try:
-            vals = [v for b in res.batches() for v in b.column(0).to_pylist()]
-        finally:
-            res.close()
-        return int(vals[0] or 0) if vals else 0
-
-    deadline = time.monotonic() + 300
-    while count() < 1:
-        job.poll_progress()
-        if time.monotonic() > deadline:
-            raise RuntimeError("the warm-up event never became visible")
-        time.sleep(0.2)
-
-    n = int(rate * seconds)
+def send_at_rate(p: Producer, topic: str, events: Any, n: int, rate: int) -> list[float]:
+    """Produce ``n`` events at ``rate`` per second; returns when each one was handed to the producer."""
     produced = [0.0] * n
-    seen: list[tuple[float, int]] = []
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.is_set():
-            seen.append((time.perf_counter(), count() - 1))
-            time.sleep(0.1)
-
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
-    start_ms = int(time.time() * 1000)
     t0 = time.perf_counter()
-    for i, e in enumerate(_events(n, start_ms, rate, 5)):
+    for i, e in enumerate(events):
+        if i >= n:
+            break
         ahead = t0 + i / rate - time.perf_counter()
         if ahead > 0:
             time.sleep(ahead)
@@ -179,6 +131,65 @@ def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: flo
         if i % 500 == 0:
             p.poll(0)
     p.flush(60)
+    return produced
+
+
+def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: float, trigger: float,
+              warmup: float) -> dict[str, float]:
+    from realtime.streaming.job import StreamingJob, stream_options
+    from realtime.topics import ensure_topics
+    from serving.broker.service import BrokerService
+    from serving.broker.sql.engine import execute
+    from serving.deep_storage import open_deep_storage
+    from serving.errors import DruidError
+
+    topic = f"bench-fr-{time.time_ns()}"
+    ensure_topics(bootstrap, {topic: 2})
+    spec = _spec(topic, "bench_fr")
+    opts = stream_options(settings, bootstrap_servers=bootstrap, trigger_seconds=trigger, handoff=False)
+    job = StreamingJob(settings, spec, opts, spark=spark)
+    job.start()
+    p = _producer(bootstrap)
+    svc = BrokerService(settings, job.metadata, open_deep_storage(settings))
+
+    def count() -> int:
+        svc.refresh()
+        try:
+            res = execute(svc, 'SELECT SUM("count") FROM "bench_fr"', metadata=job.metadata)
+        except DruidError:  # no segment yet
+            return 0
+        try:
+            vals = [v for b in res.batches() for v in b.column(0).to_pylist()]
+        finally:
+            res.close()
+        return int(vals[0] or 0) if vals else 0
+
+    def wait_for(total: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while count() < total:
+            job.poll_progress()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {count()} of {total} events became visible")
+            time.sleep(0.2)
+
+    # warm up at the same rate (a long-running job has a warm JIT, worker pool and state store)
+    base = max(1, int(rate * warmup))
+    send_at_rate(p, topic, _events(base, int(time.time() * 1000), rate, 99), base, rate)
+    wait_for(base, 300)
+
+    n = int(rate * seconds)
+    seen: list[tuple[float, int]] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            seen.append((time.perf_counter(), count() - base))
+            time.sleep(0.1)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    t0 = time.perf_counter()
+    produced = send_at_rate(p, topic, _events(n, int(time.time() * 1000), rate, 5), n, rate)
     produce_rate = n / (time.perf_counter() - t0)
     while (seen[-1][1] if seen else 0) < n and time.perf_counter() - t0 < seconds + 120:
         job.poll_progress()
@@ -200,17 +211,18 @@ def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: flo
     def pct(q: float) -> float:
         return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else float("nan")
 
-    return {"rate": rate, "achieved_produce_rate": produce_rate, "events": n, "sampled": len(lat),
-            "p50_s": pct(0.5), "p95_s": pct(0.95), "max_s": lat[-1] if lat else float("nan")}
+    return {"rate": rate, "trigger_s": trigger, "achieved_produce_rate": produce_rate, "events": n,
+            "sampled": len(lat), "p50_s": pct(0.5), "p95_s": pct(0.95), "max_s": lat[-1] if lat else float("nan")}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--events", type=int, default=300_000)
-    ap.add_argument("--max-offsets", type=int, default=100_000)
+    ap.add_argument("--events", type=int, default=1_500_000)
+    ap.add_argument("--max-offsets", type=int, default=None, help="default: streaming.max_offsets_per_trigger")
     ap.add_argument("--rate", type=int, default=5000)
     ap.add_argument("--seconds", type=float, default=60.0)
-    ap.add_argument("--trigger", type=float, default=0.5)
+    ap.add_argument("--trigger", type=float, default=None, help="default: streaming.trigger_seconds")
+    ap.add_argument("--warmup", type=float, default=20.0, help="seconds of traffic at --rate before measuring")
     ap.add_argument("--bootstrap", default=None)
     ap.add_argument("--shuffle-partitions", type=int, default=None, help="default: spark.shuffle_partitions (4)")
     ap.add_argument("--skip", choices=["throughput", "freshness"], action="append", default=[])
@@ -236,13 +248,19 @@ def main() -> None:
             bootstrap = broker.bootstrap_servers
         try:
             t = time.perf_counter()
-            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=args.shuffle_partitions)
+            from realtime.streaming.job import stream_options, streaming_shuffle_partitions
+
+            parts = args.shuffle_partitions or streaming_shuffle_partitions(settings)
+            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=parts)
+            max_offsets = args.max_offsets or stream_options(settings, bootstrap_servers="-").max_offsets_per_trigger
+            print(f"shuffle partitions {parts}, maxOffsetsPerTrigger {max_offsets}, trigger {args.trigger or 'default'}")
             print(f"spark session: {time.perf_counter() - t:.1f} s")
             if "throughput" not in args.skip:
-                r = throughput(settings, spark, bootstrap, args.events, args.max_offsets)
+                r = throughput(settings, spark, bootstrap, args.events, max_offsets)
                 print("throughput:", {k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()})
             if "freshness" not in args.skip:
-                f = freshness(settings, spark, bootstrap, args.rate, args.seconds, args.trigger)
+                trigger = args.trigger or stream_options(settings, bootstrap_servers="-").trigger_seconds
+                f = freshness(settings, spark, bootstrap, args.rate, args.seconds, trigger, args.warmup)
                 print("freshness:", {k: round(v, 3) if isinstance(v, float) else v for k, v in f.items()})
             spark.stop()
         finally:
