@@ -6,6 +6,7 @@ set -euo pipefail
 need=()
 command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || need+=(maven)
+command -v curl >/dev/null || need+=(curl)  # the README tour (and its test) query with curl
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 python3.11 -c "import venv, ensurepip" 2>/dev/null || need+=(python3-venv)
 command -v chromium >/dev/null || need+=(chromium)

@@ -1,0 +1,145 @@
+"""The README's 5-minute tour, run as written (commands read from README.md), after the README's
+first command (`radctl quickstart --short`, as in test_quickstart.py) on a fresh home.
+
+Ports are the test's own: ``localhost:8888`` in a command becomes the serving port of this stack,
+and ``source .venv/bin/activate`` the activate script of the Python running the tests. Between the
+commands the test checks what the README says each one shows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from realtime.kafka_broker import free_port
+from tests.readme_commands import ROOT, tour_commands
+
+pytestmark = pytest.mark.slow
+
+DAY_EVENTS = 10_000  # `radctl generate ads --events 10000`: unique impressions, all on 2026-11-20
+
+
+def _env(home: Path) -> tuple[dict[str, str], int]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+    kafka, server = free_port(), free_port()
+    env.update(
+        RADSTACK_HOME=str(home),
+        RADSTACK_KAFKA__PORT=str(kafka),
+        RADSTACK_KAFKA__CONTROLLER_PORT=str(free_port()),
+        RADSTACK_KAFKA__BOOTSTRAP_SERVERS=f"127.0.0.1:{kafka}",
+        RADSTACK_SERVER__PORT=str(server),
+        RADSTACK_RECEIVER__PORT=str(free_port()),
+        RADSTACK_ARCHIVER__METRICS_PORT=str(free_port()),
+        COLUMNS="200",
+    )
+    return env, server
+
+
+class Shell:
+    def __init__(self, env: dict[str, str], port: int, log: Path) -> None:
+        self.env, self.port, self.log = env, port, log
+        self.activate = Path(sys.executable).parent / "activate"
+
+    def run(self, cmd: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        line = cmd.replace(".venv/bin/activate", str(self.activate)).replace("localhost:8888", f"localhost:{self.port}")
+        script = line if line.startswith("source ") else f"source {self.activate} && {line}"
+        out = subprocess.run(["bash", "-c", script], cwd=ROOT, env=self.env, capture_output=True, text=True,
+                             timeout=timeout)  # fmt: skip
+        with self.log.open("a") as f:
+            f.write(f"$ {cmd}\n{out.stdout}{out.stderr}[exit {out.returncode}]\n\n")
+        assert out.returncode == 0, f"{cmd}\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+        return out
+
+
+def _day_total(out: str) -> int:
+    rows = json.loads(out)
+    assert isinstance(rows, list), out
+    return sum(int(r["events"]) for r in rows)
+
+
+def _archiver_lag(sh: Shell) -> int | None:
+    st = json.loads(sh.run("radctl status --json").stdout)
+    groups = [g for g in st["kafka"]["groups"] if g["group"] == "radstack-archiver"]
+    return groups[0]["lag"] if groups else None
+
+
+def test_tour_runs_as_written(tmp_path: Path) -> None:
+    cmds = tour_commands()
+    kinds = [c.split()[0] + (" " + c.split()[1] if c.startswith("radctl") else "") for c in cmds]
+    assert kinds == ["source", "radctl up", "radctl status", "curl", "radctl generate", "curl", "radctl status",
+                     "radctl backfill", "curl", "radctl down"], kinds  # fmt: skip
+
+    home = tmp_path / "home"
+    env, port = _env(home)
+    sh = Shell(env, port, tmp_path / "tour.log")
+    try:
+        # the README's first command (shortened), which the tour starts from
+        sh.run("radctl quickstart --short", timeout=900)
+
+        sh.run(cmds[0])  # source .venv/bin/activate
+        up = sh.run(cmds[1])
+        assert "already running" in up.stdout  # the quickstart left the stack up
+        status = sh.run(cmds[2])
+        assert "stream" in status.stdout and "archiver" in status.stdout
+
+        top = json.loads(sh.run(cmds[3]).stdout)  # the quickstart's real-time + batch segments
+        assert 1 <= len(top) <= 5 and {"publisher", "events"} <= set(top[0])
+
+        thrown_before = _thrown_away(sh)
+        sh.run(cmds[4])  # generate a past day
+        summary = json.loads((home / "generated" / "ads" / "summary.json").read_text())
+        assert summary["streams"]["impressions"]["unique"] == DAY_EVENTS
+
+        # the streaming job reads the replayed day and throws it away: far older than the window period
+        deadline = time.monotonic() + 180
+        while _thrown_away(sh) - thrown_before < DAY_EVENTS:
+            assert time.monotonic() < deadline, "the streaming job never threw the replayed day away"
+            time.sleep(2)
+        assert _day_total(sh.run(cmds[5]).stdout) == 0  # `[]`: nothing of 2026-11-20 in real time
+
+        sh.run(cmds[6])  # radctl status: wait until the archiver's lag is 0, as the README says
+        deadline = time.monotonic() + 120
+        while _archiver_lag(sh) != 0:
+            assert time.monotonic() < deadline, "the archiver never caught up"
+            time.sleep(2)
+
+        backfill = sh.run(cmds[7], timeout=900)
+        assert "published" in backfill.stdout
+        after = sh.run(cmds[8]).stdout
+        assert _day_total(after) == DAY_EVENTS  # the generator's truth, from the raw archive
+        truth = _truth_events(home / "generated" / "ads" / "truth")
+        assert truth == DAY_EVENTS
+
+        console = httpx.get(f"http://localhost:{port}/", timeout=10)  # the console the README points to
+        assert console.status_code == 200 and "<script" in console.text
+
+        sh.run(cmds[9])  # radctl down
+        assert not list((home / "run").glob("*.pid"))
+    finally:
+        subprocess.run([sys.executable, "-c", "from radstack.cli import app; app()", "down"], env=env,
+                       capture_output=True, timeout=180)  # fmt: skip
+
+
+def _thrown_away(sh: Shell) -> int:
+    """`radctl status`'s thrownAway of the ads stream (window period + Spark's watermark drops)."""
+    st = json.loads(sh.run("radctl status --json").stdout)
+    return int(((st.get("streaming") or {}).get("ads") or {}).get("thrownAway") or 0)
+
+
+def _truth_events(truth_dir: Path) -> int:
+    """Unique impressions on 2026-11-20 according to the generator's truth log."""
+    files = sorted(truth_dir.glob("*impressions*")) or sorted(truth_dir.glob("*"))
+    ids: set[str] = set()
+    for f in files:
+        for line in f.read_text().splitlines():
+            if line.strip():
+                rec = json.loads(line)
+                if str(rec.get("timestamp", "")).startswith("2026-11-20"):
+                    ids.add(rec.get("impression_id") or rec.get("id"))
+    return len(ids)
