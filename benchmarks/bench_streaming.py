@@ -56,16 +56,21 @@ def _events(n: int, start_ms: int, sim_rate: float, seed: int) -> Any:
     return (e for e in ads.generate(opts, start_ms) if e.stream == "impressions")
 
 
+def _produce(p: Producer, topic: str, e: Any) -> None:
+    """Produce one event, waiting for room in the producer's queue."""
+    while True:
+        try:
+            p.produce(topic, value=e.value, key=e.key)
+            return
+        except BufferError:
+            p.poll(0.01)
+
+
 def produce_all(bootstrap: str, topic: str, n: int) -> float:
     p = _producer(bootstrap)
     t0 = time.perf_counter()
     for e in _events(n, int(time.time() * 1000) - 3_600_000, 1000.0, 3):
-        while True:
-            try:
-                p.produce(topic, value=e.value, key=e.key)
-                break
-            except BufferError:
-                p.poll(0.05)
+        _produce(p, topic, e)
     p.flush(300)
     return time.perf_counter() - t0
 
@@ -121,12 +126,7 @@ def send_at_rate(p: Producer, topic: str, events: Any, n: int, rate: int) -> lis
         ahead = t0 + i / rate - time.perf_counter()
         if ahead > 0:
             time.sleep(ahead)
-        while True:
-            try:
-                p.produce(topic, value=e.value, key=e.key)
-                break
-            except BufferError:
-                p.poll(0.01)
+        _produce(p, topic, e)
         produced[i] = time.perf_counter()
         if i % 500 == 0:
             p.poll(0)
