@@ -2,16 +2,21 @@
 
 - :func:`plan_backfill` — datasources × segment-granularity chunks, with clear errors for a bad interval
   or an unknown datasource (:class:`BackfillError`);
-- :func:`run_local` — one local Spark rebuild per chunk (closedness is checked for every chunk before
-  any work starts, unless ``force``);
+- :func:`run_local` — local Spark rebuilds of runs of consecutive chunks (:func:`group_chunks`, at most
+  ``batch.chunks_per_job`` chunks each): one Spark job, one version and one atomic publish per group
+  (tombstones for its chunks without data), results still per chunk (closedness is checked for every
+  chunk before any work starts, unless ``force``);
 - :func:`run_airflow` — one DAG run per chunk through Airflow 3's REST API (``POST
   /api/v2/dags/{dag}/dagRuns`` with ``conf {"interval": …}``), optionally waiting for them;
-- :func:`chunk_summary` — for a chunk, rows and events (the sum of the count metric) of what served it
-  before (the real-time data, on a first rebuild) and of what serves it now, and the version now serving.
+- :func:`chunk_summary` / :func:`chunk_summaries` — for a chunk (or a run of chunks, with one metadata
+  query and one read per data segment), rows and events (the sum of the count metric) of what served it
+  before (the real-time data, on a first rebuild) and of what serves it now, and the version now
+  serving it; tombstones and chunks without segments cost no deep-storage read.
 """
 
 from __future__ import annotations
 
+import bisect
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +35,8 @@ __all__ = [
     "run_local",
     "run_airflow",
     "chunk_summary",
+    "chunk_summaries",
+    "group_chunks",
     "AirflowClient",
     "AirflowError",
 ]
@@ -66,7 +73,9 @@ class ChunkResult:
     version: str = ""  # the version now serving the chunk
     error: str = ""
     run_id: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # local: the wall time of the group's rebuild (shared by its chunks)
+    group: Interval | None = None  # local: the interval the Spark job rebuilt (this chunk's group)
+    group_chunks: int = 1  # local: how many chunks that job rebuilt
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +91,7 @@ class ChunkResult:
             "error": self.error,
             "run_id": self.run_id,
             "seconds": round(self.seconds, 3),
+            "group": self.group.iso() if self.group is not None else "",
         }
 
 
@@ -130,39 +140,37 @@ def _count_metric(spec: Any) -> str | None:
     return next((m.name for m in spec.data_schema.metrics if m.type == "count"), None)
 
 
-def _segment_totals(deep_storage: Any, segments: Sequence[Any], clip: Interval, count_metric: str | None) -> tuple[int, int]:
-    """(rows, events) of ``segments`` restricted to ``clip`` (events: sum of ``count_metric``)."""
+def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: str, i: int) -> tuple[Any, Any]:
+    """(``__time`` in ms, events per row) of a data segment's file, as int64 numpy arrays sorted by time."""
+    import numpy as np
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from serving.segment_format import segment_data_key
 
-    rows = events = 0
-    with tempfile.TemporaryDirectory(prefix="radstack-summary-") as tmp:
-        for i, seg in enumerate(segments):
-            if seg.is_tombstone:
-                continue
-            spec = seg.load_spec or {}
-            if spec.get("type") == "local" and Path(str(spec.get("path", ""))).is_file():
-                path = Path(str(spec["path"]))
-            else:
-                path = Path(tmp) / f"{i}.parquet"
-                try:
-                    key = deep_storage.key_for_load_spec(spec)
-                except Exception:  # noqa: BLE001 - a load spec from elsewhere: the default layout
-                    key = segment_data_key(seg.id)
-                deep_storage.download(key, path)
-            cols = ["__time"] + ([count_metric] if count_metric and count_metric in seg.metrics else [])
-            t = pq.read_table(path, columns=cols)
-            ms = pc.cast(t.column("__time"), "int64") if str(t.schema.field("__time").type) != "int64" else t.column("__time")
-            mask = pc.and_(pc.greater_equal(ms, clip.start), pc.less(ms, clip.end))
-            t = t.filter(mask)
-            rows += t.num_rows
-            if len(cols) > 1:
-                events += int(pc.sum(t.column(count_metric)).as_py() or 0)
-            else:
-                events += t.num_rows
-    return rows, events
+    spec = seg.load_spec or {}
+    if spec.get("type") == "local" and Path(str(spec.get("path", ""))).is_file():
+        path = Path(str(spec["path"]))
+    else:
+        path = Path(tmp) / f"{i}.parquet"
+        try:
+            key = deep_storage.key_for_load_spec(spec)
+        except Exception:  # noqa: BLE001 - a load spec from elsewhere: the default layout
+            key = segment_data_key(seg.id)
+        deep_storage.download(key, path)
+    cols = ["__time"] + ([count_metric] if count_metric and count_metric in seg.metrics else [])
+    t = pq.read_table(path, columns=cols)
+    col = t.column("__time")
+    if pa.types.is_timestamp(col.type):
+        col = pc.cast(pc.cast(col, pa.timestamp("ms"), safe=False), pa.int64())
+    ms = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
+    if len(cols) > 1:
+        events = np.asarray(pc.fill_null(t.column(count_metric), 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    else:
+        events = np.ones(len(ms), dtype=np.int64)
+    order = np.argsort(ms, kind="stable")
+    return ms[order], events[order]
 
 
 def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, Interval]]:
@@ -173,17 +181,50 @@ def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, 
     return [(v.segment, v.interval) for v in tl.visible_segments(chunk, include_tombstones=True)]
 
 
+def chunk_summaries(
+    metadata: Any, deep_storage: Any, spec: Any, chunks: Sequence[Interval]
+) -> list[tuple[int, int, list[str]]]:
+    """:func:`chunk_summary` of each of ``chunks`` (time-ordered, not overlapping): one timeline lookup
+    over the whole run and one read per visible data segment, split per chunk; tombstones and chunks
+    without segments cost no deep-storage read."""
+    import numpy as np
+
+    n = len(chunks)
+    if not n:
+        return []
+    cm = _count_metric(spec)
+    rows = [0] * n
+    events = [0] * n
+    versions: list[set[str]] = [set() for _ in range(n)]
+    starts = [c.start for c in chunks]
+    pieces = visible(metadata, spec.name, Interval(chunks[0].start, chunks[-1].end))
+    with tempfile.TemporaryDirectory(prefix="radstack-summary-") as tmp:
+        for k, (seg, part) in enumerate(pieces):
+            hit = []
+            for i in range(max(0, bisect.bisect_right(starts, part.start) - 1), n):
+                if chunks[i].start >= part.end:
+                    break
+                if chunks[i].end > part.start:
+                    hit.append(i)
+            if not hit:
+                continue
+            for i in hit:
+                versions[i].add(seg.version)
+            if seg.is_tombstone:
+                continue
+            ms, ev = _segment_times(deep_storage, seg, cm, tmp, k)
+            cum = np.concatenate(([0], np.cumsum(ev)))
+            for i in hit:
+                lo, hi = max(part.start, chunks[i].start), min(part.end, chunks[i].end)
+                a, b = (int(x) for x in np.searchsorted(ms, [lo, hi], side="left"))
+                rows[i] += b - a
+                events[i] += int(cum[b] - cum[a])
+    return [(rows[i], events[i], sorted(versions[i])) for i in range(n)]
+
+
 def chunk_summary(metadata: Any, deep_storage: Any, spec: Any, chunk: Interval) -> tuple[int, int, list[str]]:
     """(rows, events, versions) of what serves ``chunk`` now."""
-    cm = _count_metric(spec)
-    rows = events = 0
-    versions: set[str] = set()
-    for seg, part in visible(metadata, spec.name, chunk):
-        versions.add(seg.version)
-        r, e = _segment_totals(deep_storage, [seg], part, cm)
-        rows += r
-        events += e
-    return rows, events, sorted(versions)
+    return chunk_summaries(metadata, deep_storage, spec, [chunk])[0]
 
 
 # ---- local ---------------------------------------------------------------------------------------
@@ -204,6 +245,36 @@ def check_plan_closed(settings: Any, plan: BackfillPlan, *, now_ms: int | None =
         raise NotClosedError(bad)
 
 
+def group_chunks(chunks: Sequence[Interval], size: int) -> list[list[Interval]]:
+    """``chunks`` (time-ordered) cut into runs of consecutive chunks (each starting where the previous
+    one ends) of at most ``size`` chunks: what one local Spark job rebuilds."""
+    size = max(1, int(size))
+    groups: list[list[Interval]] = []
+    for c in chunks:
+        if groups and len(groups[-1]) < size and groups[-1][-1].end == c.start:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def _job_groups(chunks: Sequence[Interval], size: int, granularity: Any) -> list[list[Interval]]:
+    """:func:`group_chunks`, each group kept only if its whole interval plans to exactly its chunks
+    (what :func:`batch.rebuild_job.rebuild` rebuilds), else split into single chunks."""
+    out: list[list[Interval]] = []
+    for g in group_chunks(chunks, size):
+        if len(g) == 1 or plan_chunks(Interval(g[0].start, g[-1].end), granularity) == g:
+            out.append(g)
+        else:  # not expected for chunks from plan_chunks; never rebuild more than planned
+            out += [[c] for c in g]
+    return out
+
+
+def chunks_per_job(settings: Any) -> int:
+    """``batch.chunks_per_job`` (at least 1)."""
+    return max(1, int(settings.get("batch.chunks_per_job", 1440) or 1))
+
+
 def run_local(
     settings: Any,
     plan: BackfillPlan,
@@ -213,7 +284,11 @@ def run_local(
     spark: Any | None = None,
     now_ms: int | None = None,
 ) -> list[ChunkResult]:
-    """Rebuild every chunk with a local Spark job, one publish (one version) per chunk."""
+    """Rebuild every chunk with local Spark: one job, one version and one atomic publish per group of
+    at most ``batch.chunks_per_job`` consecutive chunks (:func:`group_chunks`); a failed group marks
+    its chunks failed and the next group still runs. Returns one :class:`ChunkResult` per chunk (the
+    chunks of a group share status, error, seconds and, once published, the version); ``progress`` is called for every
+    chunk as its group starts (``running``) and ends (``published``/``failed``)."""
     from batch.rebuild_job import rebuild
     from radstack.datasources import load_catalog
     from serving.deep_storage import open_deep_storage
@@ -223,28 +298,32 @@ def run_local(
         check_plan_closed(settings, plan, now_ms=now_ms)
     catalog = load_catalog(settings)
     storage = open_deep_storage(settings)
+    size = chunks_per_job(settings)
     results: list[ChunkResult] = []
     with MetadataStore.from_settings(settings) as md:
         for ds, chunks in plan.chunks.items():
             spec = catalog[ds]
-            for chunk in chunks:
-                res = ChunkResult(ds, chunk, status="running")
-                res.before_rows, res.before_events, res.before_versions = chunk_summary(md, storage, spec, chunk)
-                if progress:
-                    progress(res)
+            for group in _job_groups(chunks, size, spec.data_schema.segment_granularity):
+                whole = Interval(group[0].start, group[-1].end)
+                batch = [ChunkResult(ds, c, status="running", group=whole, group_chunks=len(group)) for c in group]
+                for res, before in zip(batch, chunk_summaries(md, storage, spec, group), strict=True):
+                    res.before_rows, res.before_events, res.before_versions = before
+                    if progress:
+                        progress(res)
                 t0 = time.monotonic()
+                status, error = "published", ""
                 try:
-                    rebuild(settings, ds, chunk, spark=spark, force=True, metadata=md, deep_storage=storage)
-                except Exception as e:  # noqa: BLE001 - reported per chunk; the others still run
-                    res.status, res.error = "failed", f"{type(e).__name__}: {e}"
-                else:
-                    res.status = "published"
-                res.seconds = time.monotonic() - t0
-                res.rows, res.events, versions = chunk_summary(md, storage, spec, chunk)
-                res.version = ", ".join(versions)
-                results.append(res)
-                if progress:
-                    progress(res)
+                    rebuild(settings, ds, whole, spark=spark, force=True, metadata=md, deep_storage=storage)
+                except Exception as e:  # noqa: BLE001 - reported for the group's chunks; the next group still runs
+                    status, error = "failed", f"{type(e).__name__}: {e}"
+                seconds = time.monotonic() - t0
+                for res, (rows, events, versions) in zip(batch, chunk_summaries(md, storage, spec, group), strict=True):
+                    res.status, res.error, res.seconds = status, error, seconds
+                    res.rows, res.events = rows, events
+                    res.version = ", ".join(versions)  # after a publish: the group's one new version
+                    results.append(res)
+                    if progress:
+                        progress(res)
     return results
 
 

@@ -133,6 +133,9 @@ DEFAULTS: dict[str, Any] = {
         "partitions": 0,
         # an unfinished rebuild's files older than this are deleted by the next run (any host)
         "stale_job_seconds": 21600,
+        # `radctl backfill --via local`: consecutive chunks rebuilt by one Spark job (one version, one
+        # atomic publish, tombstones for empty chunks); 1440 = a day of MINUTE segments in one job
+        "chunks_per_job": 1440,
         # spark-submit on a cluster (spark.master not local): deploy mode and the package shipped
         "deploy_mode": "client",
         "py_files": "",  # wheel/zip of radstack for the executors; empty → built into {home}/dist

@@ -1,10 +1,13 @@
 """``radctl backfill --interval START/END [--datasource D] [--via airflow|local] [--wait] [--force]``.
 
-Splits the interval into segment-granularity chunks, rebuilds them locally (Spark ``local[*]``) or
-triggers one Airflow DAG run per chunk, shows progress per chunk and prints a summary table: per chunk,
-the rows and events (sum of the count metric) that served it before (the real-time data) and that serve
-it now (batch), and the version now serving it. Exit codes: 0 all published, 1 a chunk failed,
-2 bad input (interval, datasource, intervals not closed), 3 Airflow unreachable or refusing.
+Splits the interval into segment-granularity chunks, rebuilds them locally (Spark ``local[*]``: one
+job per group of at most ``batch.chunks_per_job`` consecutive chunks) or triggers one Airflow DAG run
+per chunk, shows progress (per group locally, per chunk through Airflow) and prints a summary table: per
+chunk, the rows and events (sum of the count metric) that served it before (the real-time data) and that
+serve it now (batch), and the version now serving it — locally only the chunks with rows before or
+after, plus one line counting the other chunks (rebuilt empty: tombstones). ``--json`` prints every
+chunk. Exit codes: 0 all published, 1 a chunk failed, 2 bad input (interval, datasource, intervals not
+closed), 3 Airflow unreachable or refusing.
 """
 
 from __future__ import annotations
@@ -54,7 +57,13 @@ def backfill(
     if mode == "auto":
         mode = "airflow" if settings.get("airflow.url") else "local"
     for ds, chunks in plan.chunks.items():
-        console.print(f"{ds}: {len(chunks)} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {mode}")
+        how = mode
+        if mode == "local":
+            from batch.backfill import chunks_per_job, group_chunks
+
+            jobs = len(group_chunks(chunks, chunks_per_job(settings)))
+            how = f"local, {jobs} Spark job(s) of at most {chunks_per_job(settings):,} chunk(s)"
+        console.print(f"{ds}: {len(chunks):,} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {how}")
     if mode == "local" and not force:
         from batch.backfill import check_plan_closed
 
@@ -73,7 +82,13 @@ def backfill(
 
         def progress(r) -> None:  # type: ignore[no-untyped-def]
             key = (r.datasource, r.interval.start)
-            bar.console.print(f"  {r.datasource} {r.interval.iso()}: {r.status}" + (f" — {r.error}" if r.error else ""))
+            if r.group is None:  # one line per chunk (Airflow: one DAG run each)
+                bar.console.print(f"  {r.datasource} {r.interval.iso()}: {r.status}" + (f" — {r.error}" if r.error else ""))
+            elif r.interval.start == r.group.start:  # local: one line per group (one Spark job)
+                what = f"  {r.datasource} {r.group.iso()} ({r.group_chunks:,} chunk(s)): {r.status}"
+                if r.status == "published":
+                    what += f" in {r.seconds:.1f} s, version {r.version}"
+                bar.console.print(what + (f" — {r.error}" if r.error else ""))
             final = {"published", "failed", "success", "timeout"} if mode == "local" or wait else {"triggered"}
             if r.status in final and key not in done:
                 done.add(key)
@@ -106,14 +121,37 @@ def _summary(results, mode: str, wait: bool) -> None:  # type: ignore[no-untyped
                     ("batch events", {"justify": "right"}), ("serving version", {"no_wrap": True})):  # fmt: skip
         table.add_column(col, **kw)
     show_counts = mode == "local" or wait
-    for r in results:
+    for r in results if mode != "local" else _with_data(results):
         status = r.status if not r.error else f"{r.status}: {r.error[:80]}"
         table.add_row(
             r.datasource, r.interval.iso(), status,
             *(map(str, (r.before_rows, r.before_events, r.rows, r.events)) if show_counts else ("", "", "", "")),
             r.version if show_counts else r.run_id,
         )  # fmt: skip
+    if mode == "local":
+        for ds, status, error, rest in _without_data(results):
+            versions = sorted({r.version for r in rest})
+            what = "no events (tombstones)" if status == "published" else "no events"
+            table.add_row(
+                ds, f"{len(rest):,} other chunk{'s' if len(rest) != 1 else ''}: {what}",
+                status if not error else f"{status}: {error[:80]}", "0", "0", "0", "0",
+                versions[0] if len(versions) == 1 else f"{len(versions):,} versions",
+            )  # fmt: skip
     out = Console(highlight=False)
     if not out.is_terminal:  # piped or captured: do not squeeze ISO intervals and versions into 80 columns
         out = Console(highlight=False, width=220)
     out.print(table)
+
+
+def _with_data(results):  # type: ignore[no-untyped-def]
+    """The chunks with rows before or after the rebuild: one summary line each."""
+    return [r for r in results if r.before_rows > 0 or r.rows > 0]
+
+
+def _without_data(results):  # type: ignore[no-untyped-def]
+    """The other chunks (no rows before nor after), per (datasource, status, error): one line each."""
+    out: dict[tuple[str, str, str], list] = {}  # type: ignore[type-arg]
+    for r in results:
+        if not (r.before_rows > 0 or r.rows > 0):
+            out.setdefault((r.datasource, r.status, r.error), []).append(r)
+    return [(ds, status, error, rest) for (ds, status, error), rest in out.items()]

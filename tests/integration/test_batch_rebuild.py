@@ -187,3 +187,174 @@ def test_failed_and_killed_runs_leave_nothing(web, batch_spark, monkeypatch: pyt
     keys = storage.list("segments/")
     assert keys and not any(dead_version.replace(":", "_") in k for k in keys)
     assert all(res.version.replace(":", "_") in k for k in keys)
+
+
+# ---- radctl backfill --via local: one Spark job per group of consecutive chunks ------------------------
+
+MINUTE = 60_000
+MINUTE_SPEC = SPEC.replace("segmentGranularity: hour", "segmentGranularity: minute")
+DATA_MINUTES = (5, 6, 47, 70)  # of the two hours from T0; every other minute is empty
+
+
+def _minute_events(seed: int = 11) -> list[dict[str, Any]]:
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for m in DATA_MINUTES:
+        for i in range(40 + m):
+            out.append({
+                "timestamp": format_instant(T0 + m * MINUTE + rng.randrange(0, MINUTE)),
+                "id": f"m{m}-{i}", "page": rng.choice(["/a", "/b"]), "country": rng.choice(["DE", "US"]),
+                "bytes": rng.randrange(1, 100),
+            })  # fmt: skip
+    return out
+
+
+def _minute_truth(events: list[dict[str, Any]], chunk: Interval) -> tuple[int, int]:
+    """(rolled-up rows, unique events) of ``chunk``."""
+    t = _truth(events, chunk)
+    return len(t), sum(t.values())
+
+
+def _with(settings: Any, **batch: Any) -> Any:
+    from radstack.config import load_settings
+
+    return load_settings(env={"RADSTACK_HOME": str(settings.home)}, overrides={"batch": batch})
+
+
+def test_local_backfill_one_job_per_group_of_chunks(web, batch_spark, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from batch.backfill import plan_backfill, run_local, visible
+    from batch.rebuild_job import rebuild
+
+    settings, md, storage = web
+    events = _minute_events()
+    write_archive(storage, "web", [orjson.dumps(e) for e in events + events[:30]], per_file=100)  # 30 re-sends
+    set_watermark(md, "web", T0 + 3 * HOUR)
+    # what serves the two hours first: HOUR segments (one job), to be split per minute in "before"
+    first = rebuild(settings, "web", Interval(T0, T0 + 2 * HOUR), spark=batch_spark)
+    (settings.datasources_dir / "web.yaml").write_text(MINUTE_SPEC)
+
+    s30 = _with(settings, chunks_per_job=30)
+    plan = plan_backfill(s30, "2026-11-20T00/PT2H", "web")
+    assert plan.total == 120
+    calls: list[tuple[int, str]] = []
+    results = run_local(s30, plan, spark=batch_spark, progress=lambda r: calls.append((r.interval.start, r.status)))
+
+    # 120 chunks in 4 jobs of 30: one version per group, groups in time order
+    assert [r.interval for r in results] == plan.chunks["web"]
+    assert {r.status for r in results} == {"published"} and not any(r.error for r in results)
+    groups = [results[i : i + 30] for i in range(0, 120, 30)]
+    versions = []
+    for g in groups:
+        assert len({r.version for r in g}) == 1 and len({r.seconds for r in g}) == 1
+        assert {r.group for r in g} == {Interval(g[0].interval.start, g[-1].interval.end)}
+        assert {r.group_chunks for r in g} == {30}
+        versions.append(g[0].version)
+    assert versions == sorted(versions) and len(set(versions)) == 4 and versions[0] > first.version
+
+    # per chunk: before = the hourly segment's rows in that minute, after = the truth; empty → tombstone
+    for r in results:
+        m = (r.interval.start - T0) // MINUTE
+        rows, n = _minute_truth(events, r.interval)
+        assert (r.before_rows, r.before_events, r.before_versions) == (rows, n, [first.version]), m
+        assert (r.rows, r.events) == (rows, n), m
+        served = visible(md, "web", r.interval)
+        if m in DATA_MINUTES:
+            assert rows > 0 and _served_rows(md, storage, r.interval) == _truth(events, r.interval)
+            assert not any(s.is_tombstone for s, _ in served)
+        else:
+            assert rows == 0 and [s.is_tombstone for s, _ in served] == [True], m
+        assert {s.version for s, _ in served} == {r.version}
+    assert sum(r.events for r in results) == len(events)
+
+    # progress: every chunk reported running, then published, a group at a time
+    assert len(calls) == 240
+    for k, g in enumerate(groups):
+        block = calls[k * 60 : (k + 1) * 60]
+        assert block == [(r.interval.start, "running") for r in g] + [(r.interval.start, "published") for r in g]
+
+    # a failed group marks its chunks failed (nothing published) and the next group still runs
+    import serving.publish
+
+    real_publish = serving.publish.publish
+
+    def publish_fails_first_group(metadata: Any, deep_storage: Any, segments: Any, *a: Any, **k: Any) -> Any:
+        if any(s.interval.start == T0 for s in segments):
+            raise RuntimeError("metadata store down")
+        return real_publish(metadata, deep_storage, segments, *a, **k)
+
+    monkeypatch.setattr(serving.publish, "publish", publish_fails_first_group)
+    again = run_local(s30, plan_backfill(s30, "2026-11-20T00/PT1H", "web"), spark=batch_spark)
+    monkeypatch.undo()
+    assert [r.status for r in again] == ["failed"] * 30 + ["published"] * 30
+    assert {r.error for r in again[:30]} == {"RuntimeError: metadata store down"}
+    assert {r.version for r in again[:30]} == {versions[0]}  # still the earlier job's
+    assert len({r.version for r in again[30:]}) == 1 and again[30].version > versions[3]
+    for r in again:
+        assert (r.rows, r.events) == (r.before_rows, r.before_events) == _minute_truth(events, r.interval)
+
+    # the default (1440 chunks per job): two hours in one job, one version
+    one = run_local(settings, plan, spark=batch_spark)
+    assert len({r.version for r in one}) == 1 and {r.group_chunks for r in one} == {120}
+    assert [(r.rows, r.events) for r in one] == [(r.rows, r.events) for r in results]
+
+
+def test_chunk_summaries_match_chunk_summary(web, batch_spark) -> None:  # type: ignore[no-untyped-def]
+    """The per-group summary equals the per-chunk one, and empty chunks read no segment file."""
+    import batch.backfill as bf
+    from batch.rebuild_job import rebuild
+    from radstack.datasources import get_spec
+
+    settings, md, storage = web
+    events = _minute_events(seed=5)
+    write_archive(storage, "web", [orjson.dumps(e) for e in events])
+    set_watermark(md, "web", T0 + 3 * HOUR)
+    (settings.datasources_dir / "web.yaml").write_text(MINUTE_SPEC)
+    rebuild(settings, "web", Interval(T0, T0 + 30 * MINUTE), spark=batch_spark)  # 0:00–0:30 batch, rest nothing
+    spec = get_spec(settings, "web")
+    chunks = [Interval(T0 + i * MINUTE, T0 + (i + 1) * MINUTE) for i in range(120)]
+    reads: list[Any] = []
+    real = bf._segment_times
+    bf._segment_times = lambda *a: reads.append(a[1]) or real(*a)  # type: ignore[assignment]
+    try:
+        together = bf.chunk_summaries(md, storage, spec, chunks)
+    finally:
+        bf._segment_times = real  # type: ignore[assignment]
+    assert together == [bf.chunk_summary(md, storage, spec, c) for c in chunks]
+    assert len(reads) == len([s for s in md.segments("web", used=True) if not s.is_tombstone])
+    for c, (rows, n, vs) in zip(chunks, together, strict=True):
+        rebuilt = c.start < T0 + 30 * MINUTE
+        assert (rows, n) == (_minute_truth(events, c) if rebuilt else (0, 0))
+        assert len(vs) == (1 if rebuilt else 0)
+
+
+def test_cli_prints_one_line_per_group_and_folds_empty_chunks(web, batch_spark, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from radstack.cli import app
+
+    settings, md, storage = web
+    (settings.datasources_dir / "web.yaml").write_text(MINUTE_SPEC)
+    events = [e for e in _minute_events(seed=3) if parse_instant(e["timestamp"]) < T0 + HOUR]  # minutes 5, 6, 47
+    write_archive(storage, "web", [orjson.dumps(e) for e in events])
+    set_watermark(md, "web", T0 + 3 * HOUR)
+    monkeypatch.setenv("RADSTACK_BATCH__CHUNKS_PER_JOB", "30")
+    r = CliRunner().invoke(app, ["backfill", "--interval", "2026-11-20T00/PT1H", "--datasource", "web", "--via",
+                                 "local", "--json"])  # fmt: skip
+    assert r.exit_code == 0, r.output
+    lines = [orjson.loads(ln) for ln in r.stdout.splitlines() if ln.startswith("{")]
+    assert len(lines) == 60 and {ln["status"] for ln in lines} == {"published"}  # --json: every chunk
+    assert len({ln["version"] for ln in lines}) == 2
+    assert sum(ln["batch_events"] for ln in lines) == len(events)
+    err = r.stderr
+    assert "60 chunk(s)" in err and "2 Spark job(s) of at most 30 chunk(s)" in err
+    progress = [ln for ln in err.splitlines() if ln.startswith("  web ")]
+    assert len(progress) == 4, err  # running + published, per group
+    assert sum("(30 chunk(s)): published in" in ln for ln in progress) == 2
+    table = [ln for ln in r.stdout.splitlines() if not ln.startswith("{")]
+    rows = [ln for ln in table if "│ web" in ln]
+    assert len(rows) == 4, "\n".join(table)  # the 3 minutes with data + one line for the rest
+    assert sum("T00:05:00.000Z/" in ln or "T00:06:00.000Z/" in ln or "T00:47:00.000Z/" in ln for ln in rows) == 3
+    assert "57 other chunks: no events (tombstones)" in r.stdout
+    assert "2 versions" in r.stdout

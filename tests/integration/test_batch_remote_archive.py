@@ -1,6 +1,6 @@
 """``radctl backfill --via local`` reading the raw archive from ``s3a://`` (moto server over HTTP,
 ``hadoop-aws`` from the JVM manifest) and ``hdfs://`` (the real single-node HDFS), writing segments to
-the same deep storage, with the per-chunk summary."""
+the same deep storage, with the per-chunk summary (both hours in one Spark job)."""
 
 from __future__ import annotations
 
@@ -73,9 +73,11 @@ def _check(lines: list[dict[str, Any]], stdout: str) -> None:
     assert (first["batch_rows"], first["batch_events"]) == (4, 120)  # 4 pages × 1 hour, duplicates dropped
     assert (first["realtime_rows"], first["realtime_events"]) == (0, 0)
     assert (second["batch_rows"], second["batch_events"]) == (0, 0)  # a tombstone
-    # one rebuild (one version: the job's start time) per chunk
-    assert second["version"] > first["version"] > "2026-11-21"
+    # one rebuild (one Spark job, one version: its start time) for both chunks (batch.chunks_per_job)
+    assert second["version"] == first["version"] > "2026-11-21"
+    assert first["group"] == second["group"] == "2026-11-20T00:00:00.000Z/2026-11-20T02:00:00.000Z"
     assert "backfill summary" in stdout and "serving version" in stdout
+    assert "1 other chunk: no events (tombstones)" in stdout
 
 
 def test_backfill_from_s3a(radstack_home: Path, s3_deep_storage_settings: dict[str, str]) -> None:
