@@ -39,6 +39,9 @@ __all__ = ["StreamOptions", "stream_options", "checkpoint_dir", "build_stream", 
 
 log = logging.getLogger("radstack.streaming")
 
+#: how often an active query's progress state is rewritten even without new batches (health)
+HEARTBEAT_SECONDS = 10.0
+
 
 @dataclass
 class StreamOptions:
@@ -200,6 +203,7 @@ class StreamingJob:
             ),
         )
         self._stop = threading.Event()
+        self._progress_written = 0.0
 
     @property
     def spark(self) -> SparkSession:
@@ -246,10 +250,16 @@ class StreamingJob:
         return self.query
 
     def poll_progress(self) -> None:
+        """Record Spark's new progress events; while the query is active, also rewrite the progress
+        state at least every ``HEARTBEAT_SECONDS`` (its ``updated`` time is what ``radctl status``
+        reads as health: an idle stream runs no batches but is alive)."""
         if self.query is None:
             return
-        if self.tracker.update(list(self.query.recentProgress)):
+        changed = self.tracker.update(list(self.query.recentProgress))
+        now = time.monotonic()
+        if changed or (self.query.isActive and now - self._progress_written >= HEARTBEAT_SECONDS):
             self.metadata.put_state(progress_key(self.spec.name), self.tracker.state())
+            self._progress_written = now
 
     def run(self, timeout: float | None = None) -> None:
         """Start (if needed) and block until the query ends (availableNow), ``timeout`` passes or

@@ -1,0 +1,64 @@
+"""An idle streaming job is alive: the job rewrites its progress state (a heartbeat) while the query
+is active, and ``radctl status`` reads health from that state's age."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from radstack.config import load_settings
+from realtime.streaming import job as job_mod
+from realtime.streaming.progress import streaming_health
+from realtime.streaming.sink import progress_key
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ads" / "ads.yaml"
+
+
+class IdleQuery:
+    """What an active query with no new micro-batches reports."""
+
+    isActive = True
+    recentProgress: list[Any] = []
+
+
+def _job(tmp_path: Path) -> Any:
+    from radstack.spec import load_datasource_spec
+
+    home = tmp_path / "home"
+    (home / "datasources").mkdir(parents=True)
+    (home / "datasources" / "ads.yaml").write_text(EXAMPLE.read_text())
+    settings = load_settings(env={"RADSTACK_HOME": str(home)})
+    spec = load_datasource_spec(yaml.safe_load(EXAMPLE.read_text()))
+    opts = job_mod.stream_options(settings, bootstrap_servers="127.0.0.1:1")
+    return settings, job_mod.StreamingJob(settings, spec, opts)
+
+
+def test_an_idle_active_query_keeps_its_progress_fresh(tmp_path: Path, monkeypatch: Any) -> None:
+    settings, job = _job(tmp_path)
+    assert not streaming_health(settings)  # never reported
+    job.query = IdleQuery()
+    job.poll_progress()
+    first = job.metadata.get_state(progress_key("ads"))["updated"]
+    assert streaming_health(settings)
+    # within the heartbeat nothing is rewritten; after it the state is rewritten without a new batch
+    job.poll_progress()
+    assert job.metadata.get_state(progress_key("ads"))["updated"] == first
+    monkeypatch.setattr(job_mod, "HEARTBEAT_SECONDS", 0.0)
+    import time
+
+    time.sleep(0.002)
+    job.poll_progress()
+    assert job.metadata.get_state(progress_key("ads"))["updated"] > first
+    assert streaming_health(settings)
+
+
+def test_a_stopped_query_is_not_heartbeated(tmp_path: Path) -> None:
+    settings, job = _job(tmp_path)
+    stopped = IdleQuery()
+    stopped.isActive = False
+    job.query = stopped
+    job.poll_progress()
+    assert job.metadata.get_state(progress_key("ads")) is None
+    assert not streaming_health(settings, max_age_seconds=60)
