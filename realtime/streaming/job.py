@@ -255,7 +255,9 @@ class StreamingJob:
         reads as health: an idle stream runs no batches but is alive)."""
         if self.query is None:
             return
-        changed = self.tracker.update(list(self.query.recentProgress))
+        # with a stream join, input rows and sink rows do not correspond (clicks are consumed, not emitted)
+        rows = None if join_options(self.spec) else self.sink.batch_rows
+        changed = self.tracker.update(list(self.query.recentProgress), sink_rows=rows)
         now = time.monotonic()
         if changed or (self.query.isActive and now - self._progress_written >= HEARTBEAT_SECONDS):
             self.metadata.put_state(progress_key(self.spec.name), self.tracker.state())

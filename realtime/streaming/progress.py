@@ -10,6 +10,7 @@ running totals of what Spark's stateful operators dropped (``numDroppedDuplicate
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,19 +70,31 @@ class ProgressTracker:
                 t.totals[k] = int(previous.get(k, 0))
         return t
 
-    def update(self, progresses: list[Any]) -> bool:
-        """Add the progress events not seen yet (by run id + batch id); True when any was new."""
+    def update(self, progresses: list[Any], sink_rows: Mapping[int, int] | None = None) -> bool:
+        """Add the progress events not seen yet (by run id + batch id); True when any was new.
+
+        ``sink_rows`` (batch id → rows the sink received; only for a plan where every input row
+        reaches the sink unless dedup drops it, i.e. no stream join): input rows Spark dropped before
+        the sink without reporting them — rows behind the dedup watermark, which Spark 4 filters out
+        ahead of the state operator — are counted as ``droppedByWatermark`` too:
+        ``numInputRows − sink rows − duplicates − rows reported dropped``."""
         changed = False
         for raw in progresses:
             p = _json(raw)
-            key = (str(p.get("runId")), int(p.get("batchId", -1)))
+            batch = int(p.get("batchId", -1))
+            key = (str(p.get("runId")), batch)
             if key in self.seen:
                 continue
             self.seen.add(key)
+            dropped = dupes = 0
             for op in p.get("stateOperators") or []:
-                self.totals["droppedByWatermark"] += int(op.get("numRowsDroppedByWatermark", 0) or 0)
+                dropped += int(op.get("numRowsDroppedByWatermark", 0) or 0)
                 cm = op.get("customMetrics") or {}
-                self.totals["duplicatesDropped"] += int(cm.get("numDroppedDuplicateRows", 0) or 0)
+                dupes += int(cm.get("numDroppedDuplicateRows", 0) or 0)
+            if sink_rows is not None and batch in sink_rows:
+                dropped += max(0, int(p.get("numInputRows", 0) or 0) - sink_rows[batch] - dupes - dropped)
+            self.totals["droppedByWatermark"] += dropped
+            self.totals["duplicatesDropped"] += dupes
             self.latest = p
             changed = True
         return changed

@@ -62,3 +62,23 @@ def test_a_stopped_query_is_not_heartbeated(tmp_path: Path) -> None:
     job.poll_progress()
     assert job.metadata.get_state(progress_key("ads")) is None
     assert not streaming_health(settings, max_age_seconds=60)
+
+
+def test_rows_spark_drops_before_the_sink_count_as_dropped_by_watermark() -> None:
+    """Spark 4 filters rows behind the dedup watermark ahead of the state operator without reporting
+    them; the tracker finds them as input rows that neither reached the sink nor were duplicates."""
+    from realtime.streaming.progress import ProgressTracker
+
+    def progress(batch: int, rows: int, dupes: int, reported: int) -> dict[str, Any]:
+        return {"runId": "r", "batchId": batch, "numInputRows": rows, "stateOperators": [
+            {"numRowsDroppedByWatermark": reported, "customMetrics": {"numDroppedDuplicateRows": dupes}}]}
+
+    t = ProgressTracker()
+    assert t.update([progress(0, 100, 5, 0), progress(1, 50, 0, 10)], sink_rows={0: 95, 1: 10})
+    assert t.totals == {"duplicatesDropped": 5, "droppedByWatermark": 40}  # batch 1: 10 reported + 30 not
+    # without sink rows (a stream join: input and output rows do not correspond) only what Spark reports
+    t2 = ProgressTracker()
+    t2.update([progress(1, 50, 0, 10)])
+    assert t2.totals["droppedByWatermark"] == 10
+    # a batch seen again is not counted twice
+    assert not t.update([progress(1, 50, 0, 10)], sink_rows={1: 10})
