@@ -60,7 +60,7 @@ class ProgressTracker:
 
     totals: dict[str, int] = field(default_factory=lambda: {"duplicatesDropped": 0, "droppedByWatermark": 0})
     latest: dict[str, Any] = field(default_factory=dict)
-    seen: set[tuple[str, int]] = field(default_factory=set)
+    seen: set[tuple[str, int, str]] = field(default_factory=set)
 
     @classmethod
     def resume(cls, previous: dict[str, Any] | None) -> ProgressTracker:
@@ -82,10 +82,17 @@ class ProgressTracker:
         for raw in progresses:
             p = _json(raw)
             batch = int(p.get("batchId", -1))
-            key = (str(p.get("runId")), batch)
+            # an idle trigger reports the id of the NEXT batch (and no addBatch): it updates the rates
+            # and lag, but must neither be counted nor hide the real batch of that id
+            executed = "addBatch" in (p.get("durationMs") or {})
+            key = (str(p.get("runId")), batch, "" if executed else str(p.get("timestamp")))
             if key in self.seen:
                 continue
             self.seen.add(key)
+            self.latest = p
+            changed = True
+            if not executed:
+                continue
             dropped = dupes = 0
             for op in p.get("stateOperators") or []:
                 dropped += int(op.get("numRowsDroppedByWatermark", 0) or 0)
@@ -95,8 +102,9 @@ class ProgressTracker:
                 dropped += max(0, int(p.get("numInputRows", 0) or 0) - sink_rows[batch] - dupes - dropped)
             self.totals["droppedByWatermark"] += dropped
             self.totals["duplicatesDropped"] += dupes
-            self.latest = p
-            changed = True
+        if len(self.seen) > 20_000:  # keep the recent keys (recentProgress holds the last 100 events)
+            newest = max(k[1] for k in self.seen)
+            self.seen = {k for k in self.seen if k[1] >= newest - 1_000}
         return changed
 
     def state(self) -> dict[str, Any]:

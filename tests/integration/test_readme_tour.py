@@ -93,6 +93,7 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
         assert 1 <= len(top) <= 5 and {"publisher", "events"} <= set(top[0])
 
         batch_before = _last_batch(sh)
+        thrown_before = int(_stream(sh).get("thrownAway") or 0)
         sh.run(cmds[4])  # generate a past day
         summary = json.loads((home / "generated" / "ads" / "summary.json").read_text())
         assert summary["streams"]["impressions"]["unique"] == DAY_EVENTS
@@ -103,6 +104,11 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
         while not (_last_batch(sh) > batch_before and _stream_lag(sh) == 0):
             assert time.monotonic() < deadline, "the streaming job never read the replayed day"
             time.sleep(2)
+        # ... and `radctl status` counts it as thrown away (the progress is polled every second)
+        deadline = time.monotonic() + 30
+        while int(_stream(sh).get("thrownAway") or 0) - thrown_before < DAY_EVENTS:
+            assert time.monotonic() < deadline, _stream(sh)
+            time.sleep(1)
         assert _day_total(sh.run(cmds[5]).stdout) == 0  # `[]`: nothing of 2026-11-20 in real time
 
         sh.run(cmds[6])  # radctl status: wait until the archiver's lag is 0, as the README says

@@ -70,8 +70,9 @@ def test_rows_spark_drops_before_the_sink_count_as_dropped_by_watermark() -> Non
     from realtime.streaming.progress import ProgressTracker
 
     def progress(batch: int, rows: int, dupes: int, reported: int) -> dict[str, Any]:
-        return {"runId": "r", "batchId": batch, "numInputRows": rows, "stateOperators": [
-            {"numRowsDroppedByWatermark": reported, "customMetrics": {"numDroppedDuplicateRows": dupes}}]}
+        return {"runId": "r", "batchId": batch, "numInputRows": rows, "durationMs": {"addBatch": 5},
+                "stateOperators": [{"numRowsDroppedByWatermark": reported,
+                                    "customMetrics": {"numDroppedDuplicateRows": dupes}}]}
 
     t = ProgressTracker()
     assert t.update([progress(0, 100, 5, 0), progress(1, 50, 0, 10)], sink_rows={0: 95, 1: 10})
@@ -82,3 +83,21 @@ def test_rows_spark_drops_before_the_sink_count_as_dropped_by_watermark() -> Non
     assert t2.totals["droppedByWatermark"] == 10
     # a batch seen again is not counted twice
     assert not t.update([progress(1, 50, 0, 10)], sink_rows={1: 10})
+
+
+def test_an_idle_trigger_does_not_hide_the_next_batch() -> None:
+    """Spark's idle progress events carry the id of the batch that has not run yet (and no addBatch);
+    the real batch with that id must still be counted."""
+    from realtime.streaming.progress import ProgressTracker
+
+    idle = {"runId": "r", "batchId": 7, "numInputRows": 0, "timestamp": "t1",
+            "durationMs": {"latestOffset": 1, "triggerExecution": 1},
+            "stateOperators": [{"numRowsDroppedByWatermark": 3, "customMetrics": {"numDroppedDuplicateRows": 4}}]}
+    real = {"runId": "r", "batchId": 7, "numInputRows": 100, "timestamp": "t2", "durationMs": {"addBatch": 9},
+            "stateOperators": [{"numRowsDroppedByWatermark": 0, "customMetrics": {"numDroppedDuplicateRows": 2}}]}
+    t = ProgressTracker()
+    assert t.update([idle])  # the rates/lag are updated ...
+    assert t.totals == {"duplicatesDropped": 0, "droppedByWatermark": 0}  # ... nothing is counted
+    assert t.update([idle, real], sink_rows={7: 0})
+    assert t.totals == {"duplicatesDropped": 2, "droppedByWatermark": 98}
+    assert t.latest is real
