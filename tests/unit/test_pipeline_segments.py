@@ -138,7 +138,7 @@ def test_progress_tracker_counts_each_batch_once_and_computes_lag() -> None:
     def prog(bid: int, dup: int, late: int) -> dict[str, Any]:
         return {
             "id": "q", "runId": "r1", "batchId": bid, "inputRowsPerSecond": 10.0, "processedRowsPerSecond": 20.0,
-            "durationMs": {"triggerExecution": 800},
+            "durationMs": {"addBatch": 700, "triggerExecution": 800},  # an executed batch (idle triggers have no addBatch)
             "stateOperators": [{"numRowsDroppedByWatermark": late, "customMetrics": {"numDroppedDuplicateRows": dup}}],
             "sources": [{"endOffset": {"t": {"0": 10, "1": 5}}, "latestOffset": {"t": {"0": 15, "1": 5}}}],
         }
