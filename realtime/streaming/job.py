@@ -185,6 +185,7 @@ class StreamingJob:
         self.query: StreamingQuery | None = None
         self.tracker = ProgressTracker.resume(self.metadata.get_state(progress_key(spec.name)))
         self.checkpoint = checkpoint_dir(settings, spec.name)
+        self.joins = join_options(spec)
         self.sink = SegmentSink(
             spec,
             self.metadata,
@@ -195,10 +196,10 @@ class StreamingJob:
                 window_ms=window_millis(spec.processing.window_period),
                 handoff_check_seconds=self.options.handoff_check_seconds,
                 handoff=self.options.handoff,
-                late_filter=not join_options(spec),
+                late_filter=not self.joins,
                 handoff_window_ms=handoff_window_ms(spec),
                 partition_stride=partition_stride(
-                    self.options.max_offsets_per_trigger, len(spec.processing.topics) + len(join_options(spec))
+                    self.options.max_offsets_per_trigger, len(spec.processing.topics) + len(self.joins)
                 ),
             ),
         )
@@ -221,7 +222,7 @@ class StreamingJob:
         from realtime.streaming.dlq import dlq_topics
         from realtime.topics import ensure_topics
 
-        topics = list(self.spec.processing.topics) + [str(j.get("topic", j["name"])) for j in join_options(self.spec)]
+        topics = list(self.spec.processing.topics) + [str(j.get("topic", j["name"])) for j in self.joins]
         try:
             ensure_topics(str(self.options.bootstrap_servers), {t: 1 for t in dlq_topics(self.spec, topics)})
         except Exception:  # the broker may auto-create them; the write will tell
@@ -256,7 +257,7 @@ class StreamingJob:
         if self.query is None:
             return
         # with a stream join, input rows and sink rows do not correspond (clicks are consumed, not emitted)
-        rows = None if join_options(self.spec) else self.sink.batch_rows
+        rows = None if self.joins else self.sink.batch_rows
         changed = self.tracker.update(list(self.query.recentProgress), sink_rows=rows)
         now = time.monotonic()
         if changed or (self.query.isActive and now - self._progress_written >= HEARTBEAT_SECONDS):
