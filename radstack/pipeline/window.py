@@ -15,9 +15,10 @@ from radstack.intervals import Interval, Period
 from radstack.spec import TIME_COLUMN
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["window_millis", "spark_delay", "late_threshold", "is_late", "drop_late", "interval_closed"]
+__all__ = ["window_millis", "spark_delay", "late_threshold", "is_late", "late_mask", "drop_late", "interval_closed"]
 
 
 def window_millis(period: Period) -> int:
@@ -41,6 +42,17 @@ def is_late(threshold_ms: int | None) -> Column:
     if threshold_ms is None:
         return F.lit(False)
     return F.coalesce(F.col(TIME_COLUMN) < F.lit(threshold_ms), F.lit(False))
+
+
+def late_mask(times: pa.ChunkedArray | pa.Array, threshold_ms: int | None) -> pa.Array | pa.ChunkedArray:
+    """:func:`is_late` on an Arrow column of ``__time`` millis (the streaming sink's one pass): True
+    where the row is late, False elsewhere (NULL times included)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if threshold_ms is None:
+        return pa.array([False] * len(times), pa.bool_())
+    return pc.fill_null(pc.less(times, pa.scalar(threshold_ms, times.type)), False)
 
 
 def drop_late(df: DataFrame, threshold_ms: int | None) -> DataFrame:

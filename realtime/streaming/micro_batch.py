@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, RAW_COLUMN, REASON_COLUMN, TOPIC_COLUMN
 from radstack.pipeline.segments import index_table, interval_start_version
+from radstack.pipeline.window import late_mask
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 if TYPE_CHECKING:
@@ -102,7 +103,6 @@ def process_partition(
     """Count, dead-letter and index one Spark partition of a micro-batch (see the module doc).
     ``write_dead_letters`` (default :func:`realtime.streaming.dlq.produce_dead_letters`) gets the
     invalid rows and returns how many it delivered."""
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     from realtime.streaming.dlq import produce_dead_letters
@@ -113,10 +113,7 @@ def process_partition(
     invalid = pc.is_valid(table.column(REASON_COLUMN))
     valid = pc.invert(invalid)
     times = table.column(TIME_COLUMN)
-    if threshold_ms is None:
-        late = pa.array([False] * n, pa.bool_())
-    else:
-        late = _mask_and(valid, pc.less(times, pa.scalar(threshold_ms, times.type)))
+    late = _mask_and(valid, late_mask(times, threshold_ms))
     ok = _mask_and(valid, pc.invert(late))
     kept = _mask_and(ok, table.column(KEEP_COLUMN)) if KEEP_COLUMN in table.column_names else ok
     n_invalid = pc.sum(invalid).as_py() or 0
