@@ -25,7 +25,7 @@ def check(settings, datasource: str, interval: Interval) -> tuple[bool, str]:  #
     from batch.planning import plan_chunks
     from batch.rebuild_job import closed_checks
     from radstack.datasources import get_spec
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
     spec = get_spec(settings, datasource)
     chunks = plan_chunks(interval, spec.data_schema.segment_granularity)
@@ -39,7 +39,7 @@ def verify(settings, datasource: str, interval: Interval, since_ms: int) -> tupl
     from batch.backfill import visible
     from batch.planning import plan_chunks
     from radstack.datasources import get_spec
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
     spec = get_spec(settings, datasource)
     since = format_instant(since_ms)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from batch.storage_conf import storage_spark_conf
 from radstack.granularity import Granularity
 from radstack.intervals import Interval
-from realtime.archiver.layout import hour_dir, topic_prefix
+from radstack.storage.raw_archive import hour_dir, topic_prefix
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -147,7 +147,7 @@ def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: s
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from serving.segment_format import segment_data_key
+    from radstack.storage.segment_format import segment_data_key
 
     spec = seg.load_spec or {}
     if spec.get("type") == "local" and Path(str(spec.get("path", ""))).is_file():
@@ -175,7 +175,7 @@ def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: s
 
 def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, Interval]]:
     """(segment, visible part) pairs serving ``chunk`` now, per the timeline of used segments."""
-    from serving.timeline import VersionedIntervalTimeline
+    from radstack.storage.timeline import VersionedIntervalTimeline
 
     tl = VersionedIntervalTimeline.from_segments(metadata.segments(datasource, used=True, interval=chunk), datasource)
     return [(v.segment, v.interval) for v in tl.visible_segments(chunk, include_tombstones=True)]
@@ -234,7 +234,7 @@ def check_plan_closed(settings: Any, plan: BackfillPlan, *, now_ms: int | None =
     """Raise :class:`NotClosedError` naming every chunk that is not closed."""
     from batch.rebuild_job import closed_checks
     from radstack.datasources import load_catalog
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
     catalog = load_catalog(settings)
     bad = []
@@ -291,8 +291,8 @@ def run_local(
     chunk as its group starts (``running``) and ends (``published``/``failed``)."""
     from batch.rebuild_job import rebuild
     from radstack.datasources import load_catalog
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     if not force:
         check_plan_closed(settings, plan, now_ms=now_ms)
@@ -428,8 +428,8 @@ def run_airflow(
 
 def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
     from radstack.datasources import load_catalog
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     catalog = load_catalog(settings)
     storage = open_deep_storage(settings)
@@ -442,8 +442,8 @@ def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Inte
 def _wait_airflow(settings: Any, cl: AirflowClient, results: list[ChunkResult], progress: Progress | None,
                   poll_seconds: float) -> None:  # fmt: skip
     from radstack.datasources import load_catalog
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     deadline = time.monotonic() + float(settings.get("airflow.wait_timeout_seconds", 3600) or 3600)
     pending = list(results)

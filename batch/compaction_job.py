@@ -6,7 +6,7 @@ one schema (``__time`` as millis, the output dimensions, the metric columns), ha
 dimensions (every ``(time bucket, dims)`` group lands in one partition, so rollup is perfect) and hands
 each Arrow partition to the shared indexer (:func:`radstack.pipeline.segments.index_dataframe`,
 ``mapInArrow``) with the combining aggregators. The partitions become one core set
-(:func:`serving.indexer.renumber_core`). Nothing is published here: :func:`serving.compaction.run_compaction`
+(:func:`radstack.storage.indexer.renumber_core`). Nothing is published here: :func:`radstack.storage.compaction.run_compaction`
 checks totals and publishes.
 """
 
@@ -23,8 +23,8 @@ from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from serving.compaction import CompactionConfig, CompactionPlan
-    from serving.segments import DataSegment
+    from radstack.storage.compaction import CompactionConfig, CompactionPlan
+    from radstack.storage.segments import DataSegment
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +112,8 @@ def compact_with_spark(
     from functools import reduce
 
     from radstack.pipeline.segments import index_dataframe
-    from serving.compaction import compaction_schema, resolve_dimensions
-    from serving.indexer import renumber_core
+    from radstack.storage.compaction import compaction_schema, resolve_dimensions
+    from radstack.storage.indexer import renumber_core
 
     spark = spark or compaction_spark_session(settings)
     frames = _read_inputs(spark, plan, deep_storage)

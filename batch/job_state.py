@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from radstack.intervals import Interval, format_instant
-from serving.segments import segment_path
+from radstack.storage.segments import segment_path
 
 __all__ = ["InflightJob", "inflight_key", "register", "unregister", "clean_dead_jobs", "version_prefixes"]
 
@@ -52,7 +52,7 @@ class InflightJob:
 
 def version_prefixes(data_source: str, intervals: list[Interval], version: str) -> list[str]:
     """The deep-storage folders a rebuild of ``intervals`` at ``version`` writes under."""
-    from serving.segments import SegmentId
+    from radstack.storage.segments import SegmentId
 
     out = []
     for iv in intervals:

@@ -147,7 +147,7 @@ def index_dataframe(
     """Keep the rows of ``chunks``, hash-partition them on the dimensions into ``partitions`` Arrow
     partitions and index each with the shared indexer (:func:`radstack.pipeline.segments.index_dataframe`)
     into core-set segments of ``version`` — each Spark partition in its own number range, to be
-    renumbered with :func:`serving.indexer.renumber_core`; nothing is published here."""
+    renumbered with :func:`radstack.storage.indexer.renumber_core`; nothing is published here."""
     from pyspark.sql import functions as F
 
     from radstack.pipeline.segments import index_dataframe as index_partitions
@@ -220,10 +220,10 @@ def rebuild_spec(
     from batch.archive_reader import storage_spark_conf
     from batch.tombstones import with_tombstones
     from radstack.granularity import utc_now_ms
-    from serving.deep_storage import open_deep_storage
-    from serving.indexer import renumber_core
-    from serving.metadata import MetadataStore
-    from serving.publish import publish
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.indexer import renumber_core
+    from radstack.storage.metadata import MetadataStore
+    from radstack.storage.publish import publish
 
     t0 = time.monotonic()
     started = utc_now_ms()

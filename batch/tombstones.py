@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from radstack.intervals import Interval
-from serving.segments import DataSegment, ShardSpec
+from radstack.storage.segments import DataSegment, ShardSpec
 
 __all__ = ["TOMBSTONE_LOAD_SPEC", "tombstone", "empty_chunks", "with_tombstones"]
 

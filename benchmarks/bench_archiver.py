@@ -21,10 +21,10 @@ import pyarrow.dataset as pads
 from confluent_kafka import Consumer, Producer
 
 from radstack.intervals import format_instant
+from radstack.operations.kafka_broker import KafkaBroker, free_port
+from radstack.storage.deep_storage.local import LocalDeepStorage
 from realtime.archiver import Archiver, ArchiverConfig
-from realtime.kafka_broker import KafkaBroker, free_port
 from realtime.topics import ensure_topics
-from serving.deep_storage.local import LocalDeepStorage
 
 
 def produce(bootstrap: str, topic: str, n: int) -> None:

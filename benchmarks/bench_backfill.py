@@ -49,8 +49,8 @@ def main() -> int:
 
     from radstack.config import load_settings
     from radstack.intervals import format_instant, parse_instant
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
     from tests.fixtures.batch import set_watermark, write_archive
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="radstack-bench-backfill-"))

@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from radstack.intervals import Interval, parse_instant  # noqa: E402
-from realtime.archiver.layout import data_key  # noqa: E402
+from radstack.storage.raw_archive import data_key  # noqa: E402
 from realtime.archiver.records import SCHEMA  # noqa: E402
 from realtime.generators.ads import ADVERTISERS, CITIES, GENDERS, PUBLISHERS  # noqa: E402
 
@@ -45,7 +45,7 @@ TOPIC = "impressions"
 
 def write_archive(root: Path, events: int, duplicates: float, seed: int = 7, per_file: int = 250_000) -> int:
     """Write ``events`` unique impressions (+ duplicates) spread over DAY; returns records written."""
-    from serving.deep_storage.local import LocalDeepStorage
+    from radstack.storage.deep_storage.local import LocalDeepStorage
 
     storage = LocalDeepStorage(root)
     rng = np.random.default_rng(seed)
@@ -134,7 +134,7 @@ def main() -> int:
     from batch.archive_reader import archive_paths
     from batch.rebuild_job import rebuild
     from radstack.pipeline.spark_session import build_spark_session
-    from serving.deep_storage import open_deep_storage
+    from radstack.storage.deep_storage import open_deep_storage
 
     spark = build_spark_session(settings, app_name="bench-batch", kafka=False, log_name="bench-batch")
     day = Interval(DAY, DAY + 24 * HOUR)

@@ -136,11 +136,11 @@ def send_at_rate(p: Producer, topic: str, events: Any, n: int, rate: int) -> lis
 
 def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: float, trigger: float,
               warmup: float) -> dict[str, float]:
+    from radstack.storage.deep_storage import open_deep_storage
     from realtime.streaming.job import StreamingJob, stream_options
     from realtime.topics import ensure_topics
     from serving.broker.service import BrokerService
     from serving.broker.sql.engine import execute
-    from serving.deep_storage import open_deep_storage
     from serving.errors import DruidError
 
     topic = f"bench-fr-{time.time_ns()}"
@@ -233,8 +233,8 @@ def main() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
     from radstack.config import load_settings
+    from radstack.operations.kafka_broker import KafkaBroker, free_port
     from radstack.pipeline.spark_session import build_spark_session
-    from realtime.kafka_broker import KafkaBroker, free_port
 
     with tempfile.TemporaryDirectory(prefix="radstack-bench-stream-") as tmp:
         home = Path(tmp)

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/broker_bench.py [--rows 10000000] [--home /tmp/radstack-bench]
 
 1. Generates ``--rows`` events (timestamp over 30 days, 5 dimensions of cardinality 10 … 100,000,
-   3 metrics), indexes them through the real indexer (``serving.indexer.index_partition``, rollup off,
+   3 metrics), indexes them through the real indexer (``radstack.storage.indexer.index_partition``, rollup off,
    DAY segments) into local deep storage and publishes them to the SQLite metadata store. With an
    existing ``--home`` that already holds the datasource this step is skipped (load once).
 2. Starts a :class:`BrokerService` (segments loaded into memory) and measures ``COUNT(*)`` and
@@ -71,10 +71,10 @@ def generate(rows: int, seed: int = 7) -> pa.Table:
 
 def load(settings: Any, rows: int) -> None:
     from radstack.spec import parse_data_schema
-    from serving.deep_storage import open_deep_storage
-    from serving.indexer import index_partition
-    from serving.metadata import MetadataStore
-    from serving.publish import publish
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.indexer import index_partition
+    from radstack.storage.metadata import MetadataStore
+    from radstack.storage.publish import publish
 
     md = MetadataStore.from_url(settings.metadata_url)
     md.create_tables()
@@ -106,10 +106,10 @@ def timed(fn: Any, repeat: int) -> float:
 
 def scan_rates(settings: Any, cores: int, repeat: int) -> list[dict[str, Any]]:
     from radstack.intervals import Interval
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
     from serving.broker.native import run_native_query
     from serving.broker.service import BrokerService, time_range_sql
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
 
     md = MetadataStore.from_url(settings.metadata_url)
     svc = BrokerService(settings, md, open_deep_storage(settings))

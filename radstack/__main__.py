@@ -1,5 +1,5 @@
 """``python -m radstack`` runs ``radctl``."""
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 app()

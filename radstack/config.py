@@ -59,7 +59,7 @@ DEFAULTS: dict[str, Any] = {
         "orphan_files_min_age_seconds": 3600,
         # retention rules (serving/retention.py): drop rules mark segments unused every pass
         "retention": {"on": True},
-        # tiered rollup compaction (serving/compaction.py) of datasources with a compaction config
+        # tiered rollup compaction (radstack/storage/compaction.py) of datasources with a compaction config
         "compaction": {
             "on": True,
             "period_seconds": 60,

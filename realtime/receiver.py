@@ -33,7 +33,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from radstack.intervals import TimeParseError, parse_instant
-from realtime.kafka_broker import bootstrap_servers
+from radstack.operations.kafka_broker import bootstrap_servers
 from realtime.producer import BatchProducer, KafkaUnavailable
 
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")

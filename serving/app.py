@@ -209,9 +209,9 @@ def _memory() -> dict[str, int]:
 
 
 def _open_context(settings: Settings) -> ServerContext:
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
     from serving.broker.service import BrokerService
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
     from serving.overlord.tasks import TaskRunner
 
     metadata = MetadataStore.from_url(settings.metadata_url)
@@ -225,7 +225,7 @@ def _open_context(settings: Settings) -> ServerContext:
 
 def create_app(settings: Settings) -> FastAPI:
     """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``)."""
-    from batch.backfill_api import router as backfill_router
+    from radstack.operations.backfill_api import router as backfill_router
     from serving.broker.api_native import router as native_router
     from serving.broker.api_sql import router as sql_router
     from serving.console import router as console_router

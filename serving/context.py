@@ -13,8 +13,8 @@ from radstack.config import Settings
 class ServerContext:
     """The server's long-lived parts, created by the app's lifespan and closed by it.
 
-    ``metadata`` is a :class:`serving.metadata.MetadataStore`, ``deep_storage`` a
-    :class:`serving.deep_storage.DeepStorage`, ``task_runner`` the Overlord's
+    ``metadata`` is a :class:`radstack.storage.metadata.MetadataStore`, ``deep_storage`` a
+    :class:`radstack.storage.deep_storage.DeepStorage`, ``task_runner`` the Overlord's
     :class:`serving.overlord.tasks.TaskRunner`, ``broker`` the query broker service (None when the
     broker is not part of this build), ``coordinator`` the :class:`serving.app.CoordinatorLoop`."""
 

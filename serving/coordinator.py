@@ -21,17 +21,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from serving.deep_storage import DeepStorageError
-from serving.metadata import MetadataStore, SegmentRow
-from serving.segments import segment_path
-from serving.timeline import TimelineConflictError, VersionedIntervalTimeline
+from radstack.storage.deep_storage import DeepStorageError
+from radstack.storage.metadata import MetadataStore, SegmentRow
+from radstack.storage.segments import segment_path
+from radstack.storage.timeline import TimelineConflictError, VersionedIntervalTimeline
 
 log = logging.getLogger(__name__)
 
 SEGMENTS_PREFIX = "segments/"
 
 
-class _DeepStorage(Protocol):  # the part of serving.deep_storage.DeepStorage used here
+class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepStorage used here
     def list(self, prefix: str) -> list[str]: ...
     def modified_ms(self, key: str) -> int: ...
     def delete_prefix(self, prefix: str) -> int: ...
@@ -189,7 +189,7 @@ def _run_lifecycle_duties(
 ) -> None:
     """Retention rules, then (with a deep storage) compaction, kill and self-metrics ingestion."""
     from radstack import metrics
-    from serving.compaction import compaction_duty
+    from radstack.storage.compaction import compaction_duty
     from serving.kill import kill_duty
     from serving.retention import apply_retention
     from serving.self_metrics import self_metrics_duty

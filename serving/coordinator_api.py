@@ -16,9 +16,9 @@ import orjson
 from fastapi import APIRouter, Request, Response
 
 from radstack.intervals import Interval, format_instant
+from radstack.storage.segments import DataSegment
+from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
 from serving.errors import invalid_input, not_found
-from serving.segments import DataSegment
-from serving.timeline import VersionedIntervalTimeline, timelines_by_data_source
 
 router = APIRouter(prefix="/druid/coordinator/v1")
 
@@ -393,19 +393,19 @@ async def set_rules(data_source: str, request: Request) -> Response:
     return Response(status_code=200)
 
 
-# -- compaction config (serving/compaction.py) ---------------------------------------------------
+# -- compaction config (radstack/storage/compaction.py) ---------------------------------------------------
 
 
 @router.get("/config/compaction")
 def compaction_configs(request: Request) -> dict[str, Any]:
-    from serving.compaction import compaction_config_document
+    from radstack.storage.compaction import compaction_config_document
 
     return compaction_config_document(_ctx(request).metadata)
 
 
 @router.post("/config/compaction")
 async def set_compaction_config(request: Request) -> Response:
-    from serving.compaction import CompactionError, save_compaction_config
+    from radstack.storage.compaction import CompactionError, save_compaction_config
 
     body = await request.body()
     try:
@@ -423,7 +423,7 @@ async def set_compaction_config(request: Request) -> Response:
 
 @router.get("/config/compaction/{data_source}")
 def compaction_config(data_source: str, request: Request) -> Any:
-    from serving.compaction import compaction_config_document
+    from radstack.storage.compaction import compaction_config_document
 
     for c in compaction_config_document(_ctx(request).metadata)["compactionConfigs"]:
         if c.get("dataSource") == data_source:
@@ -433,7 +433,7 @@ def compaction_config(data_source: str, request: Request) -> Any:
 
 @router.delete("/config/compaction/{data_source}")
 def delete_compaction_config(data_source: str, request: Request) -> Response:
-    from serving.compaction import delete_compaction_config as delete
+    from radstack.storage.compaction import delete_compaction_config as delete
 
     if not delete(_ctx(request).metadata, data_source):
         raise not_found(f"datasource [{data_source}] has no compaction config")

@@ -32,9 +32,9 @@ from typing import Any
 
 from radstack import metrics
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime, parse_instant
-from serving.metadata import MetadataStore, SegmentRow
-from serving.segment_format import SEGMENTS_PREFIX
-from serving.segments import DataSegment, segment_path
+from radstack.storage.metadata import MetadataStore, SegmentRow
+from radstack.storage.segment_format import SEGMENTS_PREFIX
+from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from radstack import metrics
-from serving.timeline import TimelineConflictError, timelines_by_data_source
+from radstack.storage.timeline import TimelineConflictError, timelines_by_data_source
 
 log = logging.getLogger(__name__)
 

@@ -13,9 +13,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from radstack import metrics
-from serving.metadata import MetadataStore
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.segments import DataSegment
 from serving.rules import RuleError, decide, rules_for
-from serving.segments import DataSegment
 
 log = logging.getLogger(__name__)
 

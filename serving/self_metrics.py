@@ -71,8 +71,8 @@ def metrics_rows(now_ms: int, registry: Any = None, host: str | None = None) -> 
 def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None = None,
                         data_source: str = DATASOURCE, registry: Any = None) -> int:
     """Append one snapshot of the metrics to ``data_source``; returns the rows indexed."""
-    from serving.indexer import index_partition
-    from serving.publish import publish
+    from radstack.storage.indexer import index_partition
+    from radstack.storage.publish import publish
 
     now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
     schema = self_metrics_schema(data_source)

@@ -54,7 +54,7 @@ def _read(entry: Mapping[str, Any]) -> bytes | None:
     cfg = entry.get("deep_storage") or _deep_storage_config
     if cfg is None:
         raise ValueError(f"enrichment {entry.get('output')!r}: no deep storage configured to read {key!r}")
-    from serving.deep_storage import open_deep_storage
+    from radstack.storage.deep_storage import open_deep_storage
 
     return open_deep_storage(dict(cfg)).get_bytes(str(key))
 

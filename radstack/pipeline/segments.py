@@ -1,4 +1,4 @@
-"""Hand a DataFrame to the shared indexer (:func:`serving.indexer.index_partition`) one Arrow
+"""Hand a DataFrame to the shared indexer (:func:`radstack.storage.indexer.index_partition`) one Arrow
 partition at a time, on the executors (``mapInArrow``), and get the DataSegments back.
 
 The rows are pipeline output: ``__time`` BIGINT millis plus the dimension and metric input columns,
@@ -11,7 +11,7 @@ Partition numbers: Spark partition ``p`` writes partition ``base[(interval, vers
 (+ the piece index when one partition's rows exceed ``max_rows_per_segment``, so ``stride`` must be
 at least the largest piece count — pass ``stride`` ≥ 1 + rows / max_rows). Real-time appends use
 ``numbered`` with ``partitions = 0`` so gaps are harmless; a batch job that wants one core set calls
-:func:`serving.indexer.renumber_core` on the result.
+:func:`radstack.storage.indexer.renumber_core` on the result.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-    from serving.indexer import IngestStats
-    from serving.segments import DataSegment
+    from radstack.storage.indexer import IngestStats
+    from radstack.storage.segments import DataSegment
 
 __all__ = [
     "RESULT_SCHEMA",
@@ -85,7 +85,7 @@ def index_table(
     import numpy as np
     import pyarrow as pa
 
-    from serving.indexer import IngestStats, bucket_starts, index_partition
+    from radstack.storage.indexer import IngestStats, bucket_starts, index_partition
 
     ischema = indexer_schema(schema)
     stats = IngestStats()
@@ -130,8 +130,8 @@ def index_dataframe(
     """Run :func:`index_table` on every Spark partition of ``df`` (``mapInArrow``) and collect the
     segments (written to deep storage, not published) and the summed stats.
     ``deep_storage_config`` is the ``deep_storage`` settings mapping (each task opens its own)."""
-    from serving.indexer import IngestStats
-    from serving.segments import DataSegment
+    from radstack.storage.indexer import IngestStats
+    from radstack.storage.segments import DataSegment
 
     cfg = dict(deep_storage_config)
     offsets = dict(base_offsets or {})
@@ -142,7 +142,7 @@ def index_dataframe(
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from serving.deep_storage import open_deep_storage
+        from radstack.storage.deep_storage import open_deep_storage
 
         bl = [b for b in batches if b.num_rows]
         if not bl:

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, TopicPartition
 
 from radstack.metrics import record_archive
-from realtime.archiver.layout import data_key, manifest_key
+from radstack.storage.raw_archive import data_key, manifest_key
 from realtime.archiver.records import ColumnBuffer, to_table
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
 from realtime.archiver.watermark import WatermarkTracker

@@ -19,7 +19,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from realtime.archiver.layout import manifest_prefix
+from radstack.storage.raw_archive import manifest_prefix
 
 log = logging.getLogger(__name__)
 

@@ -74,9 +74,9 @@ def merge_interval(metadata: Any, deep_storage: Any, spec: DatasourceSpec, inter
     """Merge ``realtime`` (the used real-time partitions of ``interval``) into the handoff version."""
     import pyarrow as pa
 
-    from serving.indexer import index_partition
-    from serving.publish import publish
-    from serving.segment_format import read_segment_table
+    from radstack.storage.indexer import index_partition
+    from radstack.storage.publish import publish
+    from radstack.storage.segment_format import read_segment_table
 
     hv = handoff_version(interval)
     overlapping = metadata.segments(spec.name, used=True, interval=interval)

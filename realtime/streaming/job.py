@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.streaming import StreamingQuery
 
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
 __all__ = ["StreamOptions", "stream_options", "checkpoint_dir", "build_stream", "StreamingJob"]
 
@@ -67,7 +67,7 @@ def stream_options(settings: Any, **overrides: Any) -> StreamOptions:
         if v is not None:
             setattr(o, k, v)
     if o.bootstrap_servers is None:
-        from realtime.kafka_broker import bootstrap_servers
+        from radstack.operations.kafka_broker import bootstrap_servers
 
         o.bootstrap_servers = bootstrap_servers(settings)
     return o
@@ -130,7 +130,7 @@ def partition_stride(max_offsets_per_trigger: int, sources: int) -> int:
     """Partition numbers one Spark partition of a micro-batch may need per interval: one segment
     per ``maxRowsPerSegment`` rows, and a batch holds at most ``max_offsets_per_trigger`` rows per
     source."""
-    from serving.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
+    from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
 
     return 1 + max(max_offsets_per_trigger, 1) * max(sources, 1) // DEFAULT_MAX_ROWS_PER_SEGMENT
 
@@ -175,7 +175,7 @@ class StreamingJob:
         spark: SparkSession | None = None,
         metadata: MetadataStore | None = None,
     ) -> None:
-        from serving.metadata import MetadataStore
+        from radstack.storage.metadata import MetadataStore
 
         self.settings = settings
         self.spec = spec
@@ -230,7 +230,7 @@ class StreamingJob:
 
     def start(self) -> StreamingQuery:
         from radstack.pipeline import enrich
-        from serving.deep_storage import open_deep_storage
+        from radstack.storage.deep_storage import open_deep_storage
 
         enrich.set_deep_storage(self.settings.deep_storage)
         open_deep_storage(self.settings)  # fail early on a bad configuration

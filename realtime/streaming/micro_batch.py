@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-    from serving.indexer import IngestStats
-    from serving.segments import DataSegment
+    from radstack.storage.indexer import IngestStats
+    from radstack.storage.segments import DataSegment
 
 __all__ = ["KEEP_COLUMN", "BOOKKEEPING", "BatchOutcome", "process_partition", "process_micro_batch"]
 
@@ -64,7 +64,7 @@ class BatchOutcome:
         return self.rows - self.invalid - self.late
 
     def add(self, s: Mapping[str, Any]) -> None:
-        from serving.indexer import IngestStats
+        from radstack.storage.indexer import IngestStats
 
         self.rows += int(s["rows"])
         self.invalid += int(s["invalid"])
@@ -170,7 +170,7 @@ def process_micro_batch(
     stride: int,
 ) -> BatchOutcome:
     """Run :func:`process_partition` over every Spark partition of ``df`` and sum the outcome."""
-    from serving.segments import DataSegment
+    from radstack.storage.segments import DataSegment
 
     cfg = dict(deep_storage_config)
     spec_ = spec
@@ -179,7 +179,7 @@ def process_micro_batch(
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from serving.deep_storage import open_deep_storage
+        from radstack.storage.deep_storage import open_deep_storage
 
         bl = list(batches)
         if not bl or not any(b.num_rows for b in bl):

@@ -148,7 +148,7 @@ def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | No
 
 def streaming_status(settings: Any, metadata: Any = None) -> dict[str, dict[str, Any]]:
     """``status_view`` per datasource that has streaming state in the metadata store."""
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
     own = metadata is None
     md = metadata or MetadataStore.from_settings(settings, create=False)
@@ -175,7 +175,7 @@ def streaming_health(settings: Any, max_age_seconds: float = 60.0) -> bool:
 
     try:
         from radstack.datasources import load_catalog
-        from serving.metadata import MetadataStore
+        from radstack.storage.metadata import MetadataStore
 
         names = [n for n, s in load_catalog(settings).items() if s.processing.topics]
         with MetadataStore.from_settings(settings, create=False) as md:

@@ -42,7 +42,7 @@ from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_mic
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
 log = logging.getLogger("radstack.streaming")
 
@@ -184,8 +184,8 @@ class SegmentSink:
                 "publishedAt": format_instant(time.time_ns() // 1_000_000),
             },
         )
-        from serving.deep_storage import open_deep_storage
-        from serving.publish import publish
+        from radstack.storage.deep_storage import open_deep_storage
+        from radstack.storage.publish import publish
 
         publish(self.metadata, open_deep_storage(self.config.deep_storage), out.segments, state={self.key: state})
         timings["publish"] = int((time.monotonic() - t1) * 1000)
@@ -211,8 +211,8 @@ class SegmentSink:
         return max(nums, default=-1) + 1
 
     def run_handoff(self, watermark: int | None) -> list[Interval]:
+        from radstack.storage.deep_storage import open_deep_storage
         from realtime.streaming.handoff import handoff_closed_intervals
-        from serving.deep_storage import open_deep_storage
 
         try:
             return handoff_closed_intervals(

@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from serving.segments import DataSegment, segment_path
+from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ class SegmentCache:
         if found is not None:
             return found, local_dir
         try:
-            from serving.deep_storage import fetch_load_spec
+            from radstack.storage.deep_storage import fetch_load_spec
         except ImportError:
             fetch_load_spec = None  # type: ignore[assignment]
         if fetch_load_spec is not None and spec.get("type") != "parquet-file":

@@ -20,10 +20,10 @@ from typing import Any
 import duckdb
 
 from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
+from radstack.storage.segments import DataSegment
+from radstack.storage.timeline import VersionedIntervalTimeline
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import LoadedSegment, SegmentCache, SegmentLoadError, druid_type
-from serving.segments import DataSegment
-from serving.timeline import VersionedIntervalTimeline
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from radstack.intervals import format_instant
+from radstack.storage.timeline import timelines_by_data_source
 from serving.console.timeline_view import segment_kind
-from serving.timeline import timelines_by_data_source
 
 RATE_WINDOW_MS = 5 * 60 * 1000
 PREFIXES = ("streaming.", "archiver.stats.", "archiver.watermark.")

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from radstack.intervals import Interval, format_instant
-from serving.segments import DataSegment
-from serving.timeline import VersionedIntervalTimeline
+from radstack.storage.segments import DataSegment
+from radstack.storage.timeline import VersionedIntervalTimeline
 
 KINDS = ("realtime", "handed-off", "batch", "compacted", "tombstone")
 
@@ -44,7 +44,7 @@ def _iso(ms: int) -> str:
 
 def timeline_view(data_source: str, rows: Sequence[Any], window: Interval | None = None,
                   context: Sequence[Any] = ()) -> dict[str, Any]:
-    """The Timeline view of ``rows`` (``serving.metadata.SegmentRow``: segment, used, created_date).
+    """The Timeline view of ``rows`` (``radstack.storage.metadata.SegmentRow``: segment, used, created_date).
 
     Overshadowing and visibility are computed over the *used* segments, as the broker serves them;
     unused segments are listed with ``used = false`` and never visible. ``window`` clips the visible

@@ -27,8 +27,8 @@ from urllib.parse import urlparse
 
 from radstack.intervals import Interval
 from radstack.spec import TIME_COLUMN, DataSchema, DatasourceSpec
-from serving.segments import DataSegment
-from serving.timeline import VersionedIntervalTimeline
+from radstack.storage.segments import DataSegment
+from radstack.storage.timeline import VersionedIntervalTimeline
 
 __all__ = [
     "DruidSpecError",

@@ -36,7 +36,7 @@ def _parser(body: Any) -> Any:
     """Druid's ``compact`` and ``kill`` tasks have their own specs; everything else is an index task."""
     typ = body.get("type") if isinstance(body, dict) else None
     if typ == "compact":
-        from serving.compaction import parse_compact_task
+        from radstack.storage.compaction import parse_compact_task
 
         return parse_compact_task
     if typ == "kill":
@@ -54,7 +54,7 @@ async def submit_task(request: Request) -> dict[str, str]:
         spec = _parser(body)(body, int(time.time() * 1000))
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
-    from serving.metadata import TaskExistsError
+    from radstack.storage.metadata import TaskExistsError
 
     try:
         await run_in_threadpool(ctx.task_runner.submit, spec)

@@ -6,7 +6,7 @@ locks, simplified), so versions and appended partition numbers never race. A tas
 server down: every exception ends it as ``FAILED`` with an ``errorMsg``.
 
 One index task: resolve the input source → parse each entity into Arrow batches, spilled to local
-Parquet (:mod:`serving.overlord.staging`) → :func:`serving.indexer.index_partition` → publish the
+Parquet (:mod:`serving.overlord.staging`) → :func:`radstack.storage.indexer.index_partition` → publish the
 segments in one metadata transaction. The segment version is the task's start time (raised above
 any existing version of the datasource so an overwrite always wins). ``appendToExisting: true``
 instead adds partitions (``numbered``, ``partitions = 0``) to the newest used version of each time
@@ -31,12 +31,12 @@ import pyarrow as pa
 
 from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.storage.segments import DataSegment, ShardSpec, segment_path
 from serving.overlord.input_formats import ReadCancelled, read_batches
 from serving.overlord.input_sources import resolve_input_source
 from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
 from serving.overlord.staging import StagedInput
 from serving.overlord.task_spec import IndexTaskSpec
-from serving.segments import DataSegment, ShardSpec, segment_path
 
 log = logging.getLogger(__name__)
 
@@ -192,7 +192,7 @@ class TaskRunner:
         state.ingestion_state = "BUILD_SEGMENTS"
         status, error, published = "FAILED", None, None
         try:
-            run = getattr(state.spec, "run", None)  # compact / kill tasks (serving.compaction, serving.kill)
+            run = getattr(state.spec, "run", None)  # compact / kill tasks (radstack.storage.compaction, serving.kill)
             if not callable(run):  # large or remote inputs (archive, hdfs, s3) run as a Spark job (batch/)
                 from batch.overlord_task import run_spark_task, runs_on_spark
 
@@ -244,8 +244,8 @@ class IndexTaskRun:
             yield b
 
     def execute(self) -> int:
-        from serving.indexer import index_partition
-        from serving.publish import publish
+        from radstack.storage.indexer import index_partition
+        from radstack.storage.publish import publish
 
         settings = self.runner.settings
         tmp_parent = settings.home / "tmp"

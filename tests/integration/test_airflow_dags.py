@@ -110,8 +110,8 @@ def test_dag_import(airflow_env: dict[str, str]) -> None:
 
 def test_dag_test_rebuilds_an_interval(airflow_env: dict[str, str], settings) -> None:  # type: ignore[no-untyped-def]
     from batch.backfill import visible
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     storage = open_deep_storage(settings)
     events = [{"timestamp": format_instant(T0 + i * 7_000), "id": f"e{i}", "page": f"/p{i % 3}"} for i in range(200)]

@@ -84,8 +84,8 @@ def airflow_standalone(radstack_home: Path, tmp_path: Path) -> Iterator[str]:
 
 
 def test_backfill_via_airflow_rest(settings, radstack_home: Path, airflow_standalone: str) -> None:  # type: ignore[no-untyped-def]
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     (radstack_home / "datasources").mkdir(exist_ok=True)
     (radstack_home / "datasources" / "web.yaml").write_text(SPEC.format(name="web", gran="hour"))

@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import Producer
 
 from radstack.intervals import format_instant
+from radstack.storage.raw_archive import RAW_PREFIX, hour_dir
 from realtime.archiver import Archiver, ArchiverConfig
-from realtime.archiver.layout import RAW_PREFIX, hour_dir
 
 pytestmark = pytest.mark.slow
 
@@ -76,7 +76,7 @@ def _check_exactly_once(root: Path, topic: str, events: list[tuple[bytes | None,
 
 @pytest.fixture
 def local_storage(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from serving.deep_storage.local import LocalDeepStorage
+    from radstack.storage.deep_storage.local import LocalDeepStorage
 
     root = tmp_path / "deep"
     return root, LocalDeepStorage(root)

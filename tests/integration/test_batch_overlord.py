@@ -46,7 +46,7 @@ def _submit(url: str, task: dict[str, Any]) -> str:
 
 
 def test_archive_task_runs_on_spark(radstack_server: Any) -> None:
-    from serving.deep_storage import open_deep_storage
+    from radstack.storage.deep_storage import open_deep_storage
 
     storage = open_deep_storage(radstack_server.settings)
     # the archive holds every record; two are re-sent duplicates (same event id)
@@ -71,7 +71,7 @@ def test_hdfs_json_task_with_use_spark(radstack_home: Any, hdfs_cluster: Any) ->
 
     base = f"/radstack-test/{uuid.uuid4().hex[:12]}"
     with running_server(radstack_home, {"deep_storage": hdfs_cluster.deep_storage_settings(base)}) as srv:
-        from serving.deep_storage import open_deep_storage
+        from radstack.storage.deep_storage import open_deep_storage
 
         storage = open_deep_storage(srv.settings)
         storage.put_bytes(b"\n".join(orjson.dumps(e) for e in ROLLUP_EVENTS) + b"\n", "input/rollup.json")

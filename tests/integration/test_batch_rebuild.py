@@ -55,8 +55,8 @@ def _events(n: int, start: int, *, seed: int = 7, prefix: str = "e") -> list[dic
 
 @pytest.fixture
 def web(settings, tmp_path: Path):  # type: ignore[no-untyped-def]
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     settings.datasources_dir.mkdir(parents=True, exist_ok=True)
     (settings.datasources_dir / "web.yaml").write_text(SPEC)
@@ -160,12 +160,12 @@ def test_failed_and_killed_runs_leave_nothing(web, batch_spark, monkeypatch: pyt
     chunk = Interval(T0, T0 + HOUR)
 
     # a failure at the last moment (publish): nothing visible, its files gone
-    import serving.publish
+    import radstack.storage.publish
 
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("metadata store down")
 
-    monkeypatch.setattr(serving.publish, "publish", boom)
+    monkeypatch.setattr(radstack.storage.publish, "publish", boom)
     with pytest.raises(RuntimeError, match="metadata store down"):
         job.rebuild(settings, "web", chunk, spark=batch_spark)
     monkeypatch.undo()
@@ -275,16 +275,16 @@ def test_local_backfill_one_job_per_group_of_chunks(web, batch_spark, monkeypatc
         assert block == [(r.interval.start, "running") for r in g] + [(r.interval.start, "published") for r in g]
 
     # a failed group marks its chunks failed (nothing published) and the next group still runs
-    import serving.publish
+    import radstack.storage.publish
 
-    real_publish = serving.publish.publish
+    real_publish = radstack.storage.publish.publish
 
     def publish_fails_first_group(metadata: Any, deep_storage: Any, segments: Any, *a: Any, **k: Any) -> Any:
         if any(s.interval.start == T0 for s in segments):
             raise RuntimeError("metadata store down")
         return real_publish(metadata, deep_storage, segments, *a, **k)
 
-    monkeypatch.setattr(serving.publish, "publish", publish_fails_first_group)
+    monkeypatch.setattr(radstack.storage.publish, "publish", publish_fails_first_group)
     again = run_local(s30, plan_backfill(s30, "2026-11-20T00/PT1H", "web"), spark=batch_spark)
     monkeypatch.undo()
     assert [r.status for r in again] == ["failed"] * 30 + ["published"] * 30
@@ -332,7 +332,7 @@ def test_chunk_summaries_match_chunk_summary(web, batch_spark) -> None:  # type:
 def test_cli_prints_one_line_per_group_and_folds_empty_chunks(web, batch_spark, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
-    from radstack.cli import app
+    from radstack.operations.cli import app
 
     settings, md, storage = web
     (settings.datasources_dir / "web.yaml").write_text(MINUTE_SPEC)

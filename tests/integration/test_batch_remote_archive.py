@@ -42,8 +42,8 @@ def _env_for(home: Path, ds: dict[str, str]) -> dict[str, str]:
 
 def _run_backfill(radstack_home: Path, ds_settings: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
     from radstack.config import load_settings
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     (radstack_home / "datasources").mkdir(exist_ok=True)
     (radstack_home / "datasources" / "web.yaml").write_text(SPEC)

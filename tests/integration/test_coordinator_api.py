@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from radstack.intervals import Interval
-from serving.segments import DataSegment, ShardSpec
+from radstack.storage.segments import DataSegment, ShardSpec
 
 pytestmark = pytest.mark.slow
 

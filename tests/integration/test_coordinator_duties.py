@@ -30,8 +30,8 @@ def ingest(srv: Any, start: str, days: int, step: int = 5 * MINUTE) -> pa.Table:
     """Events every ``step`` for 4 (src, dst) pairs, indexed like real-time segments (one version
     per hour = its start, appended partitions)."""
     from radstack.spec import parse_data_schema
-    from serving.indexer import index_partition
-    from serving.publish import publish
+    from radstack.storage.indexer import index_partition
+    from radstack.storage.publish import publish
 
     t0 = parse_instant(start)
     rows: dict[str, list[Any]] = {"ts": [], "src": [], "dst": [], "bytes": [], "peak": []}

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from serving.deep_storage import DeepStorage, DeepStorageError, fetch_load_spec, open_deep_storage
-from serving.deep_storage.hdfs import HdfsDeepStorage
-from serving.deep_storage.local import LocalDeepStorage
-from serving.deep_storage.s3 import S3DeepStorage
+from radstack.storage.deep_storage import DeepStorage, DeepStorageError, fetch_load_spec, open_deep_storage
+from radstack.storage.deep_storage.hdfs import HdfsDeepStorage
+from radstack.storage.deep_storage.local import LocalDeepStorage
+from radstack.storage.deep_storage.s3 import S3DeepStorage
 
 BACKENDS = [
     pytest.param("local", id="local"),
@@ -204,7 +204,7 @@ def test_uri_forms(storage: DeepStorage, backend: tuple[str, dict[str, Any]]) ->
 WRITER = """
 import json, sys
 from pathlib import Path
-from serving.deep_storage import open_deep_storage
+from radstack.storage.deep_storage import open_deep_storage
 storage = open_deep_storage(json.loads(sys.argv[1]))
 storage.put_file(Path(sys.argv[2]), sys.argv[3])
 print("done", flush=True)

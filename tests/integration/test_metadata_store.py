@@ -15,14 +15,14 @@ import pytest
 import sqlalchemy as sa
 
 from radstack.intervals import Interval, format_instant, parse_instant
-from serving.metadata import (
+from radstack.storage.metadata import (
     DEFAULT_RULES,
     MetadataStore,
     SegmentExistsError,
     TaskExistsError,
     normalize_url,
 )
-from serving.segments import DataSegment, ShardSpec
+from radstack.storage.segments import DataSegment, ShardSpec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -131,8 +131,8 @@ _CRASHER = textwrap.dedent(
     """
     import sys, time
     from radstack.intervals import Interval
-    from serving.metadata import MetadataStore
-    from serving.segments import DataSegment, ShardSpec
+    from radstack.storage.metadata import MetadataStore
+    from radstack.storage.segments import DataSegment, ShardSpec
 
     class Crashing(MetadataStore):
         def _bump_seq(self, conn, now):  # runs inside publish's transaction, after the inserts

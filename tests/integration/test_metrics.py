@@ -40,8 +40,8 @@ def sample(fams: dict[str, Any], family: str, sample_name: str, **labels: str) -
 
 def index_wiki(srv: Any) -> None:
     from radstack.spec import parse_data_schema
-    from serving.indexer import index_partition
-    from serving.publish import publish
+    from radstack.storage.indexer import index_partition
+    from radstack.storage.publish import publish
 
     t = pa.table({"ts": ["2024-01-01T00:10:00Z", "2024-01-01T01:00:00Z", "2024-01-02T00:00:00Z"],
                   "page": ["a", "b", "a"], "added": [1, 2, 3]})

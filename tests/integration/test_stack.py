@@ -16,8 +16,8 @@ import httpx
 import orjson
 import pytest
 
-from radstack.stack import pid_alive, port_in_use
-from realtime.kafka_broker import free_port
+from radstack.operations.kafka_broker import free_port
+from radstack.operations.stack import pid_alive, port_in_use
 from tests.fixtures.kafka import consume
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def _serving_runs(home: Path) -> bool:
 
 def _radctl(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from radstack.cli import app; app()", *args],
+        [sys.executable, "-c", "from radstack.operations.cli import app; app()", *args],
         env=env,
         capture_output=True,
         text=True,

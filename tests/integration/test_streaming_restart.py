@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 def _start(home: Path, env_extra: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
-    from radstack.stack import radctl_argv
+    from radstack.operations.stack import radctl_argv
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env.update(RADSTACK_HOME=str(home), **env_extra)
@@ -51,7 +51,7 @@ def _wait_state(metadata: Any, pred: Any, proc: subprocess.Popen[bytes], timeout
 
 def test_kill_and_crash_then_restart_is_exact(kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path) -> None:
     from radstack.config import load_settings
-    from serving.metadata import MetadataStore
+    from radstack.storage.metadata import MetadataStore
 
     home = tmp_path / "home"
     (home / "datasources").mkdir(parents=True)

@@ -222,7 +222,7 @@ def test_overwrite_overshadows_and_append_adds_partitions(radstack_server: Any, 
     [
         ({"type": "index_parallel", "spec": {"ioConfig": {}}}, "spec.dataSchema"),
         ({"type": "index_hadoop", "spec": {}}, "type"),
-        ({"type": "compact", "spec": {}}, "dataSource"),  # compact is a task type now (serving.compaction)
+        ({"type": "compact", "spec": {}}, "dataSource"),  # compact is a task type now (radstack.storage.compaction)
         (simple_task("x", {"type": "carrier-pigeon"}, {"type": "json"}), "spec.ioConfig.inputSource.type"),
         (simple_task("x", inline_json([]), {"type": "json"}, tuning={"maxParseExceptions": "many"}),
          "spec.tuningConfig.maxParseExceptions"),

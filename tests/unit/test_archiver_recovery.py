@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from realtime.archiver.layout import data_key, manifest_key, parse_data_name
+from radstack.storage.raw_archive import data_key, manifest_key, parse_data_name
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
 
 HOUR = 3_600_000
@@ -15,7 +15,7 @@ HOUR = 3_600_000
 
 @pytest.fixture
 def storage(tmp_path: Path):  # type: ignore[no-untyped-def]
-    from serving.deep_storage.local import LocalDeepStorage
+    from radstack.storage.deep_storage.local import LocalDeepStorage
 
     return LocalDeepStorage(tmp_path / "deep")
 

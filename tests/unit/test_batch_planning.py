@@ -62,7 +62,7 @@ def test_check_closed_window_and_watermark() -> None:
 
 def test_tombstones_fill_empty_chunks() -> None:
     from batch.tombstones import with_tombstones
-    from serving.segments import DataSegment, ShardSpec
+    from radstack.storage.segments import DataSegment, ShardSpec
 
     chunks = plan_chunks(parse_interval("2026-11-20T00/PT3H"), Granularity.parse("hour"))
     seg = DataSegment("web", chunks[1], "v2", {"type": "local", "path": "/x"}, shard_spec=ShardSpec("numbered", 0, 1))
@@ -76,8 +76,8 @@ def test_tombstones_fill_empty_chunks() -> None:
 
 def test_tombstone_overshadows_realtime(tmp_path: Path) -> None:
     from batch.tombstones import tombstone
-    from serving.segments import DataSegment, ShardSpec
-    from serving.timeline import VersionedIntervalTimeline
+    from radstack.storage.segments import DataSegment, ShardSpec
+    from radstack.storage.timeline import VersionedIntervalTimeline
 
     chunk = parse_interval("2026-11-20T00/PT1H")
     rt = DataSegment("web", chunk, "2026-11-20T00:00:00.000Z", {"type": "local", "path": "/x"},
@@ -89,9 +89,9 @@ def test_tombstone_overshadows_realtime(tmp_path: Path) -> None:
 
 def test_clean_dead_jobs(tmp_path: Path) -> None:
     from batch import job_state
-    from serving.deep_storage.local import LocalDeepStorage
-    from serving.metadata import MetadataStore
-    from serving.segments import DataSegment, ShardSpec
+    from radstack.storage.deep_storage.local import LocalDeepStorage
+    from radstack.storage.metadata import MetadataStore
+    from radstack.storage.segments import DataSegment, ShardSpec
 
     md = MetadataStore.from_url(f"sqlite:///{tmp_path / 'm.db'}")
     md.create_tables()
@@ -136,7 +136,7 @@ def test_spark_submit_command(settings, tmp_path: Path) -> None:  # type: ignore
     import zipfile
 
     names = zipfile.ZipFile(pkg).namelist()
-    assert "batch/rebuild_job.py" in names and "serving/indexer.py" in names and "radstack/spec.py" in names
+    assert "batch/rebuild_job.py" in names and "radstack/storage/indexer.py" in names and "radstack/spec.py" in names
 
 
 def test_s3_storage_conf() -> None:
@@ -152,8 +152,8 @@ def test_s3_storage_conf() -> None:
 
 def test_archive_paths_lists_existing_hours(tmp_path: Path) -> None:
     from batch.archive_reader import archive_paths
-    from realtime.archiver.layout import data_key
-    from serving.deep_storage.local import LocalDeepStorage
+    from radstack.storage.deep_storage.local import LocalDeepStorage
+    from radstack.storage.raw_archive import data_key
 
     ds = LocalDeepStorage(tmp_path / "deep")
     h = parse_instant("2026-11-20T23:00:00Z")
@@ -194,7 +194,7 @@ def test_plan_backfill_errors(settings) -> None:  # type: ignore[no-untyped-def]
 def test_cli_errors(settings, radstack_home: Path) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
-    from radstack.cli import app
+    from radstack.operations.cli import app
 
     _write_spec(settings)
     r = CliRunner().invoke(app, ["backfill", "--interval", "2026-13-45/P1D", "--via", "local"])

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from radstack.intervals import Interval, Period, format_instant, parse_instant
-from serving.compaction import (
+from radstack.storage.compaction import (
     CompactionConfig,
     CompactionConflictError,
     CompactionError,
@@ -23,8 +23,8 @@ from serving.compaction import (
     run_compaction,
     save_compaction_config,
 )
+from radstack.storage.segments import DataSegment, ShardSpec
 from serving.coordinator import mark_overshadowed_unused
-from serving.segments import DataSegment, ShardSpec
 
 MINUTE = 60_000
 HOUR = 3_600_000

@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 import pytest
 
 from radstack.intervals import parse_instant
-from serving.compaction import CompactionConfig, plan_compaction, run_compaction
-from serving.segment_format import read_segment_table
+from radstack.storage.compaction import CompactionConfig, plan_compaction, run_compaction
+from radstack.storage.segment_format import read_segment_table
 from tests.unit.test_compaction import COMBOS6, MINUTE, RT_VERSION, config, events, ingest_schema, truth
 
 pytestmark = pytest.mark.slow

@@ -11,9 +11,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.storage.metadata import SegmentRow
+from radstack.storage.segments import DataSegment, ShardSpec
 from serving.console.timeline_view import segment_kind, timeline_view
-from serving.metadata import SegmentRow
-from serving.segments import DataSegment, ShardSpec
 
 DAY = 86_400_000
 D1 = parse_instant("2024-01-01T00:00:00Z")

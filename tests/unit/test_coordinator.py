@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from radstack.intervals import Interval
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.segments import DataSegment, ShardSpec, segment_path
 from serving.coordinator import collect_orphan_segment_files, mark_overshadowed_unused, run_duties
-from serving.deep_storage import open_deep_storage
-from serving.metadata import MetadataStore
-from serving.segments import DataSegment, ShardSpec, segment_path
 
 DAY = "2024-01-01/2024-01-02"
 

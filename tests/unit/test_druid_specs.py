@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from radstack.intervals import Interval, parse_instant
 from radstack.spec import load_datasource_spec
+from radstack.storage.segments import DataSegment, ShardSpec
 from serving.druid_cluster.specs import (
     DruidSpecError,
     SegmentFiles,
@@ -27,7 +28,6 @@ from serving.druid_cluster.specs import (
     visible_segment_files,
 )
 from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
-from serving.segments import DataSegment, ShardSpec
 
 REPO = Path(__file__).resolve().parents[2]
 ADS = REPO / "examples" / "ads" / "ads.yaml"
@@ -195,8 +195,8 @@ def test_druid_specs_bundle(ads: Any) -> None:
 def test_radctl_druid_specs(settings: Any, radstack_home: Path) -> None:
     import shutil
 
-    from radstack.cli import app
-    from serving.metadata import MetadataStore
+    from radstack.operations.cli import app
+    from radstack.storage.metadata import MetadataStore
 
     (radstack_home / "datasources").mkdir()
     shutil.copy(ADS, radstack_home / "datasources" / "ads.yaml")

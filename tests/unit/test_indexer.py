@@ -12,20 +12,20 @@ import pytest
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.spec import DataSchema, parse_data_schema
-from serving.indexer import (
+from radstack.storage.indexer import (
     IngestStats,
     bucket_starts,
     build_segment_tables,
     index_partition,
     renumber_core,
 )
-from serving.segment_format import (
+from radstack.storage.segment_format import (
     read_segment_table,
     segment_data_key,
     segment_descriptor_key,
     segment_schema,
 )
-from serving.segments import DataSegment, ShardSpec
+from radstack.storage.segments import DataSegment, ShardSpec
 
 VERSION = "2024-01-01T00:00:00.000Z"
 
@@ -387,8 +387,8 @@ def test_renumber_core_merges_partitions_of_one_job(indexer_deep_storage: Any) -
 
 
 def test_publish_writes_descriptors_and_metadata(indexer_deep_storage: Any, tmp_path: Path) -> None:
-    from serving.metadata import MetadataStore, SegmentExistsError
-    from serving.publish import publish
+    from radstack.storage.metadata import MetadataStore, SegmentExistsError
+    from radstack.storage.publish import publish
 
     store = MetadataStore.from_url(f"sqlite:///{tmp_path / 'md.db'}")
     store.create_tables()
@@ -497,7 +497,7 @@ def test_filter_without_transforms_and_on_time() -> None:
 
 
 def test_descriptor_goes_beside_the_data_its_load_spec_names(indexer_deep_storage: Any) -> None:
-    from serving.publish import descriptor_key
+    from radstack.storage.publish import descriptor_key
 
     t = events()
     a = index_partition(t.slice(0, 3), schema(), version=VERSION, deep_storage=indexer_deep_storage)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from radstack.intervals import Interval, parse_instant
-from serving.deep_storage.local import LocalDeepStorage
+from radstack.storage.deep_storage.local import LocalDeepStorage
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.publish import publish
+from radstack.storage.segment_format import segment_data_key
+from radstack.storage.segments import DataSegment, ShardSpec
 from serving.kill import find_kill_candidates, kill_duty, kill_unused_segments, segment_folder
-from serving.metadata import MetadataStore
-from serving.publish import publish
-from serving.segment_format import segment_data_key
-from serving.segments import DataSegment, ShardSpec
 
 DAY = 86_400_000
 T0 = parse_instant("2024-01-01T00:00:00Z")

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from radstack.config import load_settings
-from serving.deep_storage import DeepStorageError, fetch_load_spec, normalize_key, open_deep_storage
-from serving.deep_storage.hdfs import HdfsDeepStorage
-from serving.deep_storage.local import LocalDeepStorage
-from serving.deep_storage.s3 import S3DeepStorage
+from radstack.storage.deep_storage import DeepStorageError, fetch_load_spec, normalize_key, open_deep_storage
+from radstack.storage.deep_storage.hdfs import HdfsDeepStorage
+from radstack.storage.deep_storage.local import LocalDeepStorage
+from radstack.storage.deep_storage.s3 import S3DeepStorage
 
 
 def test_default_settings_open_local_storage_under_home(settings, radstack_home: Path) -> None:  # type: ignore[no-untyped-def]

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 
 from radstack.spec import load_datasource_spec
+from radstack.storage.deep_storage import open_deep_storage
 from realtime.streaming.micro_batch import KEEP_COLUMN, BatchOutcome, process_partition
-from serving.deep_storage import open_deep_storage
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 MIN = 60_000
@@ -115,7 +115,7 @@ def test_outcome_sums_partitions() -> None:
 
 
 def test_more_pieces_than_the_stride_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import serving.indexer as indexer
+    import radstack.storage.indexer as indexer
 
     real = indexer.index_partition
     monkeypatch.setattr(indexer, "index_partition", lambda *a, **k: real(*a, **{**k, "max_rows_per_segment": 1}))

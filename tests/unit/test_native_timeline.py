@@ -65,7 +65,7 @@ def test_overshadow_clip_and_realtime_appends(wiki: Any) -> None:
 def test_incomplete_core_set_is_not_visible(wiki: Any) -> None:
     from dataclasses import replace
 
-    from serving.segments import ShardSpec
+    from radstack.storage.segments import ShardSpec
 
     segs = wiki.index(one_row("2024-01-01T12:00:00Z", 100), WIKI_SCHEMA, version="2024-03-01T00:00:00.000Z",
                       publish=False)

@@ -40,9 +40,9 @@ def test_ads_with_clicks_batch_pipeline(stream_spark: Any) -> None:
 def test_netflow_enrichment_from_the_generator_tables(stream_spark: Any, tmp_path: Path) -> None:
     from radstack.pipeline import enrich
     from radstack.pipeline.batch import run_batch_pipeline
+    from radstack.storage.deep_storage import open_deep_storage
     from realtime.generators import netflow
     from realtime.generators.common import GeneratorOptions
-    from serving.deep_storage import open_deep_storage
 
     tables = netflow.Tables(9)
     paths = tables.write(tmp_path / "tables")

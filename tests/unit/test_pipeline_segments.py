@@ -30,8 +30,8 @@ SPEC = {
 
 @pytest.fixture
 def env(tmp_path: Path) -> Any:
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     md = MetadataStore.from_url(f"sqlite:///{tmp_path / 'md.db'}")
     md.create_tables()
@@ -68,7 +68,7 @@ def test_index_dataframe_versions_by_interval_start_and_numbers_partitions(strea
 
 def _publish_realtime(md: Any, ds: Any, spec: Any, batches: list[list[dict[str, Any]]]) -> list[Any]:
     from radstack.pipeline.segments import index_table
-    from serving.publish import publish
+    from radstack.storage.publish import publish
 
     out = []
     for n, b in enumerate(batches):
@@ -80,8 +80,8 @@ def _publish_realtime(md: Any, ds: Any, spec: Any, batches: list[list[dict[str, 
 
 
 def test_handoff_merges_partitions_with_combining_aggregators(env: Any) -> None:
+    from radstack.storage.timeline import VersionedIntervalTimeline
     from realtime.streaming.handoff import handoff_closed_intervals, handoff_version
-    from serving.timeline import VersionedIntervalTimeline
 
     md, ds, _ = env
     spec = load_datasource_spec(SPEC)
@@ -110,8 +110,8 @@ def test_handoff_merges_partitions_with_combining_aggregators(env: Any) -> None:
 
 
 def test_handoff_never_overrides_a_batch_version(env: Any) -> None:
+    from radstack.storage.publish import publish
     from realtime.streaming.handoff import handoff_closed_intervals
-    from serving.publish import publish
 
     md, ds, _ = env
     spec = load_datasource_spec(SPEC)

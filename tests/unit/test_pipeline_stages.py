@@ -98,7 +98,7 @@ def test_batch_join_emits_one_row_per_impression_with_is_clicked(stream_spark: A
 
 def test_enrichment_ip_range_and_lookup_from_deep_storage(stream_spark: Any, tmp_path: Path) -> None:
     from radstack.pipeline import enrich
-    from serving.deep_storage import open_deep_storage
+    from radstack.storage.deep_storage import open_deep_storage
 
     cfg = {"type": "local", "path": str(tmp_path / "deep")}
     storage = open_deep_storage(cfg)

@@ -15,8 +15,8 @@ import pyarrow as pa
 
 from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.spec import load_datasource_spec
-from serving.indexer import index_partition
-from serving.segment_format import read_segment_table, segment_data_key
+from radstack.storage.indexer import index_partition
+from radstack.storage.segment_format import read_segment_table, segment_data_key
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rollup-tutorial"
 

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from radstack.intervals import Interval, parse_instant
-from serving.metadata import MetadataStore
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.segments import DataSegment, ShardSpec
 from serving.retention import apply_retention
 from serving.rules import RuleError, decide, matching_rule, parse_rule, parse_rules, rules_for
-from serving.segments import DataSegment, ShardSpec
 
 NOW = parse_instant("2024-06-15T00:00:00Z")
 

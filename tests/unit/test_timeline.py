@@ -7,8 +7,8 @@ import random
 import pytest
 
 from radstack.intervals import Interval
-from serving.segments import DataSegment, ShardSpec
-from serving.timeline import (
+from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.storage.timeline import (
     TimelineConflictError,
     VersionedIntervalTimeline,
     timelines_by_data_source,

@@ -54,10 +54,10 @@ from radstack.intervals import (
     parse_instant,
 )
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec, SpecError, parse_data_schema
-from serving.metadata import MetadataStore
-from serving.segment_format import read_segment_table
-from serving.segments import DataSegment
-from serving.timeline import VersionedIntervalTimeline, VisibleSegment
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.segment_format import read_segment_table
+from radstack.storage.segments import DataSegment
+from radstack.storage.timeline import VersionedIntervalTimeline, VisibleSegment
 
 log = logging.getLogger(__name__)
 
@@ -623,7 +623,7 @@ def run_compaction(
                     raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: no rows to compact")
                 rows_in = data.num_rows
                 totals_in = metric_totals(data, metric_specs)
-                from serving.indexer import index_partition
+                from radstack.storage.indexer import index_partition
 
                 result = index_partition(data, schema, version=version, deep_storage=deep_storage, shard="core",
                                          max_rows_per_segment=config.max_rows_per_segment, work_dir=work)
@@ -647,7 +647,7 @@ def run_compaction(
         state = compaction_state(schema, config.max_rows_per_segment)
         written = [replace(s, last_compaction_state=state) for s in written]
         _check_unchanged(metadata, plan)
-        from serving.publish import publish
+        from radstack.storage.publish import publish
 
         publish(metadata, deep_storage, written)
     except BaseException:

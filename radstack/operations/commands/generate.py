@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 console = Console(highlight=False, stderr=True)
 generate_app = typer.Typer(help="Sample event streams (seeded, rate-limited).", no_args_is_help=True)
@@ -39,9 +39,9 @@ def _common(
 ) -> None:
     from radstack.config import load_settings
     from radstack.intervals import Period, parse_instant
+    from radstack.operations.kafka_broker import bootstrap_servers
     from realtime.generators import ads, netflow
     from realtime.generators.common import FileSink, GeneratorOptions, KafkaSink, run
-    from realtime.kafka_broker import bootstrap_servers
 
     settings = load_settings(config)
     opts = GeneratorOptions(

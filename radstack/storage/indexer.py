@@ -16,7 +16,7 @@ partition, the streaming job per micro-batch). It holds no global state. Steps, 
 6. sort by ``__time`` then dimensions, split by ``segmentGranularity`` and ``max_rows_per_segment``,
    write each piece as a segment file under ``segments/{segment_path(id)}/data.parquet``.
 
-The returned segments are **not** published; :func:`serving.publish.publish` does that.
+The returned segments are **not** published; :func:`radstack.storage.publish.publish` does that.
 DuckDB over Arrow does the heavy lifting; bucketing uses numpy.
 """
 
@@ -36,9 +36,9 @@ import pyarrow.compute as pc
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, condense
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
+from radstack.storage.segment_format import segment_data_key, segment_schema, write_segment_file
+from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.timestamps import parse_timestamp_column, query_arrow
-from serving.segment_format import segment_data_key, segment_schema, write_segment_file
-from serving.segments import DataSegment, ShardSpec
 
 __all__ = [
     "IngestStats",
@@ -56,7 +56,7 @@ DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000
 DEFAULT_MAX_SAMPLES = 20
 
 
-class _DeepStorage(Protocol):  # the part of serving.deep_storage.DeepStorage the indexer uses
+class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepStorage the indexer uses
     def put_file(self, local_path: Path | str, key: str) -> dict[str, Any]: ...
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from radstack.intervals import Interval
-from serving.segments import DataSegment, SegmentId
+from radstack.storage.segments import DataSegment, SegmentId
 
 # Shard spec types whose `partitions` count is always complete (no core set to wait for).
 _ALWAYS_COMPLETE = frozenset({"linear", "none", "tombstone", "numbered_overwrite"})

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 

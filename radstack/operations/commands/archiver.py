@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 
 @app.command("archiver")
@@ -20,10 +20,10 @@ def run_archiver(
 ) -> None:
     """Copy every raw Kafka record into deep storage, exactly once, partitioned by event hour."""
     from radstack.config import load_settings
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
     from realtime.archiver import Archiver
     from realtime.archiver.settings import archiver_config
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = load_settings(config)

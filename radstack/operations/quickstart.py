@@ -115,7 +115,7 @@ def prepare_home(settings: Settings, say: Any) -> Settings:
 
 
 def _server_url(settings: Settings) -> str:
-    from radstack.stack import probe_host
+    from radstack.operations.stack import probe_host
 
     return f"http://{probe_host(settings.get('server.host'))}:{settings.get('server.port')}"
 
@@ -269,10 +269,10 @@ class _Generator(threading.Thread):
 
     def run(self) -> None:
         try:
+            from radstack.operations.kafka_broker import bootstrap_servers
             from realtime.generators import ads
             from realtime.generators.common import GeneratorOptions, KafkaSink
             from realtime.generators.common import run as run_generator
-            from realtime.kafka_broker import bootstrap_servers
 
             o = self.opts
             opts = GeneratorOptions(

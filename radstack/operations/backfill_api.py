@@ -25,7 +25,7 @@ from fastapi.responses import JSONResponse
 from batch.backfill import BackfillError, check_plan_closed, plan_backfill
 from batch.planning import BackfillPlanError, NotClosedError
 from radstack.intervals import format_instant
-from radstack.stack import radctl_argv
+from radstack.operations.stack import radctl_argv
 from serving.errors import DruidError, invalid_input
 
 router = APIRouter()

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 console = Console(highlight=False)
 err = Console(highlight=False, stderr=True)
@@ -28,14 +28,14 @@ def compact(
     """Compact old intervals into coarser, higher-version segments (see docs/operations-retention.md)."""
     from radstack.config import load_settings
     from radstack.intervals import Interval
-    from serving.compaction import (
+    from radstack.storage.compaction import (
         CompactionError,
         compact_datasource,
         load_compaction_configs,
         save_compaction_config,
     )
-    from serving.deep_storage import open_deep_storage
-    from serving.metadata import MetadataStore
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
 
     if runner not in (None, "auto", "inprocess", "spark"):
         err.print("[red]--runner must be inprocess, spark or auto[/red]")

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 import yaml
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 
 @app.command("config")

@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
 from radstack.intervals import Interval, format_instant, parse_instant
-from serving.segments import DataSegment
+from radstack.storage.segments import DataSegment
 
 DEFAULT_RULES: list[dict[str, Any]] = [{"type": "loadForever", "tieredReplicants": {"_default_tier": 2}}]
 """Druid's default rule set, stored under ``_default`` when the tables are created."""

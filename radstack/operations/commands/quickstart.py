@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 
 @app.command("quickstart")
@@ -20,7 +20,7 @@ def quickstart(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Start the stack, stream `ads`, query real-time segments, rebuild closed minutes in batch, compare."""
-    from radstack.quickstart import QuickstartError, QuickstartOptions, run
+    from radstack.operations.quickstart import QuickstartError, QuickstartOptions, run
 
     opts = QuickstartOptions(events=6_000 if short else events, rate=rate, down=down, config=config)
     try:

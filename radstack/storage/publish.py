@@ -13,8 +13,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from serving.segment_format import DESCRIPTOR_FILE, segment_descriptor_key
-from serving.segments import DataSegment
+from radstack.storage.segment_format import DESCRIPTOR_FILE, segment_descriptor_key
+from radstack.storage.segments import DataSegment
 
 __all__ = ["publish", "descriptor_bytes", "descriptor_key"]
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema
-from serving.segments import SegmentId, segment_path
+from radstack.storage.segments import SegmentId, segment_path
 
 __all__ = [
     "SEGMENTS_PREFIX",

@@ -15,9 +15,18 @@ app = typer.Typer(
 
 def _register() -> None:
     # Imported for their side effect of adding commands to `app`.
-    import radstack.commands.generate  # noqa: F401
-    import radstack.commands.stack  # noqa: F401
-    from radstack.commands import archiver, backfill, compact, config, druid, quickstart, serve, stream  # noqa: F401
+    import radstack.operations.commands.generate  # noqa: F401
+    import radstack.operations.commands.stack  # noqa: F401
+    from radstack.operations.commands import (  # noqa: F401
+        archiver,
+        backfill,
+        compact,
+        config,
+        druid,
+        quickstart,
+        serve,
+        stream,
+    )
 
 
 _register()

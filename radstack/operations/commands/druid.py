@@ -22,7 +22,7 @@ import orjson
 import typer
 from rich.console import Console
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 
@@ -46,7 +46,7 @@ def build_specs(settings: Any, datasource: str, interval: str | None, kafka: str
     iv = Interval.parse(interval) if interval else None
     segments: list[Any] = []
     if iv is not None:
-        from serving.metadata import MetadataStore
+        from radstack.storage.metadata import MetadataStore
 
         with MetadataStore.from_settings(settings) as md:
             segments = md.segments(spec.name, interval=chunk_interval(spec, iv))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 
 @app.command()

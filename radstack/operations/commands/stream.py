@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 
 @app.command("stream")

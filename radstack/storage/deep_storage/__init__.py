@@ -1,9 +1,9 @@
 """Deep storage: where segments (``segments/…``) and the raw archive (``raw/…``) live.
 
 Three backends share one interface, :class:`DeepStorage`: a local directory
-(:class:`~serving.deep_storage.local.LocalDeepStorage`), S3 through boto3
-(:class:`~serving.deep_storage.s3.S3DeepStorage`) and HDFS through WebHDFS
-(:class:`~serving.deep_storage.hdfs.HdfsDeepStorage`). :func:`open_deep_storage` builds the one the
+(:class:`~radstack.storage.deep_storage.local.LocalDeepStorage`), S3 through boto3
+(:class:`~radstack.storage.deep_storage.s3.S3DeepStorage`) and HDFS through WebHDFS
+(:class:`~radstack.storage.deep_storage.hdfs.HdfsDeepStorage`). :func:`open_deep_storage` builds the one the
 ``deep_storage`` settings name.
 
 Keys are relative POSIX paths (``segments/ds/…/data.parquet``). No key component may start with
@@ -140,14 +140,14 @@ def open_deep_storage(settings: Settings | Mapping[str, Any]) -> DeepStorage:
     cfg = _deep_storage_config(settings)
     typ = str(cfg.get("type") or "local").lower()
     if typ == "local":
-        from serving.deep_storage.local import LocalDeepStorage
+        from radstack.storage.deep_storage.local import LocalDeepStorage
 
         path = cfg.get("path") or ""
         if not path:
             raise DeepStorageError("deep_storage.path is required for type local")
         return LocalDeepStorage(Path(path).expanduser())
     if typ == "s3":
-        from serving.deep_storage.s3 import S3DeepStorage
+        from radstack.storage.deep_storage.s3 import S3DeepStorage
 
         if not cfg.get("bucket"):
             raise DeepStorageError("deep_storage.bucket is required for type s3")
@@ -158,7 +158,7 @@ def open_deep_storage(settings: Settings | Mapping[str, Any]) -> DeepStorage:
             region=str(cfg.get("region") or "us-east-1"),
         )
     if typ == "hdfs":
-        from serving.deep_storage.hdfs import HdfsDeepStorage
+        from radstack.storage.deep_storage.hdfs import HdfsDeepStorage
 
         if not cfg.get("namenode_url"):
             raise DeepStorageError(
@@ -194,12 +194,12 @@ def fetch_load_spec(
             return
         if not src.is_file():
             raise FileNotFoundError(str(src))
-        from serving.deep_storage.local import atomic_copy
+        from radstack.storage.deep_storage.local import atomic_copy
 
         atomic_copy(src, local_path)
         return
     if typ in ("s3", "s3_zip"):
-        from serving.deep_storage.s3 import S3DeepStorage
+        from radstack.storage.deep_storage.s3 import S3DeepStorage
 
         storage = S3DeepStorage(
             bucket=str(load_spec["bucket"]),
@@ -208,7 +208,7 @@ def fetch_load_spec(
             region=str(cfg.get("region") or "us-east-1"),
         )
     elif typ == "hdfs":
-        from serving.deep_storage.hdfs import HdfsDeepStorage
+        from radstack.storage.deep_storage.hdfs import HdfsDeepStorage
 
         if not cfg.get("namenode_url"):
             raise DeepStorageError("an hdfs loadSpec needs deep_storage.namenode_url (WebHDFS)")
@@ -232,7 +232,7 @@ def fetch_load_spec(
 
 
 def _copy_local_tree(src: Path, dst: Path) -> None:
-    from serving.deep_storage.local import atomic_copy
+    from radstack.storage.deep_storage.local import atomic_copy
 
     for f in sorted(src.rglob("*")):
         rel = f.relative_to(src)

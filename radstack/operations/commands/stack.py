@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from radstack.cli import app
+from radstack.operations.cli import app
 
 console = Console(highlight=False)
 kafka_app = typer.Typer(help="The embedded Kafka broker and topics.", no_args_is_help=True)
@@ -154,8 +154,8 @@ def receiver(
 @kafka_app.command("run")
 def kafka_run(config: Path = CONFIG_OPT) -> None:
     """Run the embedded broker in the foreground (formats the storage on first use)."""
-    from radstack.stack import port_in_use
-    from realtime.kafka_broker import KafkaBroker
+    from radstack.operations.kafka_broker import KafkaBroker
+    from radstack.operations.stack import port_in_use
 
     broker = KafkaBroker.from_settings(_settings(config))
     for p in (broker.port, broker.controller_port):
@@ -174,7 +174,7 @@ def kafka_topics(
     config: Path = CONFIG_OPT,
 ) -> None:
     """Create the configured topics (replication kafka.replication_factor) and list all topics."""
-    from realtime.kafka_broker import bootstrap_servers
+    from radstack.operations.kafka_broker import bootstrap_servers
     from realtime.topics import ensure_topics, list_topics, topic_specs
 
     settings = _settings(config)

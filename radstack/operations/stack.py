@@ -133,7 +133,7 @@ def radctl_argv(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "radctl"
     if script.exists():
         return [str(script), *args]
-    return [sys.executable, "-c", "from radstack.cli import app; app()", *args]
+    return [sys.executable, "-c", "from radstack.operations.cli import app; app()", *args]
 
 
 # -- the process table ----------------------------------------------------------------------------
@@ -154,20 +154,20 @@ class ProcessSpec:
 
 
 def _kafka_broker(s: Any) -> Any:
-    from realtime.kafka_broker import KafkaBroker
+    from radstack.operations.kafka_broker import KafkaBroker
 
     return KafkaBroker.from_settings(s)
 
 
 def _kafka_health(s: Any) -> bool:
-    from realtime.kafka_broker import bootstrap_servers, metadata_ok, port_open
+    from radstack.operations.kafka_broker import bootstrap_servers, metadata_ok, port_open
 
     host, _, port = bootstrap_servers(s).rpartition(":")
     return port_open(host, int(port), 0.3) and metadata_ok(bootstrap_servers(s), 2.0)
 
 
 def _kafka_topics(s: Any) -> str | None:
-    from realtime.kafka_broker import bootstrap_servers
+    from radstack.operations.kafka_broker import bootstrap_servers
     from realtime.topics import ensure_topics, topic_specs
 
     created = ensure_topics(bootstrap_servers(s), topic_specs(s), int(s.get("kafka.replication_factor", 1)))
@@ -511,7 +511,7 @@ def status(settings: Any, with_kafka: bool = True) -> StackStatus:
             procs.append(ProcessStatus(spec.name, "running", rec.pid, rec.port, spec.health(settings), log))
     st = StackStatus(procs)
     if with_kafka:
-        from realtime.kafka_broker import bootstrap_servers
+        from radstack.operations.kafka_broker import bootstrap_servers
         from realtime.topics import consumer_lag, list_topics
 
         st.bootstrap_servers = bootstrap_servers(settings)
