@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from batch.planning import BackfillPlanError, NotClosedError, parse_interval, plan_chunks
+from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
 
 __all__ = [
@@ -406,7 +407,7 @@ def run_airflow(
     try:
         cl.health()
         before = _before_summaries(settings, plan) if wait else {}
-        stamp = format_instant(int(time.time() * 1000)).replace(":", "").replace("-", "")
+        stamp = format_instant(now_millis()).replace(":", "").replace("-", "")
         for ds, chunks in plan.chunks.items():
             dag = dag_id(settings, ds)
             cl.unpause(dag)

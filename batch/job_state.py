@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from dataclasses import dataclass
 from typing import Any
 
+from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
 from radstack.storage.segments import segment_path
 
@@ -72,7 +72,7 @@ def _save(metadata: Any, data_source: str, jobs: list[InflightJob]) -> None:
 
 def register(metadata: Any, data_source: str, version: str, intervals: list[Interval]) -> InflightJob:
     job = InflightJob(version, tuple(iv.iso() for iv in intervals), os.getpid(), socket.gethostname(),
-                      int(time.time() * 1000))  # fmt: skip
+                      now_millis())  # fmt: skip
     _save(metadata, data_source, [*(j for j in _jobs(metadata, data_source) if j.version != version), job])
     return job
 
@@ -106,7 +106,7 @@ def clean_dead_jobs(
     now_ms: int | None = None,
 ) -> list[str]:
     """Delete the unpublished files of dead runs of ``data_source``; returns the folders deleted."""
-    now = int(time.time() * 1000) if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     keep: list[InflightJob] = []
     deleted: list[str] = []
     for job in _jobs(metadata, data_source):

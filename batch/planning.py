@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from radstack.granularity import Granularity, utc_now_ms
+from radstack.clock import now_millis
+from radstack.granularity import Granularity
 from radstack.intervals import Interval, Period, TimeParseError, format_instant
 
 __all__ = [
@@ -101,7 +102,7 @@ def check_closed(
     now_ms: int | None = None,
 ) -> ClosedCheck:
     """Is ``chunk`` closed, given the archiver watermarks of the datasource's topics?"""
-    now = utc_now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     needed = chunk.end + window_millis(window_period)
     wp = window_period.iso()
     if needed > now:

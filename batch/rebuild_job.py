@@ -219,14 +219,14 @@ def rebuild_spec(
     from batch import job_state
     from batch.archive_reader import storage_spark_conf
     from batch.tombstones import with_tombstones
-    from radstack.granularity import utc_now_ms
+    from radstack.clock import now_millis
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.indexer import renumber_core
     from radstack.storage.metadata import MetadataStore
     from radstack.storage.publish import publish
 
     t0 = time.monotonic()
-    started = utc_now_ms()
+    started = now_millis()
     version = format_instant(started)
     if min_version and version <= min_version:
         version = format_instant(parse_instant(min_version) + 1)

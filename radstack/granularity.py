@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -311,7 +311,3 @@ def _origin_ms(origin: Any) -> int | None:
 
 ALL = Granularity.parse("all")
 NONE = Granularity.parse("none")
-
-
-def utc_now_ms() -> int:
-    return datetime_to_ms(datetime.now(UTC))

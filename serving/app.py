@@ -82,7 +82,8 @@ class CoordinatorLoop:
         from serving.coordinator import run_duties
 
         busy = self.ctx.task_runner is not None and self.ctx.task_runner.is_busy()
-        report = run_duties(self.ctx.metadata, None if busy else self.ctx.deep_storage, self.ctx.settings)
+        report = run_duties(self.ctx.metadata, None if busy else self.ctx.deep_storage, self.ctx.settings,
+                            spark_compactor=self.ctx.jobs.spark_compactor)
         self.runs += 1
         self.last_report = report
         return report
@@ -208,7 +209,7 @@ def _memory() -> dict[str, int]:
 # -- the app -------------------------------------------------------------------------------------
 
 
-def _open_context(settings: Settings) -> ServerContext:
+def _open_context(settings: Settings, jobs: BatchJobs) -> ServerContext:
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.metadata import MetadataStore
     from serving.broker.service import BrokerService
@@ -217,15 +218,17 @@ def _open_context(settings: Settings) -> ServerContext:
     metadata = MetadataStore.from_url(settings.metadata_url)
     metadata.create_tables()
     deep_storage = open_deep_storage(settings)
-    runner = TaskRunner(settings, metadata, deep_storage)
+    runner = TaskRunner(settings, metadata, deep_storage, jobs=jobs)
     broker = BrokerService(settings, metadata, deep_storage)
     return ServerContext(settings=settings, metadata=metadata, deep_storage=deep_storage, task_runner=runner,
-                         broker=broker)
+                         broker=broker, jobs=jobs)
 
 
-def create_app(settings: Settings) -> FastAPI:
-    """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``)."""
-    from radstack.operations.backfill_api import router as backfill_router
+def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
+    """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``).
+    ``jobs``: the batch layer's entry points (:func:`radstack.operations.server.create_server_app`
+    passes radstack's); without them compaction runs in process and index tasks natively."""
+    jobs = jobs or BatchJobs()
     from serving.broker.api_native import router as native_router
     from serving.broker.api_sql import router as sql_router
     from serving.console import router as console_router
@@ -235,7 +238,7 @@ def create_app(settings: Settings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.home.mkdir(parents=True, exist_ok=True)
-        ctx = _open_context(settings)
+        ctx = _open_context(settings, jobs)
         app.state.ctx = ctx
         ctx.task_runner.start()
         ctx.broker.start()
@@ -295,7 +298,8 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(sql_router)
     app.include_router(native_router)
     app.include_router(console_router)
-    app.include_router(backfill_router)
+    for extra in jobs.routers:
+        app.include_router(extra)
     from serving.metrics_api import install as install_metrics
 
     install_metrics(app)  # GET /metrics + query metrics (coordinator engineer)

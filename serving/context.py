@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from radstack.clock import now_millis
 from radstack.config import Settings
+from serving.jobs import BatchJobs
 
 
 @dataclass
@@ -24,4 +25,5 @@ class ServerContext:
     task_runner: Any
     broker: Any = None
     coordinator: Any = None
-    started_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    jobs: BatchJobs = field(default_factory=BatchJobs)
+    started_ms: int = field(default_factory=lambda: now_millis())

@@ -15,12 +15,12 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from radstack.clock import now_millis
 from radstack.storage.deep_storage import DeepStorageError
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segments import segment_path
@@ -37,9 +37,6 @@ class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepS
     def delete_prefix(self, prefix: str) -> int: ...
     def key_for_load_spec(self, load_spec: dict[str, Any]) -> str: ...
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _changed_ms(row: SegmentRow) -> int:
@@ -76,7 +73,7 @@ def mark_overshadowed_unused(
     metadata: MetadataStore, *, now_ms: int | None = None, delay_ms: int = 0
 ) -> list[str]:
     """Mark fully overshadowed used segments unused; returns their ids (in Druid's segment order)."""
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     ids = find_overshadowed(metadata.segment_rows(used=True), now_ms=now, delay_ms=delay_ms)
     if ids:
         n = metadata.mark_unused(ids)
@@ -105,7 +102,7 @@ def collect_orphan_segment_files(
     """Delete segment folders (``segments/…/{partition}/``) that no ``druid_segments`` row refers to
     and whose newest file is at least ``older_than_ms`` old. Returns the folders (deleted, or that
     would be with ``dry_run``)."""
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     # List the files first, then read the metadata: a publish that commits in between is then seen.
     folders: dict[str, list[str]] = defaultdict(list)
     for key in deep_storage.list(SEGMENTS_PREFIX):
@@ -159,12 +156,13 @@ def run_duties(
     settings: Any,
     *,
     now_ms: int | None = None,
+    spark_compactor: SparkCompactor | None = None,
 ) -> DutyReport:
     """One coordinator pass. Each duty's failure is logged and reported, never raised (the loop
     keeps going). Settings: ``coordinator.overshadowed_unused_delay_seconds`` and
     ``coordinator.orphan_files_min_age_seconds`` (default 1 hour)."""
     report = DutyReport()
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     delay_ms = int(float(settings.get("coordinator.overshadowed_unused_delay_seconds", 0) or 0) * 1000)
     try:
         report.overshadowed_unused = mark_overshadowed_unused(metadata, now_ms=now, delay_ms=delay_ms)
@@ -180,12 +178,13 @@ def run_duties(
         except Exception as e:  # noqa: BLE001 - a duty must not stop the loop
             log.exception("coordinator duty collect_orphan_segment_files failed")
             report.errors.append(f"collect_orphan_segment_files: {e}")
-    _run_lifecycle_duties(metadata, deep_storage, settings, now, report)
+    _run_lifecycle_duties(metadata, deep_storage, settings, now, report, spark_compactor)
     return report
 
 
 def _run_lifecycle_duties(
-    metadata: MetadataStore, deep_storage: Any, settings: Any, now: int, report: DutyReport
+    metadata: MetadataStore, deep_storage: Any, settings: Any, now: int, report: DutyReport,
+    spark_compactor: SparkCompactor | None,
 ) -> None:
     """Retention rules, then (with a deep storage) compaction, kill and self-metrics ingestion."""
     from radstack import metrics
@@ -200,7 +199,8 @@ def _run_lifecycle_duties(
             report, "retention_dropped", apply_retention(metadata, now_ms=now).dropped_ids)))
     if deep_storage is not None:
         duties.append(("compaction", lambda: setattr(
-            report, "compacted", compaction_duty(metadata, deep_storage, settings, now_ms=now))))
+            report, "compacted", compaction_duty(metadata, deep_storage, settings, now_ms=now,
+                                                   spark_compactor=spark_compactor))))
         duties.append(("kill", lambda: setattr(
             report, "killed", kill_duty(metadata, deep_storage, settings, now_ms=now))))
         duties.append(("self_metrics", lambda: setattr(

@@ -8,13 +8,13 @@ datasource on a served view answers ``204 No Content``, as Druid does.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
 
+from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
@@ -83,7 +83,7 @@ def _simple(segments: list[DataSegment]) -> dict[str, Any]:
 
 
 def _full(name: str, segments: Iterable[DataSegment]) -> dict[str, Any]:
-    return {"name": name, "properties": {"created": format_instant(int(time.time() * 1000))},
+    return {"name": name, "properties": {"created": format_instant(now_millis())},
             "segments": [s.to_json() for s in segments]}
 
 

@@ -25,12 +25,12 @@ which the coordinator's orphan-file collection deletes later.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from radstack import metrics
+from radstack.clock import now_millis
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime, parse_instant
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segment_format import SEGMENTS_PREFIX
@@ -81,9 +81,6 @@ class KillReport:
             "errors": list(self.errors),
         }
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _is_segment_folder(folder: str) -> bool:
@@ -242,7 +239,7 @@ def kill_duty(
     ``coordinator.kill.period_seconds`` unless ``force``)."""
     if not bool(settings.get("coordinator.kill.on", False)):
         return []
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     period_ms = int(float(settings.get("coordinator.kill.period_seconds", 3600) or 0) * 1000)
     last = metadata.get_state(KILL_STATE_KEY)
     if not force and last is not None and now - int(last) < period_ms:

@@ -8,11 +8,11 @@ A datasource whose rules cannot be parsed is skipped and reported, never half-ap
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 from radstack import metrics
+from radstack.clock import now_millis
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment
 from serving.rules import RuleError, decide, rules_for
@@ -68,7 +68,7 @@ def apply_retention(
     dry_run: bool = False,
 ) -> RetentionReport:
     """Mark the segments the rules drop unused; returns what was done (or would be, ``dry_run``)."""
-    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     report = plan_retention(metadata, now_ms=now, data_source=data_source)
     report.dry_run = dry_run
     if dry_run:

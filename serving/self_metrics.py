@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import logging
 import socket
-import time
 from typing import Any
 
 import pyarrow as pa
 
 from radstack import metrics
+from radstack.clock import now_millis
 from radstack.intervals import format_instant
 from radstack.spec import DataSchema, parse_data_schema
 
@@ -74,7 +74,7 @@ def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None 
     from radstack.storage.indexer import index_partition
     from radstack.storage.publish import publish
 
-    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     schema = self_metrics_schema(data_source)
     table = metrics_rows(now, registry)
     if table.num_rows == 0:
@@ -92,7 +92,7 @@ def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None 
 def self_metrics_duty(metadata: Any, deep_storage: Any, settings: Any, *, now_ms: int | None = None) -> int:
     if not bool(settings.get("coordinator.self_metrics.on", False)):
         return 0
-    now = time.time_ns() // 1_000_000 if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     period_ms = int(float(settings.get("coordinator.self_metrics.period_seconds", 60) or 0) * 1000)
     last = metadata.get_state(STATE_KEY)
     if last is not None and now - int(last) < period_ms:

@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse
 
 from batch.backfill import BackfillError, check_plan_closed, plan_backfill
 from batch.planning import BackfillPlanError, NotClosedError
+from radstack.clock import now_millis
 from radstack.intervals import format_instant
 from radstack.operations.stack import radctl_argv
 from serving.errors import DruidError, invalid_input
@@ -56,7 +57,7 @@ async def start_backfill(request: Request) -> JSONResponse:
         raise invalid_input(f"{e} (send \"force\": true to rebuild anyway)") from e
     except (BackfillPlanError, BackfillError, KeyError, ValueError) as e:
         raise invalid_input(str(e).strip("'\"")) from e
-    task_id = f"{TASK_TYPE}_{ds}_{secrets.token_hex(4)}_{format_instant(int(time.time() * 1000))}"
+    task_id = f"{TASK_TYPE}_{ds}_{secrets.token_hex(4)}_{format_instant(now_millis())}"
     payload = {"type": TASK_TYPE, "id": task_id, "dataSource": ds, "interval": interval, "force": force,
                "chunks": plan.total}  # fmt: skip
     ctx.metadata.insert_task(task_id, type=TASK_TYPE, datasource=ds, payload=payload)

@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from radstack.clock import now_millis
 from radstack.config import Settings, load_settings
 from radstack.intervals import Interval, Period, format_instant
 
@@ -320,7 +321,7 @@ def _start_generator(settings: Settings, opts: QuickstartOptions) -> _Generator:
 
 def _watch_realtime(settings: Settings, gen: _Generator, console: Console) -> Interval:
     """Show the real-time answer growing while the generator runs; returns the interval watched."""
-    start = (int(time.time() * 1000) - Period.parse(gen.opts.late_max).fixed_millis) // MINUTE * MINUTE
+    start = (now_millis() - Period.parse(gen.opts.late_max).fixed_millis) // MINUTE * MINUTE
     with Progress(
         TextColumn("  {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         TextColumn("{task.fields[answer]}"), console=console,
@@ -332,13 +333,13 @@ def _watch_realtime(settings: Settings, gen: _Generator, console: Console) -> In
             if time.monotonic() - last_query > 3:
                 last_query = time.monotonic()
                 with contextlib.suppress(httpx.HTTPError, QuickstartError):
-                    a = answer(settings, Interval(start, int(time.time() * 1000) + MINUTE))
+                    a = answer(settings, Interval(start, now_millis() + MINUTE))
                     progress.update(task, answer=f"real-time SQL: {a.events:,} events in {a.rows:,} rows")
             time.sleep(0.25)
         progress.update(task, completed=gen.unique)
     # let the last micro-batches land, then show the real-time answer once more
     time.sleep(3)
-    iv = Interval(start, int(time.time() * 1000) + MINUTE)
+    iv = Interval(start, now_millis() + MINUTE)
     with contextlib.suppress(httpx.HTTPError, QuickstartError):
         a = answer(settings, iv)
         console.print(f"  real-time answer now: {a.events:,} events (SUM(\"count\")) in {a.rows:,} rolled-up rows")

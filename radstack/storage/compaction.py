@@ -37,12 +37,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack import metrics
+from radstack.clock import now_millis
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import (
     Interval,
@@ -87,6 +88,23 @@ DEFAULT_WINDOW_PERIOD = "PT10M"
 DEFAULT_MAX_ROWS = 5_000_000
 
 
+class SparkCompaction(Protocol):
+    """What a Spark compaction run returns (:class:`batch.compaction_job.SparkCompactionOutput`)."""
+
+    segments: list[DataSegment]
+    schema: DataSchema
+    rows_in: int
+    totals_in: dict[str, Any]
+
+
+class SparkCompactor(Protocol):
+    """Compacts one planned interval on Spark without publishing: batch/'s
+    :func:`batch.compaction_job.compact_with_spark`, handed in by the process that composes the layers."""
+
+    def __call__(self, plan: CompactionPlan, config: CompactionConfig, metric_specs: Sequence[MetricSpec], *,
+                 deep_storage: Any, settings: Any, version: str, rollup: bool, spark: Any = None) -> SparkCompaction: ...
+
+
 class CompactionError(ValueError):
     """A compaction config or run that cannot be used; the message says why."""
 
@@ -94,9 +112,6 @@ class CompactionError(ValueError):
 class CompactionConflictError(CompactionError):
     """The interval's visible segments changed while it was being compacted: nothing was published."""
 
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _minus(now_ms: int, period: Period) -> int:
@@ -591,12 +606,13 @@ def run_compaction(
     runner: str = "inprocess",
     now_ms: int | None = None,
     spark: Any = None,
+    spark_compactor: SparkCompactor | None = None,
 ) -> CompactionResult:
     """Compact one planned interval and publish the result (see the module docstring)."""
     if runner not in ("inprocess", "spark"):
         raise CompactionError(f"runner must be 'inprocess' or 'spark', not {runner!r}")
     started = time.perf_counter()
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     version = new_version(metadata, plan.data_source, now)
     input_segments = [v.segment for v in plan.inputs]
     metric_specs = resolve_metrics(config, settings, input_segments)
@@ -629,9 +645,9 @@ def run_compaction(
                                          max_rows_per_segment=config.max_rows_per_segment, work_dir=work)
                 written = list(result.segments)
             else:
-                from batch.compaction_job import compact_with_spark
-
-                job = compact_with_spark(plan, config, metric_specs, deep_storage=deep_storage, settings=settings,
+                if spark_compactor is None:
+                    raise CompactionError("the Spark compaction runner is not available in this process")
+                job = spark_compactor(plan, config, metric_specs, deep_storage=deep_storage, settings=settings,
                                          version=version, rollup=rollup, spark=spark)
                 written, schema, rows_in, totals_in = job.segments, job.schema, job.rows_in, job.totals_in
             if not written:
@@ -673,11 +689,14 @@ def _check_unchanged(metadata: MetadataStore, plan: CompactionPlan) -> None:
             f"{plan.data_source} {plan.interval.iso()}: its segments changed while compacting; nothing was published")
 
 
-def choose_runner(settings: Any, plan: CompactionPlan, requested: str | None = None) -> str:
+def choose_runner(settings: Any, plan: CompactionPlan, requested: str | None = None, *,
+                  spark_available: bool = True) -> str:
+    """``inprocess`` or ``spark``: the request, else ``coordinator.compaction.runner``; ``auto`` sends
+    intervals of at least ``spark_min_rows`` input rows to Spark when this process has a Spark runner."""
     runner = (requested or (settings.get("coordinator.compaction.runner", "auto") if settings else "auto")) or "auto"
     if runner == "auto":
         threshold = int(settings.get("coordinator.compaction.spark_min_rows", 2_000_000) if settings else 2_000_000)
-        return "spark" if plan.input_rows >= threshold else "inprocess"
+        return "spark" if spark_available and plan.input_rows >= threshold else "inprocess"
     return str(runner)
 
 
@@ -692,9 +711,10 @@ def compact_datasource(
     runner: str | None = None,
     max_intervals: int | None = None,
     interval: Interval | None = None,
+    spark_compactor: SparkCompactor | None = None,
 ) -> tuple[list[CompactionPlan], list[CompactionResult], list[str]]:
     """Plan and (unless ``dry_run``) run compaction for one datasource. Returns (plans, results, errors)."""
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     segments = metadata.segments(config.data_source, used=True)
     plans = plan_compaction(segments, config, now_ms=now, window_period=window_period_of(settings, config.data_source))
     if interval is not None:
@@ -706,8 +726,9 @@ def compact_datasource(
     errors: list[str] = []
     for plan in plans[: max_intervals if max_intervals is not None else len(plans)]:
         try:
-            results.append(run_compaction(metadata, deep_storage, plan, config, settings=settings,
-                                          runner=choose_runner(settings, plan, runner)))
+            results.append(run_compaction(
+                metadata, deep_storage, plan, config, settings=settings, spark_compactor=spark_compactor,
+                runner=choose_runner(settings, plan, runner, spark_available=spark_compactor is not None)))
         except CompactionError as e:
             errors.append(str(e))
             log.error("compaction of %s %s failed: %s", plan.data_source, plan.interval.iso(), e)
@@ -716,7 +737,8 @@ def compact_datasource(
 
 
 def compaction_duty(
-    metadata: MetadataStore, deep_storage: Any, settings: Any, *, now_ms: int | None = None, force: bool = False
+    metadata: MetadataStore, deep_storage: Any, settings: Any, *, now_ms: int | None = None, force: bool = False,
+    spark_compactor: SparkCompactor | None = None,
 ) -> list[CompactionResult]:
     """The coordinator's compaction pass: every configured datasource, at most
     ``coordinator.compaction.max_intervals_per_run`` intervals each, once per
@@ -726,7 +748,7 @@ def compaction_duty(
     configs = load_compaction_configs(metadata)
     if not configs:
         return []
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     period_ms = int(float(settings.get("coordinator.compaction.period_seconds", 60) or 0) * 1000)
     last = metadata.get_state(STATE_KEY)
     if not force and last is not None and now - int(last) < period_ms:
@@ -737,102 +759,9 @@ def compaction_duty(
     for ds in sorted(configs):
         try:
             _plans, results, _errors = compact_datasource(metadata, deep_storage, configs[ds], settings=settings,
-                                                          now_ms=now, max_intervals=max_n)
+                                                          now_ms=now, max_intervals=max_n,
+                                                          spark_compactor=spark_compactor)
             out += results
         except Exception:  # noqa: BLE001 - one datasource must not stop the others
             log.exception("compaction of %s failed", ds)
     return out
-
-
-# ---- the compact task (Overlord API) ----------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactTaskSpec:
-    """Druid's ``compact`` task, run by :class:`serving.overlord.tasks.TaskRunner` through :meth:`run`:
-    compacts the buckets inside ``interval`` with the task's ``granularitySpec`` (or the stored config's
-    tiers), no age or skip offset — but never what the streaming job can still write to."""
-
-    id: str
-    data_source: str
-    interval: Interval
-    payload: dict[str, Any]
-    config_raw: dict[str, Any] | None
-    runner_name: str | None = None
-    type: str = "compact"
-    max_parse_exceptions: int = 0
-    max_saved_parse_exceptions: int = 0
-
-    def config(self, metadata: MetadataStore) -> CompactionConfig:
-        stored = load_compaction_configs(metadata).get(self.data_source)
-        if self.config_raw is None:
-            if stored is None:
-                raise CompactionError(f"granularitySpec: required (datasource {self.data_source} has no "
-                                      "compaction config to take it from)")
-            return replace(stored, skip_offset=Period.parse("PT0S"))
-        raw = dict(self.config_raw)
-        if "metricsSpec" not in raw and stored is not None and stored.raw.get("metricsSpec") is not None:
-            raw["metricsSpec"] = stored.raw["metricsSpec"]
-        raw["skipOffsetFromLatest"] = "PT0S"
-        return CompactionConfig.from_json(raw)
-
-    def run(self, runner: Any, state: Any) -> int:
-        from serving.overlord.tasks import TaskCancelled
-
-        cfg = self.config(runner.metadata)
-        now = _now_ms()
-        segments = runner.metadata.segments(self.data_source, used=True)
-        plans = [p for p in plan_compaction(segments, cfg, now_ms=now,
-                                            window_period=window_period_of(runner.settings, self.data_source))
-                 if self.interval.contains(p.interval)]
-        published = 0
-        for plan in plans:
-            if state.cancel.is_set():
-                raise TaskCancelled()
-            result = run_compaction(runner.metadata, runner.deep_storage, plan, cfg, settings=runner.settings,
-                                    runner=choose_runner(runner.settings, plan, self.runner_name))
-            published += len(result.segments)
-        return published
-
-
-def parse_compact_task(body: Any, now_ms: int) -> CompactTaskSpec:
-    """``{"type": "compact", "dataSource", "ioConfig": {"type": "compact", "inputSpec": {"type":
-    "interval", "interval"}}}`` (or the older top-level ``"interval"``), optional ``granularitySpec``,
-    ``metricsSpec``, ``dimensionsSpec``, ``tuningConfig``; radstack: ``context.runner``."""
-    from serving.overlord.task_spec import TaskSpecError, new_task_id
-
-    if not isinstance(body, Mapping):
-        raise TaskSpecError("", "the task must be a JSON object")
-    ds = body.get("dataSource")
-    if not isinstance(ds, str) or not ds.strip():
-        raise TaskSpecError("dataSource", "required")
-    io = body.get("ioConfig") or {}
-    spec_in = io.get("inputSpec") if isinstance(io, Mapping) else None
-    text = spec_in.get("interval") if isinstance(spec_in, Mapping) else body.get("interval")
-    if isinstance(spec_in, Mapping) and spec_in.get("type", "interval") != "interval":
-        raise TaskSpecError("ioConfig.inputSpec.type", "only 'interval' is supported")
-    if not isinstance(text, str):
-        raise TaskSpecError("ioConfig.inputSpec.interval", "required (an ISO interval)")
-    try:
-        interval = Interval.parse(text)
-    except (TimeParseError, ValueError) as e:
-        raise TaskSpecError("ioConfig.inputSpec.interval", str(e)) from e
-    config_raw: dict[str, Any] | None = None
-    if body.get("granularitySpec") is not None:
-        config_raw = {k: body[k] for k in ("granularitySpec", "metricsSpec", "dimensionsSpec", "tuningConfig")
-                      if body.get(k) is not None}
-        config_raw["dataSource"] = ds
-        try:
-            CompactionConfig.from_json(config_raw)
-        except CompactionError as e:
-            raise TaskSpecError("", str(e)) from e
-    runner_name = (body.get("context") or {}).get("runner") if isinstance(body.get("context"), Mapping) else None
-    if runner_name not in (None, "auto", "inprocess", "spark"):
-        raise TaskSpecError("context.runner", "expected auto, inprocess or spark")
-    task_id = body.get("id") or new_task_id("compact", ds, now_ms)
-    if not isinstance(task_id, str) or "/" in task_id:
-        raise TaskSpecError("id", f"invalid task id {task_id!r}")
-    payload = {**body, "type": "compact", "id": task_id, "dataSource": ds,
-               "ioConfig": {"type": "compact", "inputSpec": {"type": "interval", "interval": interval.iso()}},
-               "groupId": body.get("groupId") or task_id}
-    return CompactTaskSpec(task_id, ds, interval, payload, config_raw, runner_name)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
+from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.storage.segments import DataSegment
 
@@ -175,9 +175,6 @@ def normalize_url(url: str) -> str:
     return url
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
 
 def _json_bytes(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
@@ -300,7 +297,7 @@ class MetadataStore:
         drop = list(dict.fromkeys(str(i) for i in mark_unused_ids))
         ids = [s.identifier for s in segments]
         dupes = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
-        now = format_instant(_now_ms())
+        now = format_instant(now_millis())
         rows = [
             {
                 "id": s.identifier,
@@ -405,7 +402,7 @@ class MetadataStore:
         if not ids:
             return 0
         t = self.t_segments
-        now = format_instant(_now_ms())
+        now = format_instant(now_millis())
         n = 0
         with self._tx(write=True) as conn:
             for chunk in _chunks(ids):
@@ -438,7 +435,7 @@ class MetadataStore:
             for chunk in _chunks(ids):
                 n += conn.execute(sa.delete(t).where(t.c.id.in_(chunk))).rowcount
             if n:
-                self._bump_seq(conn, format_instant(_now_ms()))
+                self._bump_seq(conn, format_instant(now_millis()))
         return n
 
     def delete_unused_segments(self, ids: Iterable[str]) -> list[str]:
@@ -455,7 +452,7 @@ class MetadataStore:
                 stmt = sa.delete(t).where(t.c.id.in_(chunk), t.c.used == sa.false()).returning(t.c.id)
                 deleted += [str(i) for i in conn.execute(stmt).scalars().all()]
             if deleted:
-                self._bump_seq(conn, format_instant(_now_ms()))
+                self._bump_seq(conn, format_instant(now_millis()))
         return deleted
 
     def data_sources(self, *, used_only: bool = True) -> list[str]:
@@ -496,7 +493,7 @@ class MetadataStore:
             latest = conn.execute(
                 sa.select(sa.func.max(t.c.version)).where(t.c.dataSource == data_source)
             ).scalar()
-            now = _now_ms()
+            now = now_millis()
             if latest:
                 with suppress(ValueError):
                     now = max(now, parse_instant(latest) + 1)
@@ -541,7 +538,7 @@ class MetadataStore:
         group_id: str | None = None,
     ) -> TaskRow:
         _check_status(status)
-        now = _now_ms()
+        now = now_millis()
         row = TaskRow(task_id, type, datasource, now, dict(payload), status, status == "RUNNING", group_id=group_id)
         try:
             with self._tx(write=True) as conn:
@@ -665,7 +662,7 @@ class MetadataStore:
     def put_state(self, key: str, value: Any) -> None:
         if key == _SEQ_KEY:
             raise ValueError(f"{key!r} is reserved")
-        now = format_instant(_now_ms())
+        now = format_instant(now_millis())
         with self._tx(write=True) as conn:
             self._upsert(
                 conn, self.t_state, {"key": key, "value": json.dumps(value), "updated": now}, ["key"]

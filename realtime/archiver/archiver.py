@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, TopicPartition
 
+from radstack.clock import now_millis
 from radstack.metrics import record_archive
 from radstack.storage.raw_archive import data_key, manifest_key
 from realtime.archiver.records import ColumnBuffer, to_table
@@ -278,7 +279,7 @@ class Archiver:
             "last": last,
             "records": table.num_rows,
             "files": [k for k, _, _ in files],
-            "created": int(time.time() * 1000),
+            "created": now_millis(),
         }
         mkey = manifest_key(topic, partition, first, last)
         self.deep_storage.put_bytes(json.dumps(manifest).encode(), mkey)

@@ -9,11 +9,11 @@ running totals of what Spark's stateful operators dropped (``numDroppedDuplicate
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from radstack.clock import now_millis
 from radstack.intervals import format_instant
 
 __all__ = ["ProgressTracker", "lag_from_progress", "status_view"]
@@ -122,7 +122,7 @@ class ProgressTracker:
             "latestOffsets": {k: v for s in srcs for k, v in _offsets(s.get("latestOffset")).items()},
             "lag": lag_from_progress(p) if p else None,
             "eventTimeWatermark": (p.get("eventTime") or {}).get("watermark"),
-            "updated": format_instant(time.time_ns() // 1_000_000),
+            "updated": format_instant(now_millis()),
         }
 
 
@@ -179,7 +179,7 @@ def streaming_health(settings: Any, max_age_seconds: float = 60.0) -> bool:
 
         names = [n for n, s in load_catalog(settings).items() if s.processing.topics]
         with MetadataStore.from_settings(settings, create=False) as md:
-            now = time.time_ns() // 1_000_000
+            now = now_millis()
             for n in names:
                 p = md.get_state(f"streaming.{n}.progress") or {}
                 if not p.get("updated") or now - parse_instant(p["updated"]) > max_age_seconds * 1000:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
 from radstack.pipeline.batch import finish_pipeline
 from radstack.pipeline.window import late_threshold
@@ -181,7 +182,7 @@ class SegmentSink:
                 "segments": len(out.segments),
                 "durationMs": duration,
                 "timingsMs": timings,
-                "publishedAt": format_instant(time.time_ns() // 1_000_000),
+                "publishedAt": format_instant(now_millis()),
             },
         )
         from radstack.storage.deep_storage import open_deep_storage

@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
 
+from radstack.clock import now_millis
 from radstack.intervals import format_instant
 from radstack.storage.timeline import timelines_by_data_source
 from serving.console.timeline_view import segment_kind
@@ -25,9 +25,6 @@ RATE_WINDOW_MS = 5 * 60 * 1000
 PREFIXES = ("streaming.", "archiver.stats.", "archiver.watermark.")
 ROW_COUNTERS = ("processed", "processedBytes", "processedWithError", "thrownAway", "unparseable")
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def state_entries(metadata: Any, prefixes: Sequence[str] = PREFIXES) -> list[dict[str, Any]]:
@@ -80,7 +77,7 @@ def task_summaries(ctx: Any, limit: int = 50) -> list[dict[str, Any]]:
 
 
 def ingestion_view(ctx: Any) -> dict[str, Any]:
-    now = _now_ms()
+    now = now_millis()
     streaming, stats, watermarks = [], [], []
     for e in state_entries(ctx.metadata):
         key = e["key"]
@@ -103,7 +100,7 @@ def datasource_summaries(metadata: Any, now_ms: int | None = None) -> list[dict[
     ``ingestionRate`` is rows per second published in the last five minutes (by the segments'
     ``created_date``); ``freshnessMs`` is how long ago the newest served segment was published;
     a streaming job's own rate (state ``streaming.<ds>``) is passed through as ``streaming``."""
-    now = _now_ms() if now_ms is None else now_ms
+    now = now_millis() if now_ms is None else now_ms
     rows = metadata.segment_rows(None, used=True)
     by_ds: dict[str, list[Any]] = {}
     for r in rows:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from radstack.clock import now_millis
 from radstack.intervals import format_instant
 from serving.errors import DruidError, invalid_input, not_found
 from serving.overlord.task_spec import TaskSpecError, parse_task
@@ -36,7 +36,7 @@ def _parser(body: Any) -> Any:
     """Druid's ``compact`` and ``kill`` tasks have their own specs; everything else is an index task."""
     typ = body.get("type") if isinstance(body, dict) else None
     if typ == "compact":
-        from radstack.storage.compaction import parse_compact_task
+        from serving.overlord.compact_task import parse_compact_task
 
         return parse_compact_task
     if typ == "kill":
@@ -51,7 +51,7 @@ async def submit_task(request: Request) -> dict[str, str]:
     body = await read_json(request)
     ctx = _ctx(request)
     try:
-        spec = _parser(body)(body, int(time.time() * 1000))
+        spec = _parser(body)(body, now_millis())
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
     from radstack.storage.metadata import TaskExistsError

@@ -15,9 +15,10 @@ Each kept parse exception has Druid's ``ParseExceptionReport`` shape: ``input``,
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any
+
+from radstack.clock import now_millis
 
 ROW_STAT_KEYS = ("processed", "processedBytes", "processedWithError", "thrownAway", "unparseable")
 
@@ -79,7 +80,7 @@ class RowStats:
             "input": text[:4096],
             "errorType": error_type,
             "details": [detail],
-            "timeOfExceptionMillis": int(time.time() * 1000),
+            "timeOfExceptionMillis": now_millis(),
         })
 
     def row_stats(self) -> dict[str, int]:

@@ -17,6 +17,7 @@ exceptions) before the publish deletes the files already written: nothing is pub
 from __future__ import annotations
 
 import contextlib
+import functools
 import dataclasses
 import logging
 import queue
@@ -29,13 +30,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
+from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_formats import ReadCancelled, read_batches
 from serving.overlord.input_sources import resolve_input_source
 from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
 from serving.overlord.staging import StagedInput
+from serving.jobs import BatchJobs
+from serving.overlord.spark_tasks import run_spark_task, runs_on_spark
 from serving.overlord.task_spec import IndexTaskSpec
 
 log = logging.getLogger(__name__)
@@ -43,16 +48,9 @@ log = logging.getLogger(__name__)
 SHUTDOWN_MSG = "Shutdown request from user"
 
 
-class TaskCancelled(Exception):
-    """The task was shut down."""
-
-
 class AppendError(RuntimeError):
     """appendToExisting cannot place the new data next to the existing segments."""
 
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass
@@ -74,8 +72,10 @@ class TaskState:
 class TaskRunner:
     """Runs submitted index tasks on ``max_running`` worker threads."""
 
-    def __init__(self, settings: Settings, metadata: Any, deep_storage: Any, *, max_running: int | None = None) -> None:
+    def __init__(self, settings: Settings, metadata: Any, deep_storage: Any, *, max_running: int | None = None,
+                 jobs: BatchJobs | None = None) -> None:
         self.settings = settings
+        self.jobs = jobs or BatchJobs()
         self.metadata = metadata
         self.deep_storage = deep_storage
         self.max_running = max(1, int(max_running or settings.get("tasks.max_running", 2) or 1))
@@ -131,7 +131,7 @@ class TaskRunner:
             raise RuntimeError("the task runner is stopping")
         state = TaskState(spec, RowStats(max_parse_exceptions=spec.max_parse_exceptions,
                                          max_saved_parse_exceptions=spec.max_saved_parse_exceptions),
-                          created_ms=_now_ms())
+                          created_ms=now_millis())
         self.metadata.insert_task(spec.id, type=spec.type, datasource=spec.data_source,
                                   payload=spec.payload, status="RUNNING")
         with self._lock:
@@ -188,15 +188,15 @@ class TaskRunner:
 
     def _run(self, state: TaskState) -> None:
         state.runner_status = "RUNNING"
-        state.started_ms = _now_ms()
+        state.started_ms = now_millis()
         state.ingestion_state = "BUILD_SEGMENTS"
         status, error, published = "FAILED", None, None
         try:
             run = getattr(state.spec, "run", None)  # compact / kill tasks (radstack.storage.compaction, serving.kill)
-            if not callable(run):  # large or remote inputs (archive, hdfs, s3) run as a Spark job (batch/)
-                from batch.overlord_task import run_spark_task, runs_on_spark
-
-                run = run_spark_task if runs_on_spark(state.spec, self.settings) else None
+            module = self.jobs.spark_task_module
+            if not callable(run) and module and runs_on_spark(state.spec, self.settings):
+                # large or remote inputs (archive, hdfs, s3) run as a Spark job of the batch layer
+                run = functools.partial(run_spark_task, module=module)
             published = run(self, state) if callable(run) else IndexTaskRun(self, state).execute()
             status = "SUCCESS"
         except (TaskCancelled, ReadCancelled):
@@ -214,7 +214,7 @@ class TaskRunner:
         report = ingestion_report(state.spec.id, state.stats, state="COMPLETED", error_msg=error,
                                   segments_published=published)
         try:
-            self.metadata.update_task(state.spec.id, status=status, duration_ms=max(0, _now_ms() - start),
+            self.metadata.update_task(state.spec.id, status=status, duration_ms=max(0, now_millis() - start),
                                       error_msg=error, report=report)
         except Exception:  # noqa: BLE001
             log.exception("could not record the status of task %s", state.spec.id)
@@ -314,7 +314,7 @@ class IndexTaskRun:
     def _version(self) -> str:
         """The task start time, raised above every used version of the datasource (so an
         overwrite always overshadows, even for two tasks started within one millisecond)."""
-        start = self.state.started_ms or _now_ms()
+        start = self.state.started_ms or now_millis()
         floor = 0
         for seg in self.metadata.segments(self.spec.data_source, used=True):
             with contextlib.suppress(ValueError):

@@ -4,10 +4,10 @@ outputs like Calcite, annotate types, then apply the rewrite rules and re-check 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from radstack.clock import now_millis
 from serving.broker.sql import functions, guard
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext
@@ -65,7 +65,7 @@ def translate(
     """Translate one Druid SQL query; raise :class:`serving.errors.DruidError` for anything refused."""
     ctx = TranslationContext(
         catalog=catalog,
-        now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        now_ms=now_millis() if now_ms is None else now_ms,
         query_context=dict(context or {}),
     )
     tree = guard.check_read_only(parse(sql))

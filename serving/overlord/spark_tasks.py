@@ -1,0 +1,110 @@
+"""Index tasks that run as a Spark job in a child process (the batch layer's Overlord task).
+
+:func:`runs_on_spark` routes: the raw archive always; ``hdfs``/``s3`` JSON inputs when the task context
+says ``"useSpark": true`` or they total at least ``tasks.spark_min_bytes``. :func:`run_spark_task` runs
+``python -m <module> TASK.json RESULT.json`` (the module comes from :class:`serving.jobs.BatchJobs`;
+radstack's is :mod:`batch.overlord_task`), in its own process group with its own JVM, logging to
+``{home}/logs/task-<id>.log``; shutting the task down kills the group. The server never imports the
+batch layer: it knows only the module's name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from radstack.intervals import parse_instant
+from serving.overlord.input_sources import resolve_input_source
+from serving.overlord.cancel import TaskCancelled
+
+__all__ = ["runs_on_spark", "run_spark_task"]
+
+DEFAULT_SPARK_MIN_BYTES = 256 * 1024 * 1024
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _input_bytes(spec: Any, settings: Any) -> int:
+    try:
+        return sum(int(e.size or 0) for e in resolve_input_source(spec.input_source, settings))
+    except Exception:  # noqa: BLE001 - cannot list: let the native path report the error
+        return 0
+
+
+def runs_on_spark(spec: Any, settings: Any) -> bool:
+    """Whether an index task should run as a Spark job (see the module docs)."""
+    src = spec.input_source or {}
+    typ = src.get("type")
+    if typ == "archive":
+        return True
+    if typ not in ("hdfs", "s3") or (spec.input_format or {}).get("type", "json") != "json":
+        return False
+    if spec.append_to_existing or not spec.data_schema.granularity.intervals:
+        return False
+    ctx = (spec.payload or {}).get("context") or {}
+    if ctx.get("useSpark") is True:
+        return True
+    if ctx.get("useSpark") is False:
+        return False
+    threshold = int(settings.get("tasks.spark_min_bytes", DEFAULT_SPARK_MIN_BYTES) or DEFAULT_SPARK_MIN_BYTES)
+    return _input_bytes(spec, settings) >= threshold
+
+
+def run_spark_task(runner: Any, state: Any, module: str) -> int:
+    """Run ``state.spec`` as a Spark job in a child process; returns the number of segments published."""
+    spec = state.spec
+    settings = runner.settings
+    work = settings.home / "tmp" / f"task-{spec.id}"
+    work.mkdir(parents=True, exist_ok=True)
+    floor = ""
+    for seg in runner.metadata.segments(spec.data_source, used=True):
+        try:
+            parse_instant(seg.version)
+        except ValueError:
+            continue
+        floor = max(floor, seg.version)
+    (work / "settings.yaml").write_text(yaml.safe_dump(settings.raw))
+    (work / "task.json").write_text(json.dumps({"payload": spec.payload, "min_version": floor}))
+    log_path = settings.logs_dir / f"task-{spec.id}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    result = work / "result.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+    env["RADSTACK_CONFIG"] = str(work / "settings.yaml")
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, str(work / "task.json"), str(result)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            cwd=_REPO_ROOT, start_new_session=True,
+        )  # fmt: skip
+    try:
+        while proc.poll() is None:
+            if state.cancel.is_set():
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                raise TaskCancelled()
+            time.sleep(0.2)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    if proc.returncode != 0 or not result.exists():
+        tail = log_path.read_text(errors="replace")[-800:]
+        raise RuntimeError(f"the Spark job failed (exit {proc.returncode}); see {log_path}: …{tail}")
+    out = json.loads(result.read_text())
+    st = out.get("stats") or {}
+    with state.stats._lock:
+        state.stats.processed += int(st.get("processed", 0))
+        state.stats.thrown_away += int(st.get("thrownAway", 0))
+        state.stats.processed_with_error += int(st.get("processedWithError", 0))
+    return len(out.get("segments") or [])
