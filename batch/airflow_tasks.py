@@ -14,7 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from batch.backfill import visible
+from batch.planning import BackfillPlanError, parse_interval, plan_chunks
+from batch.rebuild_job import closed_checks
+from radstack.config import load_settings
+from radstack.datasources import get_spec
 from radstack.intervals import Interval, condense, format_instant, parse_instant
+from radstack.storage.metadata import MetadataStore
 
 EX_TEMPFAIL = 75
 
@@ -22,10 +28,6 @@ __all__ = ["check", "verify", "main", "EX_TEMPFAIL"]
 
 
 def check(settings, datasource: str, interval: Interval) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
-    from batch.planning import plan_chunks
-    from batch.rebuild_job import closed_checks
-    from radstack.datasources import get_spec
-    from radstack.storage.metadata import MetadataStore
 
     spec = get_spec(settings, datasource)
     chunks = plan_chunks(interval, spec.data_schema.segment_granularity)
@@ -36,10 +38,6 @@ def check(settings, datasource: str, interval: Interval) -> tuple[bool, str]:  #
 
 
 def verify(settings, datasource: str, interval: Interval, since_ms: int) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
-    from batch.backfill import visible
-    from batch.planning import plan_chunks
-    from radstack.datasources import get_spec
-    from radstack.storage.metadata import MetadataStore
 
     spec = get_spec(settings, datasource)
     since = format_instant(since_ms)
@@ -57,8 +55,6 @@ def verify(settings, datasource: str, interval: Interval, since_ms: int) -> tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    from batch.planning import BackfillPlanError, parse_interval
-    from radstack.config import load_settings
 
     p = argparse.ArgumentParser(prog="python -m batch.airflow_tasks")
     sub = p.add_subparsers(dest="cmd", required=True)

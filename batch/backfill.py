@@ -25,8 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from batch.planning import BackfillPlanError, NotClosedError, parse_interval, plan_chunks
+from batch.rebuild_job import closed_checks, rebuild
 from radstack.clock import now_millis
+from radstack.datasources import load_catalog
 from radstack.intervals import Interval, format_instant
+from radstack.spec import SpecError
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.segment_format import segment_data_key
+from radstack.storage.timeline import VersionedIntervalTimeline
 
 __all__ = [
     "BackfillError",
@@ -103,8 +110,6 @@ Progress = Callable[[ChunkResult], None]
 
 
 def plan_backfill(settings: Any, interval_text: str, datasource: str | None = None) -> BackfillPlan:
-    from radstack.datasources import load_catalog
-    from radstack.spec import SpecError
 
     try:
         interval = parse_interval(interval_text)
@@ -148,7 +153,6 @@ def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: s
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from radstack.storage.segment_format import segment_data_key
 
     spec = seg.load_spec or {}
     if spec.get("type") == "local" and Path(str(spec.get("path", ""))).is_file():
@@ -176,7 +180,6 @@ def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: s
 
 def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, Interval]]:
     """(segment, visible part) pairs serving ``chunk`` now, per the timeline of used segments."""
-    from radstack.storage.timeline import VersionedIntervalTimeline
 
     tl = VersionedIntervalTimeline.from_segments(metadata.segments(datasource, used=True, interval=chunk), datasource)
     return [(v.segment, v.interval) for v in tl.visible_segments(chunk, include_tombstones=True)]
@@ -233,9 +236,6 @@ def chunk_summary(metadata: Any, deep_storage: Any, spec: Any, chunk: Interval) 
 
 def check_plan_closed(settings: Any, plan: BackfillPlan, *, now_ms: int | None = None) -> None:
     """Raise :class:`NotClosedError` naming every chunk that is not closed."""
-    from batch.rebuild_job import closed_checks
-    from radstack.datasources import load_catalog
-    from radstack.storage.metadata import MetadataStore
 
     catalog = load_catalog(settings)
     bad = []
@@ -273,7 +273,7 @@ def _job_groups(chunks: Sequence[Interval], size: int, granularity: Any) -> list
 
 def chunks_per_job(settings: Any) -> int:
     """``batch.chunks_per_job`` (at least 1)."""
-    return max(1, int(settings.get("batch.chunks_per_job", 1440) or 1))
+    return max(1, int(settings.batch.chunks_per_job or 1))
 
 
 def run_local(
@@ -290,10 +290,6 @@ def run_local(
     its chunks failed and the next group still runs. Returns one :class:`ChunkResult` per chunk (the
     chunks of a group share status, error, seconds and, once published, the version); ``progress`` is called for every
     chunk as its group starts (``running``) and ends (``published``/``failed``)."""
-    from batch.rebuild_job import rebuild
-    from radstack.datasources import load_catalog
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.metadata import MetadataStore
 
     if not force:
         check_plan_closed(settings, plan, now_ms=now_ms)
@@ -383,7 +379,7 @@ class AirflowClient:
 
 
 def dag_id(settings: Any, datasource: str) -> str:
-    return f"{settings.get('airflow.dag_prefix') or 'radstack_rebuild_'}{datasource}"
+    return f"{settings.airflow.dag_prefix or 'radstack_rebuild_'}{datasource}"
 
 
 def run_airflow(
@@ -398,11 +394,11 @@ def run_airflow(
 ) -> list[ChunkResult]:
     """Trigger one DAG run per chunk (conf ``{"interval", "force"}``); with ``wait``, poll them to the
     end and summarise from the metadata store."""
-    url = str(settings.get("airflow.url") or "")
+    url = str(settings.airflow.url or "")
     if client is None and not url:
         raise AirflowError("airflow.url is not set (RADSTACK_AIRFLOW__URL); use --via local")
     own = client is None
-    cl = client or AirflowClient(url, str(settings.get("airflow.username") or ""), str(settings.get("airflow.password") or ""))
+    cl = client or AirflowClient(url, str(settings.airflow.username or ""), str(settings.airflow.password or ""))
     results: list[ChunkResult] = []
     try:
         cl.health()
@@ -428,9 +424,6 @@ def run_airflow(
 
 
 def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
-    from radstack.datasources import load_catalog
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.metadata import MetadataStore
 
     catalog = load_catalog(settings)
     storage = open_deep_storage(settings)
@@ -442,11 +435,8 @@ def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Inte
 
 def _wait_airflow(settings: Any, cl: AirflowClient, results: list[ChunkResult], progress: Progress | None,
                   poll_seconds: float) -> None:  # fmt: skip
-    from radstack.datasources import load_catalog
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.metadata import MetadataStore
 
-    deadline = time.monotonic() + float(settings.get("airflow.wait_timeout_seconds", 3600) or 3600)
+    deadline = time.monotonic() + float(settings.airflow.wait_timeout_seconds or 3600)
     pending = list(results)
     t0 = time.monotonic()
     while pending:

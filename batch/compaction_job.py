@@ -18,7 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from batch.storage_conf import storage_spark_conf
+from radstack.pipeline.segments import index_dataframe
+from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
+from radstack.storage.compaction import compaction_schema, resolve_dimensions
+from radstack.storage.indexer import renumber_core
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -43,8 +48,6 @@ class SparkCompactionOutput:
 
 def compaction_spark_session(settings: Any) -> SparkSession:
     """The shared radstack SparkSession (no Kafka jars), with the deep storage's Spark settings."""
-    from batch.storage_conf import storage_spark_conf
-    from radstack.pipeline.spark_session import build_spark_session
 
     conf = storage_spark_conf(settings.deep_storage, getattr(settings, "jvm_dir", None)) if settings else {}
     return build_spark_session(settings, app_name="radstack-compaction", kafka=False, log_name="compaction",
@@ -111,9 +114,6 @@ def compact_with_spark(
     """Re-roll ``plan``'s inputs with Spark; returns the written (unpublished) segments."""
     from functools import reduce
 
-    from radstack.pipeline.segments import index_dataframe
-    from radstack.storage.compaction import compaction_schema, resolve_dimensions
-    from radstack.storage.indexer import renumber_core
 
     spark = spark or compaction_spark_session(settings)
     frames = _read_inputs(spark, plan, deep_storage)
@@ -132,7 +132,7 @@ def compact_with_spark(
     rows_in, totals_in = _totals(combined, metric_specs)
     from pyspark.sql import functions as F
 
-    n = partitions or int(settings.get("spark.shuffle_partitions", 4) if settings else 4)
+    n = partitions or int(settings.spark.shuffle_partitions if settings else 4)
     keys = [F.col(f"`{d}`") for d, _t in dims] or [F.col(TIME_COLUMN)]
     parted = combined.repartition(max(1, n), *keys)
     stride = 1 + rows_in // max(1, config.max_rows_per_segment)

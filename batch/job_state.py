@@ -18,7 +18,7 @@ from typing import Any
 
 from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
-from radstack.storage.segments import segment_path
+from radstack.storage.segments import SegmentId, segment_path
 
 __all__ = ["InflightJob", "inflight_key", "register", "unregister", "clean_dead_jobs", "version_prefixes"]
 
@@ -52,7 +52,6 @@ class InflightJob:
 
 def version_prefixes(data_source: str, intervals: list[Interval], version: str) -> list[str]:
     """The deep-storage folders a rebuild of ``intervals`` at ``version`` writes under."""
-    from radstack.storage.segments import SegmentId
 
     out = []
     for iv in intervals:

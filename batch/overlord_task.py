@@ -19,15 +19,14 @@ datasource, as native overwrite tasks do.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import yaml
+from batch.rebuild_job import rebuild_spec
+from radstack.config import load_settings
+from radstack.intervals import condense
+from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
 
 __all__ = ["main"]
 
@@ -36,7 +35,7 @@ def _uris(src: dict[str, Any], settings: Any) -> list[str]:
     """Spark URIs of an hdfs/s3 input source (directories are read whole)."""
     if src["type"] == "hdfs":
         paths = src["paths"] if isinstance(src["paths"], list) else [p for p in str(src["paths"]).split(",") if p]
-        fs = str(settings.get("deep_storage.hdfs_fs_url") or "").rstrip("/")
+        fs = str(settings.deep_storage.hdfs_fs_url or "").rstrip("/")
         return [p if "://" in p else f"{fs}{p}" for p in paths]
     out = []
     for key in ("uris", "prefixes"):
@@ -48,7 +47,6 @@ def _uris(src: dict[str, Any], settings: Any) -> list[str]:
 
 
 def _task_spec(payload: dict[str, Any]) -> Any:
-    from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
 
     schema = parse_data_schema({"type": payload["type"], "spec": {"dataSchema": payload["spec"]["dataSchema"]}})
     src = payload["spec"]["ioConfig"]["inputSource"]
@@ -60,9 +58,6 @@ def main(argv: list[str] | None = None) -> int:
     """Child process: run one Overlord task's Spark job; write ``{segments, stats, version}``."""
     import logging
 
-    from batch.rebuild_job import rebuild_spec
-    from radstack.config import load_settings
-    from radstack.intervals import condense
 
     args = argv if argv is not None else sys.argv[1:]
     task = json.loads(Path(args[0]).read_text())

@@ -33,9 +33,31 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from batch.planning import ClosedCheck, NotClosedError, check_closed, plan_chunks
+from batch import job_state
+from batch.archive_reader import read_archive, storage_spark_conf
+from batch.planning import (
+    BackfillPlanError,
+    ClosedCheck,
+    NotClosedError,
+    check_closed,
+    parse_interval,
+    plan_chunks,
+)
+from batch.tombstones import with_tombstones
+from radstack.clock import now_millis
+from radstack.config import load_settings
+from radstack.datasources import get_spec
 from radstack.intervals import Interval, Period, format_instant, parse_instant
-from radstack.spec import DatasourceSpec
+from radstack.pipeline.batch import run_batch_pipeline
+from radstack.pipeline.input_schema import join_options
+from radstack.pipeline.segments import index_dataframe as index_partitions
+from radstack.pipeline.spark_session import build_spark_session
+from radstack.spec import TIME_COLUMN, DatasourceSpec
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.indexer import renumber_core
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.publish import publish
+from radstack.storage.raw_archive import archive_watermark
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -83,7 +105,6 @@ class RebuildResult:
 def closed_checks(
     metadata: Any, spec: DatasourceSpec, chunks: list[Interval], *, now_ms: int | None = None
 ) -> list[ClosedCheck]:
-    from realtime.archiver.watermark import archive_watermark
 
     marks = {t: archive_watermark(metadata, t) for t in spec.processing.topics}
     return [check_closed(c, spec.processing.window_period, marks, now_ms=now_ms) for c in chunks]
@@ -110,8 +131,6 @@ def read_inputs(
     """The raw archive rows the rebuild of ``chunks`` needs: the datasource's own topics for exactly the
     chunks, and for every stream join the joined topic padded by the join window (a click may be
     delivered after its impression's hour), keyed by join name."""
-    from batch.archive_reader import read_archive
-    from radstack.pipeline.input_schema import join_options
 
     whole = Interval(chunks[0].start, chunks[-1].end)
     joins = join_options(spec)
@@ -150,8 +169,6 @@ def index_dataframe(
     renumbered with :func:`radstack.storage.indexer.renumber_core`; nothing is published here."""
     from pyspark.sql import functions as F
 
-    from radstack.pipeline.segments import index_dataframe as index_partitions
-    from radstack.spec import TIME_COLUMN
 
     lo, hi = chunks[0].start, chunks[-1].end
     df = df.where((F.col(TIME_COLUMN) >= F.lit(lo)) & (F.col(TIME_COLUMN) < F.lit(hi)))
@@ -173,7 +190,6 @@ def index_dataframe(
 
 
 def _pipeline(spark: SparkSession, raw: DataFrame, joined: dict[str, DataFrame], spec: DatasourceSpec) -> DataFrame:
-    from radstack.pipeline.batch import run_batch_pipeline
 
     return run_batch_pipeline(spark, raw, spec, joined=joined)
 
@@ -194,7 +210,6 @@ def rebuild(
 ) -> RebuildResult:
     """Rebuild ``interval`` (widened to whole segment buckets) of ``datasource`` (a catalog spec) from the
     raw archive and publish it."""
-    from radstack.datasources import get_spec
 
     return rebuild_spec(settings, get_spec(settings, datasource), interval, spark=spark, force=force,
                         now_ms=now_ms, metadata=metadata, deep_storage=deep_storage)  # fmt: skip
@@ -216,14 +231,6 @@ def rebuild_spec(
     """:func:`rebuild` for any spec; ``reader`` replaces the raw-archive reader (e.g. JSON files from
     ``hdfs://``/``s3a://`` for an Overlord task); the version is the start time, raised above
     ``min_version``."""
-    from batch import job_state
-    from batch.archive_reader import storage_spark_conf
-    from batch.tombstones import with_tombstones
-    from radstack.clock import now_millis
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.indexer import renumber_core
-    from radstack.storage.metadata import MetadataStore
-    from radstack.storage.publish import publish
 
     t0 = time.monotonic()
     started = now_millis()
@@ -241,12 +248,11 @@ def rebuild_spec(
             if not all(c.closed for c in checks):
                 raise NotClosedError(checks)
         cleaned = job_state.clean_dead_jobs(
-            md, storage, datasource, stale_seconds=float(settings.get("batch.stale_job_seconds", 21600))
+            md, storage, datasource, stale_seconds=float(settings.batch.stale_job_seconds)
         )
         job_state.register(md, datasource, version, chunks)
         try:
             if spark is None:
-                from radstack.pipeline.spark_session import build_spark_session
 
                 spark = build_spark_session(
                     settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
@@ -254,7 +260,7 @@ def rebuild_spec(
                 )  # fmt: skip
             raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
             rows = _pipeline(spark, raw, joined, spec)
-            parts = int(settings.get("batch.partitions", 0) or 0) or int(settings.get("spark.shuffle_partitions", 4))
+            parts = int(settings.batch.partitions or 0) or int(settings.spark.shuffle_partitions)
             segments, stats = index_dataframe(
                 rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts
             )
@@ -296,8 +302,6 @@ def rebuild_spec(
 
 def main(argv: list[str] | None = None) -> int:
     """``spark-submit batch/rebuild_job.py --datasource D --interval I [--config F] [--force]``."""
-    from batch.planning import BackfillPlanError, parse_interval
-    from radstack.config import load_settings
 
     p = argparse.ArgumentParser(prog="rebuild_job", description=__doc__.splitlines()[0])
     p.add_argument("--datasource", required=True)

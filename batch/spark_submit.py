@@ -54,15 +54,15 @@ def submit_args(
 ) -> dict[str, Any]:
     """What SparkSubmitOperator takes (``application``, ``application_args``, ``conf``, ``jars``,
     ``py_files``, ``name``, ``deploy_mode``); :func:`spark_submit_command` renders it as a command."""
-    conf = {str(k): str(v) for k, v in dict(settings.get("spark.conf") or {}).items()}
+    conf = {str(k): str(v) for k, v in dict(settings.spark.conf or {}).items()}
     storage_conf = storage_spark_conf(settings.deep_storage, settings.jvm_dir)
     jars = storage_conf.pop("spark.jars", "")
     conf.update(storage_conf)
-    conf.setdefault("spark.sql.shuffle.partitions", str(settings.get("spark.shuffle_partitions", 4)))
+    conf.setdefault("spark.sql.shuffle.partitions", str(settings.spark.shuffle_partitions))
     conf.setdefault("spark.sql.session.timeZone", "UTC")
     conf.setdefault("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     if py_files is None:
-        py_files = str(settings.get("batch.py_files") or "") or str(build_package(settings.home / "dist"))
+        py_files = str(settings.batch.py_files or "") or str(build_package(settings.home / "dist"))
     args = ["--datasource", datasource, "--interval", interval]
     cfg = config_file or (str(settings.source) if settings.source else None)
     if cfg:
@@ -76,8 +76,8 @@ def submit_args(
         "jars": jars or None,
         "py_files": py_files,
         "name": f"radstack-rebuild-{datasource}",
-        "deploy_mode": str(settings.get("batch.deploy_mode") or "client"),
-        "driver_memory": str(settings.get("spark.driver_memory") or "2g"),
+        "deploy_mode": str(settings.batch.deploy_mode or "client"),
+        "driver_memory": str(settings.spark.driver_memory or "2g"),
     }
 
 
@@ -86,7 +86,7 @@ def spark_submit_command(settings: Any, datasource: str, interval: str, *, force
                          spark_submit: str = "spark-submit") -> list[str]:  # fmt: skip
     """The full ``spark-submit`` command line for one rebuild on ``spark.master``."""
     a = submit_args(settings, datasource, interval, force=force, config_file=config_file, py_files=py_files)
-    cmd = [spark_submit, "--master", str(settings.get("spark.master") or "local[*]"),
+    cmd = [spark_submit, "--master", str(settings.spark.master or "local[*]"),
            "--deploy-mode", a["deploy_mode"], "--name", a["name"], "--driver-memory", a["driver_memory"],
            "--py-files", a["py_files"]]  # fmt: skip
     if a["jars"]:

@@ -4,26 +4,24 @@ Airflow DAGs (their own venv, no pyarrow) use it to build spark-submit arguments
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+
+from radstack.config import DeepStorageSettings
+from radstack.jvm import jars
 
 __all__ = ["storage_spark_conf"]
 
 
-def storage_spark_conf(deep_storage_settings: Mapping[str, Any], jvm_dir: Any = None) -> dict[str, str]:
-    """Spark settings to read (and write) the deep storage ``deep_storage_settings`` names."""
-    typ = str(deep_storage_settings.get("type") or "local").lower()
+def storage_spark_conf(deep_storage: DeepStorageSettings, jvm_dir: Path | None = None) -> dict[str, str]:
+    """Spark settings to read (and write) the deep storage ``deep_storage`` names."""
+    typ = deep_storage.type
     conf: dict[str, str] = {}
     if typ == "s3":
-        from pathlib import Path
-
-        from radstack.jvm import jars
-
         conf["spark.jars"] = ",".join(str(p) for p in jars("hadoop-aws", Path(jvm_dir) if jvm_dir else None))
-        endpoint = str(deep_storage_settings.get("endpoint_url") or "")
+        endpoint = deep_storage.endpoint_url
         pre = "spark.hadoop.fs.s3a."
         conf[pre + "impl"] = "org.apache.hadoop.fs.s3a.S3AFileSystem"
-        conf[pre + "endpoint.region"] = str(deep_storage_settings.get("region") or "us-east-1")
+        conf[pre + "endpoint.region"] = deep_storage.region or "us-east-1"
         if endpoint:
             conf[pre + "endpoint"] = endpoint
             conf[pre + "path.style.access"] = "true"
@@ -36,10 +34,10 @@ def storage_spark_conf(deep_storage_settings: Mapping[str, Any], jvm_dir: Any = 
         # no directory-marker/committer magic needed: the job only reads raw files through s3a
         conf[pre + "change.detection.mode"] = "none"
     elif typ == "hdfs":
-        fs = str(deep_storage_settings.get("hdfs_fs_url") or "")
+        fs = deep_storage.hdfs_fs_url
         if fs:
             conf["spark.hadoop.fs.defaultFS"] = fs
-        user = str(deep_storage_settings.get("user") or "")
+        user = deep_storage.user
         if user:
             conf["spark.hadoop.hadoop.user.name"] = user
     return conf

@@ -125,7 +125,7 @@ def main() -> int:
                              overrides={"spark": {"shuffle_partitions": parts, "driver_memory": "6g"},
                                         "batch": {"partitions": parts}})  # fmt: skip
     t = time.monotonic()
-    records = write_archive(Path(settings.deep_storage["path"]), a.events, a.duplicates)
+    records = write_archive(Path(settings.deep_storage.path), a.events, a.duplicates)
     gen_s = time.monotonic() - t
     print(f"archive: {records:,} records ({a.events:,} unique) in {gen_s:.1f}s", flush=True)
 

@@ -24,8 +24,13 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from radstack.operations.kafka_broker import KafkaBroker, free_port  # noqa: E402
-from radstack.operations.stack import http_ok, radctl_argv, stop_process_group  # noqa: E402
+from radstack.operations.kafka_broker import KafkaBroker
+from radstack.operations.processes import (  # noqa: E402
+    free_port,  # noqa: E402
+    http_ok,
+    radctl_argv,
+    stop_process_group,
+)
 from realtime.topics import ensure_topics  # noqa: E402
 
 START = 1_767_225_600_000

@@ -233,7 +233,8 @@ def main() -> None:
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
     from radstack.config import load_settings
-    from radstack.operations.kafka_broker import KafkaBroker, free_port
+    from radstack.operations.kafka_broker import KafkaBroker
+    from radstack.operations.processes import free_port
     from radstack.pipeline.spark_session import build_spark_session
 
     with tempfile.TemporaryDirectory(prefix="radstack-bench-stream-") as tmp:

@@ -90,10 +90,10 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
 def make_dag(name: str, spec: Any, settings: Any) -> DAG:
     from radstack.intervals import Period
 
-    delay = Period.parse(str(settings.get("airflow.schedule_delay") or "PT0S")).fixed_millis
-    master = str(settings.get("spark.master") or "local[*]")
+    delay = Period.parse(str(settings.airflow.schedule_delay or "PT0S")).fixed_millis
+    master = str(settings.spark.master or "local[*]")
     with DAG(
-        dag_id=f"{settings.get('airflow.dag_prefix') or 'radstack_rebuild_'}{name}",
+        dag_id=f"{settings.airflow.dag_prefix or 'radstack_rebuild_'}{name}",
         description=f"Rebuild {name} from the raw archive (batch layer)",
         schedule=timetable_for(spec.data_schema.segment_granularity),
         start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),

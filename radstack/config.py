@@ -1,215 +1,278 @@
-"""Configuration: one ``radstack.yaml`` plus ``RADSTACK_*`` environment overrides.
+"""Configuration: one typed settings model, read from ``radstack.yaml`` plus ``RADSTACK_*`` variables.
 
-Lookup order (later wins): built-in defaults → the YAML file (``--config``, ``$RADSTACK_CONFIG``,
-``./radstack.yaml``, ``$RADSTACK_HOME/radstack.yaml``) → environment variables. An environment variable
-names a key path with ``__`` between levels: ``RADSTACK_METADATA__URL=postgresql://…`` sets
-``metadata.url``; ``RADSTACK_SERVER__PORT=9999`` sets ``server.port``. ``RADSTACK_HOME`` sets ``home``.
+Every key is declared once, below, as a field of a section model with its type, default and
+description; nothing else in radstack reads configuration by name. The composition root (the
+``radctl`` command, the server, a job's ``main``) calls :func:`load_settings` once and passes the
+:class:`Settings` object (or one of its sections) down.
+
+Lookup order (later wins): the defaults declared here → the YAML file (``--config``,
+``$RADSTACK_CONFIG``, ``./radstack.yaml``, ``$RADSTACK_HOME/radstack.yaml``) → environment variables.
+An environment variable names a key path with ``__`` between levels: ``RADSTACK_METADATA__URL=…`` sets
+``metadata.url``; ``RADSTACK_SERVER__PORT=9999`` sets ``server.port``; ``RADSTACK_HOME`` sets ``home``.
+Lists and mappings in variables are YAML (``RADSTACK_KAFKA__TOPICS="{events: 4}"``). Unknown keys in
+the file are errors (a typo never passes silently); unknown ``RADSTACK_*`` variables are ignored (other
+tools share the prefix).
 
 All embedded state lives under ``home`` (default ``~/.radstack``): the SQLite metadata file, the local
-deep storage, Kafka's log dirs, logs and pid files. Production settings point the same keys at
-PostgreSQL, HDFS or S3. ``docs/configuration.md`` lists every key; a test keeps it in step with
-:data:`DEFAULTS`.
+deep storage, Kafka's log dirs, logs and pid files. ``radctl config --keys`` and
+``docs/configuration.md`` list every key; a test keeps the document in step with this module.
 """
 
 from __future__ import annotations
 
-import copy
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
-DEFAULTS: dict[str, Any] = {
-    "home": "~/.radstack",
-    "metadata": {
-        # SQLAlchemy URL; empty means sqlite:///{home}/metadata.db
-        "url": "",
-    },
-    "deep_storage": {
-        "type": "local",  # local | s3 | hdfs
-        "path": "",  # local: directory (empty → {home}/deep-storage); hdfs: base path; s3: key prefix
-        "bucket": "",  # s3
-        "endpoint_url": "",  # s3: e.g. http://127.0.0.1:5000 for moto/MinIO
-        "region": "us-east-1",  # s3
-        "namenode_url": "",  # hdfs: WebHDFS URL, e.g. http://127.0.0.1:9870
-        "hdfs_fs_url": "",  # hdfs: the fs.defaultFS Spark reads, e.g. hdfs://127.0.0.1:9000
-        "user": "",  # hdfs user
-    },
-    "server": {
-        "host": "127.0.0.1",
-        "port": 8888,
-        "max_body_bytes": 64 * 1024 * 1024,
-        "max_concurrent_queries": 16,
-        "default_query_timeout_ms": 300_000,
-        "segment_cache_bytes": 8 * 1024**3,
-        "auth": {
-            "enabled": False,
-            # [{name, password, role: read|admin}]
-            "users": [],
-        },
-    },
-    "coordinator": {
-        "period_seconds": 10,
-        # Druid waits before marking overshadowed segments unused (druid.coordinator.period etc.)
-        "overshadowed_unused_delay_seconds": 0,
-        "metadata_poll_seconds": 1.0,
-        # segment files no metadata row points to (an uncommitted publish) are deleted after this age
-        "orphan_files_min_age_seconds": 3600,
-        # retention rules (serving/retention.py): drop rules mark segments unused every pass
-        "retention": {"on": True},
-        # tiered rollup compaction (radstack/storage/compaction.py) of datasources with a compaction config
-        "compaction": {
-            "on": True,
-            "period_seconds": 60,
-            "runner": "auto",  # auto | inprocess | spark
-            "spark_min_rows": 2_000_000,  # auto: intervals with at least this many input rows use Spark
-            "max_intervals_per_run": 4,
-        },
-        # automatic kill of unused segments (serving/kill.py): OFF by default
-        "kill": {
-            "on": False,
-            "period_seconds": 3600,
-            "duration_to_retain": "P90D",  # only segments whose interval ended this long ago
-            "buffer_period": "P30D",  # ... and that have been unused this long
-            "max_segments": 100,  # per datasource and pass
-            "datasources": [],  # empty: all
-            "dry_run": False,
-        },
-        # ingest the platform's own metrics as datasource radstack_metrics (serving/self_metrics.py)
-        "self_metrics": {"on": False, "period_seconds": 60, "datasource": "radstack_metrics"},
-    },
-    "tasks": {
-        "max_running": 2,
-        # hdfs/s3 JSON inputs at least this big run as a Spark job (batch/); the raw archive always does
-        "spark_min_bytes": 256 * 1024 * 1024,
-    },
-    "kafka": {
-        "bootstrap_servers": "127.0.0.1:9092",
-        "embedded": True,
-        "port": 9092,
-        "controller_port": 9093,
-        "heap": "512m",
-        "auto_create_topics": False,
-        "start_timeout_seconds": 90,
-        # topic → partitions; created (replication 1 embedded) by `radctl up` / `radctl kafka topics`
-        "topics": {"events": 2, "impressions": 2, "clicks": 2, "netflow": 2},
-        "replication_factor": 1,
-    },
-    "receiver": {
-        "host": "127.0.0.1",
-        "port": 8200,
-        "max_body_bytes": 16 * 1024 * 1024,
-        "timestamp_field": "timestamp",
-        "delivery_timeout_ms": 10_000,
-        "auth": {
-            "enabled": False,
-            # [{name, password}]
-            "users": [],
-        },
-    },
-    "archiver": {
-        "group_id": "radstack-archiver",
-        # raw topics to archive; empty → every topic named in the datasource specs
-        "topics": [],
-        "max_records": 250_000,
-        "max_bytes": 64 * 1024 * 1024,
-        "max_age_seconds": 30.0,
-        "compression": "zstd",
-        # a killed archiver's partitions move to a new one after this long (broker minimum 6000)
-        "session_timeout_ms": 10_000,
-        # Prometheus /metrics of the archiver process (0 = off)
-        "metrics_port": 8201,
-    },
-    "spark": {
-        "master": "local[*]",
-        "shuffle_partitions": 4,
-        "driver_memory": "2g",
-        "conf": {},
-    },
-    "batch": {
-        # Arrow partitions the rebuild hashes rows into (one indexer call each); 0 → spark.shuffle_partitions
-        "partitions": 0,
-        # an unfinished rebuild's files older than this are deleted by the next run (any host)
-        "stale_job_seconds": 21600,
-        # `radctl backfill --via local`: consecutive chunks rebuilt by one Spark job (one version, one
-        # atomic publish, tombstones for empty chunks); 1440 = a day of MINUTE segments in one job
-        "chunks_per_job": 1440,
-        # spark-submit on a cluster (spark.master not local): deploy mode and the package shipped
-        "deploy_mode": "client",
-        "py_files": "",  # wheel/zip of radstack for the executors; empty → built into {home}/dist
-    },
-    "airflow": {
-        # REST API of Airflow 3 (e.g. http://127.0.0.1:8080); empty → `radctl backfill` runs locally
-        "url": "",
-        "username": "",
-        "password": "",
-        "dag_prefix": "radstack_rebuild_",
-        # scheduled runs start this long after a segment interval ends (windowPeriod + archiver lag)
-        "schedule_delay": "PT30M",
-        "wait_timeout_seconds": 3600,
-    },
-    "streaming": {
-        # the real-time layer (radctl stream); see docs/realtime.md
-        "trigger_seconds": 1.0,
-        "max_offsets_per_trigger": 300_000,
-        # shuffle partitions of the dedup/join state, frozen into the checkpoint; 0 → one per core
-        # of a local master (fastest measured), spark.shuffle_partitions on a cluster
-        "shuffle_partitions": 0,
-        "fail_on_data_loss": True,
-        "starting_offsets": "earliest",
-        "handoff": True,
-        "handoff_check_seconds": 10.0,
-        "progress_seconds": 1.0,
-    },
-    "jvm": {
-        # where `make jvm` copies the Maven Central jars (deploy/jvm/pom.xml)
-        "dir": "",
-    },
-    "datasources": {
-        # directory of datasource specs (*.yaml / *.json); empty → {home}/datasources
-        "dir": "",
-    },
-}
+__all__ = [
+    "ConfigError",
+    "Settings",
+    "DeepStorageSettings",
+    "KafkaSettings",
+    "SparkSettings",
+    "StreamingSettings",
+    "load_settings",
+    "config_keys",
+    "env_name",
+    "flatten",
+    "DEFAULTS",
+]
 
 ENV_PREFIX = "RADSTACK_"
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 class ConfigError(ValueError):
     """A configuration value that cannot be used."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """The resolved configuration: a nested dict with typed accessors for what every part uses."""
+class Section(BaseModel):
+    """A group of settings: immutable, unknown keys rejected."""
 
-    raw: dict[str, Any]
-    source: Path | None = None
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-    def get(self, dotted: str, default: Any = None) -> Any:
-        node: Any = self.raw
-        for part in dotted.split("."):
-            if not isinstance(node, dict) or part not in node:
-                return default
-            node = node[part]
-        return node
+
+# -- sections, in the order of docs/configuration.md -----------------------------------------------
+
+
+class MetadataSettings(Section):
+    url: str = Field("", description="SQLAlchemy URL of the metadata store; empty → sqlite:///{home}/metadata.db")
+
+
+class DeepStorageSettings(Section):
+    type: Literal["local", "s3", "hdfs"] = Field("local", description="local | s3 | hdfs")
+    path: str = Field("", description="local: directory (empty → {home}/deep-storage); hdfs: base path; s3: key prefix")
+    bucket: str = Field("", description="s3: the bucket")
+    endpoint_url: str = Field("", description="s3: endpoint, e.g. http://127.0.0.1:5000 for moto/MinIO")
+    region: str = Field("us-east-1", description="s3: region")
+    namenode_url: str = Field("", description="hdfs: WebHDFS URL, e.g. http://127.0.0.1:9870")
+    hdfs_fs_url: str = Field("", description="hdfs: the fs.defaultFS Spark reads, e.g. hdfs://127.0.0.1:9000")
+    user: str = Field("", description="hdfs: user")
+
+
+class AuthSettings(Section):
+    enabled: bool = Field(False, description="require HTTP Basic authentication")
+    users: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="[{name, password, role}] (role read | admin on the server)")
+
+
+class ServerSettings(Section):
+    host: str = Field("127.0.0.1", description="bind address of the Druid-compatible server")
+    port: int = Field(8888, description="its port")
+    max_body_bytes: int = Field(64 * 1024 * 1024, description="largest request body (413 above)")
+    max_concurrent_queries: int = Field(16, description="queries run at once; more wait")
+    default_query_timeout_ms: int = Field(300_000, description="a query's timeout when its context sets none")
+    segment_cache_bytes: int = Field(8 * 1024**3, description="bytes of segments the broker keeps locally")
+    duckdb_threads: int = Field(0, description="threads of the broker's DuckDB; 0 → DuckDB's default (all cores)")
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+
+
+class RetentionSettings(Section):
+    on: bool = Field(True, description="apply retention (drop) rules every coordinator pass")
+
+
+class CompactionSettings(Section):
+    on: bool = Field(True, description="tiered rollup compaction of datasources with a compaction config")
+    period_seconds: float = Field(60, description="seconds between compaction passes")
+    runner: Literal["auto", "inprocess", "spark"] = Field("auto", description="auto | inprocess | spark")
+    spark_min_rows: int = Field(2_000_000, description="auto: intervals with at least this many input rows use Spark")
+    max_intervals_per_run: int = Field(4, description="intervals compacted per datasource and pass")
+
+
+class KillSettings(Section):
+    on: bool = Field(False, description="delete unused segments automatically (off by default)")
+    period_seconds: float = Field(3600, description="seconds between kill passes")
+    duration_to_retain: str = Field("P90D", description="only segments whose interval ended this long ago")
+    buffer_period: str = Field("P30D", description="... and that have been unused this long")
+    max_segments: int = Field(100, description="segments killed per datasource and pass")
+    datasources: list[str] = Field(default_factory=list, description="datasources to kill in; empty → all")
+    dry_run: bool = Field(False, description="log what would be killed, delete nothing")
+
+
+class SelfMetricsSettings(Section):
+    on: bool = Field(False, description="ingest the platform's own metrics as a datasource")
+    period_seconds: float = Field(60, description="seconds between samples")
+    datasource: str = Field("radstack_metrics", description="the datasource they go to")
+
+
+class CoordinatorSettings(Section):
+    period_seconds: float = Field(10, description="seconds between coordinator passes")
+    overshadowed_unused_delay_seconds: float = Field(
+        0, description="wait before marking overshadowed segments unused (Druid's druid.coordinator.period etc.)")
+    metadata_poll_seconds: float = Field(1.0, description="how often the broker polls the metadata store")
+    orphan_files_min_age_seconds: float = Field(
+        3600, description="segment files no metadata row points to (an uncommitted publish) are deleted after this age")
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    compaction: CompactionSettings = Field(default_factory=CompactionSettings)
+    kill: KillSettings = Field(default_factory=KillSettings)
+    self_metrics: SelfMetricsSettings = Field(default_factory=SelfMetricsSettings)
+
+
+class TasksSettings(Section):
+    max_running: int = Field(2, description="Overlord tasks run at once")
+    spark_min_bytes: int = Field(256 * 1024 * 1024,
+                                 description="hdfs/s3 JSON inputs at least this big run as a Spark job (the raw archive always does)")
+
+
+class KafkaSettings(Section):
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="a real cluster's brokers (kafka.embedded false)")
+    embedded: bool = Field(True, description="run the single-node KRaft broker radstack starts itself")
+    port: int = Field(9092, description="embedded broker: client port")
+    controller_port: int = Field(9093, description="embedded broker: KRaft controller port")
+    heap: str = Field("512m", description="embedded broker: JVM heap")
+    auto_create_topics: bool = Field(False, description="embedded broker: auto.create.topics.enable")
+    start_timeout_seconds: float = Field(90, description="embedded broker: seconds to wait for it to serve")
+    topics: dict[str, int] = Field(
+        default_factory=lambda: {"events": 2, "impressions": 2, "clicks": 2, "netflow": 2},
+        description="topic → partitions, created by `radctl up` / `radctl kafka topics`")
+    replication_factor: int = Field(1, description="replication of the topics radstack creates")
 
     @property
-    def home(self) -> Path:
-        return Path(os.path.expanduser(str(self.raw["home"]))).resolve()
+    def clients_bootstrap(self) -> str:
+        """Where clients connect: the embedded broker's port, or ``bootstrap_servers`` of a real cluster."""
+        return f"127.0.0.1:{self.port}" if self.embedded else self.bootstrap_servers
+
+
+class ReceiverSettings(Section):
+    host: str = Field("127.0.0.1", description="bind address of the HTTP event receiver")
+    port: int = Field(8200, description="its port")
+    max_body_bytes: int = Field(16 * 1024 * 1024, description="largest request body (413 above)")
+    timestamp_field: str = Field("timestamp", description="the event field checked for an event time")
+    delivery_timeout_ms: int = Field(10_000, description="how long a POST waits for Kafka's acknowledgement")
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+
+
+class ArchiverSettings(Section):
+    group_id: str = Field("radstack-archiver", description="Kafka consumer group")
+    topics: list[str] = Field(default_factory=list,
+                              description="raw topics to archive; empty → every topic named in the datasource specs")
+    max_records: int = Field(250_000, description="flush after this many buffered records")
+    max_bytes: int = Field(64 * 1024 * 1024, description="... or this many buffered bytes")
+    max_age_seconds: float = Field(30.0, description="... or when the oldest buffered record is this old")
+    compression: str = Field("zstd", description="Parquet compression of the archive files")
+    session_timeout_ms: int = Field(
+        10_000, description="a killed archiver's partitions move to a new one after this long (broker minimum 6000)")
+    metrics_port: int = Field(8201, description="Prometheus /metrics of the archiver process (0 = off)")
+
+
+class SparkSettings(Section):
+    master: str = Field("local[*]", description="Spark master of the batch and streaming jobs")
+    shuffle_partitions: int = Field(4, description="spark.sql.shuffle.partitions")
+    driver_memory: str = Field("2g", description="spark.driver.memory")
+    conf: dict[str, Any] = Field(default_factory=dict, description="any other Spark settings")
+
+    @property
+    def is_local(self) -> bool:
+        return self.master.startswith("local")
+
+
+class BatchSettings(Section):
+    partitions: int = Field(
+        0, description="Arrow partitions the rebuild hashes rows into (one indexer call each); 0 → spark.shuffle_partitions")
+    stale_job_seconds: int = Field(21600,
+                                   description="an unfinished rebuild's files older than this are deleted by the next run")
+    chunks_per_job: int = Field(
+        1440, description="`radctl backfill --via local`: consecutive chunks rebuilt by one Spark job (one version, one publish)")
+    deploy_mode: str = Field("client", description="spark-submit deploy mode on a cluster")
+    py_files: str = Field("", description="wheel/zip of radstack for the executors; empty → built into {home}/dist")
+
+
+class AirflowSettings(Section):
+    url: str = Field("", description="REST API of Airflow 3; empty → `radctl backfill` runs locally")
+    username: str = Field("", description="Airflow user")
+    password: str = Field("", description="Airflow password")
+    dag_prefix: str = Field("radstack_rebuild_", description="DAG id prefix, one DAG per datasource")
+    schedule_delay: str = Field("PT30M",
+                                description="scheduled runs start this long after a segment interval ends (windowPeriod + archiver lag)")
+    wait_timeout_seconds: float = Field(3600, description="how long `radctl backfill` waits for the DAG runs")
+
+
+class StreamingSettings(Section):
+    trigger_seconds: float = Field(1.0, description="micro-batch trigger interval")
+    max_offsets_per_trigger: int = Field(300_000, description="Kafka records read per micro-batch at most")
+    shuffle_partitions: int = Field(
+        0, description="shuffle partitions of the dedup/join state, frozen into the checkpoint; 0 → one per local core")
+    fail_on_data_loss: bool = Field(True, description="stop when Kafka deleted offsets the job had not read")
+    starting_offsets: str = Field("earliest", description="where a new checkpoint starts reading")
+    handoff: bool = Field(True, description="hand real-time segments off once their interval closed")
+    handoff_check_seconds: float = Field(10.0, description="seconds between handoff checks")
+    progress_seconds: float = Field(1.0, description="seconds between progress records")
+
+
+class JvmSettings(Section):
+    dir: str = Field("", description="where `make jvm` copies the Maven Central jars; empty → .jvm of the checkout")
+
+
+class DatasourcesSettings(Section):
+    dir: str = Field("", description="directory of datasource specs (*.yaml / *.json); empty → {home}/datasources")
+
+
+def _expand(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.expanduser(str(path))).resolve()
+
+
+class Settings(Section):
+    """The resolved configuration of one radstack process."""
+
+    home: Path = Field(Path("~/.radstack"), description="where all embedded state lives")
+    metadata: MetadataSettings = Field(default_factory=MetadataSettings)
+    deep_storage: DeepStorageSettings = Field(default_factory=DeepStorageSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    coordinator: CoordinatorSettings = Field(default_factory=CoordinatorSettings)
+    tasks: TasksSettings = Field(default_factory=TasksSettings)
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    receiver: ReceiverSettings = Field(default_factory=ReceiverSettings)
+    archiver: ArchiverSettings = Field(default_factory=ArchiverSettings)
+    spark: SparkSettings = Field(default_factory=SparkSettings)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+    airflow: AirflowSettings = Field(default_factory=AirflowSettings)
+    streaming: StreamingSettings = Field(default_factory=StreamingSettings)
+    jvm: JvmSettings = Field(default_factory=JvmSettings)
+    datasources: DatasourcesSettings = Field(default_factory=DatasourcesSettings)
+
+    _source: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _resolve_paths(self) -> Settings:
+        home = _expand(self.home)
+        object.__setattr__(self, "home", home)
+        if self.deep_storage.type == "local" and not self.deep_storage.path:
+            ds = self.deep_storage.model_copy(update={"path": str(home / "deep-storage")})
+            object.__setattr__(self, "deep_storage", ds)
+        return self
+
+    @property
+    def source(self) -> Path | None:
+        """The YAML file these settings were read from, if any."""
+        return self._source
 
     @property
     def metadata_url(self) -> str:
-        url = self.get("metadata.url") or ""
-        return url or f"sqlite:///{self.home / 'metadata.db'}"
-
-    @property
-    def deep_storage(self) -> dict[str, Any]:
-        ds = dict(self.get("deep_storage") or {})
-        if ds.get("type", "local") == "local" and not ds.get("path"):
-            ds["path"] = str(self.home / "deep-storage")
-        return ds
+        return self.metadata.url or f"sqlite:///{self.home / 'metadata.db'}"
 
     @property
     def logs_dir(self) -> Path:
@@ -221,71 +284,88 @@ class Settings:
 
     @property
     def jvm_dir(self) -> Path:
-        d = self.get("jvm.dir")
-        if d:
-            return Path(os.path.expanduser(d)).resolve()
-        return Path(__file__).resolve().parent.parent / ".jvm"
+        return _expand(self.jvm.dir) if self.jvm.dir else REPO_ROOT / ".jvm"
 
     @property
     def datasources_dir(self) -> Path:
-        d = self.get("datasources.dir")
-        return Path(os.path.expanduser(d)).resolve() if d else self.home / "datasources"
+        return _expand(self.datasources.dir) if self.datasources.dir else self.home / "datasources"
 
-    def with_overrides(self, overrides: dict[str, Any]) -> Settings:
-        return Settings(_merge(copy.deepcopy(self.raw), overrides), self.source)
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able values, the shape of ``radstack.yaml`` (what a child process is handed)."""
+        return self.model_dump(mode="json")
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Settings:
+        """A copy with ``overrides`` (a nested mapping like the YAML file) merged in and validated."""
+        out = _validate(_merge(self.to_dict(), overrides), where="overrides")
+        out._source = self._source
+        return out
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+# -- reading -------------------------------------------------------------------------------------
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict):
+        if isinstance(v, Mapping) and isinstance(base.get(k), dict):
             _merge(base[k], v)
         else:
             base[k] = v
     return base
 
 
-def _coerce(text: str, like: Any) -> Any:
-    """Read an environment string as the type of the default it replaces."""
-    if isinstance(like, bool):
-        low = text.strip().lower()
-        if low in ("1", "true", "yes", "on"):
-            return True
-        if low in ("0", "false", "no", "off", ""):
-            return False
-        raise ConfigError(f"expected a boolean, got {text!r}")
-    if isinstance(like, int):
-        return int(text)
-    if isinstance(like, float):
-        return float(text)
-    if isinstance(like, list | dict):
-        return yaml.safe_load(text)
-    return text
+def _validate(raw: Mapping[str, Any], where: str) -> Settings:
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors():
+            key = ".".join(str(p) for p in err["loc"])
+            what = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+            problems.append(f"{key}: {what}")
+        raise ConfigError(f"{where}: " + "; ".join(problems)) from None
 
 
-def env_overrides(env: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
+def _field_annotation(path: list[str]) -> Any:
+    """The declared type of the key at ``path``, or None when no such key exists."""
+    model: Any = Settings
+    for i, part in enumerate(path):
+        field = model.model_fields.get(part) if isinstance(model, type) and issubclass(model, BaseModel) else None
+        if field is None:
+            return None
+        ann = field.annotation
+        if i == len(path) - 1:
+            return ann
+        model = ann
+    return None
+
+
+def env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
+    """The nested overrides the ``RADSTACK_*`` variables of ``env`` set, each checked against its type."""
     out: dict[str, Any] = {}
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX) or name == "RADSTACK_CONFIG":
             continue
-        path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
-        like: Any = DEFAULTS
-        for p in path:
-            like = like.get(p) if isinstance(like, dict) else None
-        if like is None and path != ["home"]:
+        path = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
+        ann = _field_annotation(path)
+        if ann is None or (isinstance(ann, type) and issubclass(ann, BaseModel)):
             continue  # unknown keys are ignored (other tools share the prefix); docs list the known ones
+        origin = getattr(ann, "__origin__", None)
         try:
-            val = _coerce(value, like) if like is not None else value
-        except ValueError as e:
-            raise ConfigError(f"{name}: {e}") from e
+            parsed: Any = yaml.safe_load(value) if origin in (list, dict) else value
+            if isinstance(parsed, str) and ann is bool and not parsed.strip():
+                parsed = False
+            TypeAdapter(ann).validate_python(parsed)
+        except (ValidationError, yaml.YAMLError) as e:
+            why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
+            raise ConfigError(f"{name}: cannot read {value!r} as {getattr(ann, '__name__', ann)}: {why}") from None
         node = out
         for p in path[:-1]:
             node = node.setdefault(p, {})
-        node[path[-1]] = val
+        node[path[-1]] = parsed
     return out
 
 
-def find_config_file(explicit: str | os.PathLike[str] | None, env: dict[str, str] | os._Environ[str]) -> Path | None:
-    candidates: list[Path] = []
+def find_config_file(explicit: str | os.PathLike[str] | None, env: Mapping[str, str]) -> Path | None:
     if explicit:
         p = Path(explicit)
         if not p.exists():
@@ -296,40 +376,70 @@ def find_config_file(explicit: str | os.PathLike[str] | None, env: dict[str, str
         if not p.exists():
             raise ConfigError(f"RADSTACK_CONFIG={p} does not exist")
         return p
-    candidates.append(Path.cwd() / "radstack.yaml")
-    home = env.get("RADSTACK_HOME") or DEFAULTS["home"]
-    candidates.append(Path(os.path.expanduser(home)) / "radstack.yaml")
+    home = env.get("RADSTACK_HOME") or str(Settings.model_fields["home"].default)
+    candidates = [Path.cwd() / "radstack.yaml", Path(os.path.expanduser(home)) / "radstack.yaml"]
     return next((c for c in candidates if c.exists()), None)
 
 
 def load_settings(
     config_file: str | os.PathLike[str] | None = None,
-    env: dict[str, str] | os._Environ[str] | None = None,
-    overrides: dict[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
+    """Defaults → the YAML file → ``RADSTACK_*`` variables → ``overrides``, validated once."""
     env = os.environ if env is None else env
-    raw = copy.deepcopy(DEFAULTS)
+    raw: dict[str, Any] = {}
     path = find_config_file(config_file, env)
     if path is not None:
         loaded = yaml.safe_load(path.read_text()) or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the top level must be a mapping")
-        unknown = sorted(set(loaded) - set(DEFAULTS))
-        if unknown:
-            raise ConfigError(f"{path}: unknown key(s) {', '.join(unknown)}")
+        _validate(loaded, where=str(path))  # errors name the file, not the merged result
         _merge(raw, loaded)
     _merge(raw, env_overrides(env))
     if overrides:
         _merge(raw, overrides)
-    return Settings(raw, path)
+    settings = _validate(raw, where=str(path) if path else "settings")
+    settings._source = path
+    return settings
 
 
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """``{"a": {"b": 1}}`` → ``{"a.b": 1}`` (lists and empty dicts are leaves)."""
+# -- describing ----------------------------------------------------------------------------------
+
+
+def _defaults(model: type[BaseModel]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            out[name] = _defaults(ann)
+        else:
+            default = field.get_default(call_default_factory=True)
+            out[name] = str(default) if isinstance(default, Path) else default
+    return out
+
+
+DEFAULTS: dict[str, Any] = _defaults(Settings)
+"""Every key's default, nested like the YAML file (generated from the model)."""
+
+
+def config_keys(model: type[BaseModel] = Settings, prefix: str = "") -> Iterator[tuple[str, Any, str]]:
+    """``(dotted key, default, description)`` for every leaf key of the model, in declaration order."""
+    for name, field in model.model_fields.items():
+        ann = field.annotation
+        if isinstance(ann, type) and issubclass(ann, BaseModel):
+            yield from config_keys(ann, f"{prefix}{name}.")
+        else:
+            default = field.get_default(call_default_factory=True)
+            yield f"{prefix}{name}", str(default) if isinstance(default, Path) else default, field.description or ""
+
+
+def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` → ``{"a.b": 1}`` (lists and empty mappings are leaves)."""
     out: dict[str, Any] = {}
     for k, v in d.items():
         key = f"{prefix}{k}"
-        if isinstance(v, dict) and v:
+        if isinstance(v, Mapping) and v:
             out.update(flatten(v, key + "."))
         else:
             out[key] = v

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from radstack import joda
 from radstack.granularity import Granularity
-from radstack.intervals import Period, TimeParseError, parse_instant
+from radstack.intervals import Period, TimeParseError, ms_to_datetime, parse_instant
 
 __all__ = [
     "ExpressionError",
@@ -401,7 +401,6 @@ def _fields(p: Period) -> list[tuple[str, int]]:
 
 def _spark_day_floor_from_origin(ms: str, p: Period, period: str, origin: int, tz: str) -> str:
     """Spark: whole days/weeks counted from an origin at local midnight (Druid's default origin)."""
-    from radstack.intervals import ms_to_datetime
 
     origin_local = ms_to_datetime(origin).astimezone(joda.zone(tz))
     if p.is_calendar or p.fixed_millis % 86_400_000 or origin_local.time() != origin_local.time().min:

@@ -27,8 +27,11 @@ from typing import Any
 from radstack.expressions import (
     ExpressionError,
     _check_dialect,
+    _Compiler,
     normalize_type,
+    parse_expression,
     quote_identifier,
+    required_columns,
     string_literal,
     time_floor_sql,
     time_format_sql,
@@ -460,7 +463,6 @@ class _FilterCompiler:
         if not isinstance(text, str):
             raise FilterError("expression filter needs a string 'expression'", f"{field}.expression")
         try:
-            from radstack.expressions import _Compiler, parse_expression
 
             comp = _Compiler(self.d, self.column_types)
             return comp.boolean(comp.compile(parse_expression(text)))
@@ -514,7 +516,6 @@ def extraction_to_sql(
 
 def filter_columns(f: Mapping[str, Any] | None) -> set[str]:
     """The column names a filter reads (for pruning the columns a scan must load)."""
-    from radstack.expressions import required_columns
 
     out: set[str] = set()
 

@@ -19,6 +19,7 @@ from radstack.intervals import (
     Period,
     TimeParseError,
     datetime_to_ms,
+    format_instant,
     ms_to_datetime,
     parse_instant,
 )
@@ -126,7 +127,6 @@ class Granularity:
             assert self.period is not None
             out = {"type": "period", "period": self.period.iso(), "timeZone": self.time_zone}
         if self.origin is not None:
-            from radstack.intervals import format_instant
 
             out["origin"] = format_instant(self.origin)
         return out

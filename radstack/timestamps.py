@@ -21,6 +21,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.joda import joda_to_strftime, parse_to_millis
+
 __all__ = ["parse_timestamp_column", "query_arrow", "NUMERIC_UNITS"]
 
 #: formats that give numbers their own unit (every other format reads numbers as millis)
@@ -80,7 +82,6 @@ def _string_sql(fmt: str) -> str:
         return _numeric_millis_sql(n, fmt)
     if fmt == "ruby":
         return _numeric_millis_sql("TRY_CAST(s AS DOUBLE)", "ruby")
-    from radstack.joda import joda_to_strftime
 
     pattern = joda_to_strftime(fmt).replace("'", "''")
     return f"epoch_ms(try_strptime(s, '{pattern}'))"
@@ -132,7 +133,6 @@ def _parse(arr: pa.Array, fmt: str) -> pa.Array:
 
 
 def _joda_python(arr: pa.Array, pattern: str) -> pa.Array:
-    from radstack.joda import parse_to_millis
 
     enc = pc.dictionary_encode(arr)
     values = [None if v is None else parse_to_millis(v.strip(), pattern) for v in enc.dictionary.to_pylist()]

@@ -33,7 +33,6 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from radstack.intervals import TimeParseError, parse_instant
-from radstack.operations.kafka_broker import bootstrap_servers
 from realtime.producer import BatchProducer, KafkaUnavailable
 
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -165,11 +164,11 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
 def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
     """The receiver app. ``producer`` defaults to one built from ``kafka.bootstrap_servers``; it is
     closed on shutdown only when the app created it."""
-    limit = int(settings.get("receiver.max_body_bytes", 16 * 1024 * 1024))
-    ts_field = str(settings.get("receiver.timestamp_field", "timestamp"))
-    auth_on = bool(settings.get("receiver.auth.enabled", False))
-    users = list(settings.get("receiver.auth.users") or [])
-    delivery_timeout_ms = int(settings.get("receiver.delivery_timeout_ms", 10_000))
+    limit = int(settings.receiver.max_body_bytes)
+    ts_field = str(settings.receiver.timestamp_field)
+    auth_on = bool(settings.receiver.auth.enabled)
+    users = list(settings.receiver.auth.users or [])
+    delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
     state: dict[str, Any] = {"producer": producer, "topics": {}}
 
     @asynccontextmanager
@@ -177,7 +176,7 @@ def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
         owned = state["producer"] is None
         if owned:
             state["producer"] = BatchProducer(
-                bootstrap_servers(settings), delivery_timeout_ms=delivery_timeout_ms
+                settings.kafka.clients_bootstrap, delivery_timeout_ms=delivery_timeout_ms
             )
         try:
             yield
@@ -208,7 +207,7 @@ def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
         if p.topic_exists(topic):
             cache[topic] = now + TOPIC_CACHE_SECONDS
             return True
-        return bool(settings.get("kafka.auto_create_topics", False))
+        return bool(settings.kafka.auto_create_topics)
 
     @app.get("/health")
     @app.get("/status/health")
@@ -266,8 +265,8 @@ def serve(settings: Any, host: str | None = None, port: int | None = None) -> No
 
     uvicorn.run(
         create_app(settings),
-        host=host or str(settings.get("receiver.host", "127.0.0.1")),
-        port=int(port or settings.get("receiver.port", 8200)),
+        host=host or str(settings.receiver.host),
+        port=int(port or settings.receiver.port),
         log_level="warning",
         access_log=False,
     )

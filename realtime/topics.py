@@ -28,7 +28,7 @@ def admin_client(bootstrap_servers: str, **conf: Any) -> AdminClient:
 
 def topic_specs(settings: Any) -> dict[str, int]:
     """``kafka.topics`` from the settings: topic name → partition count."""
-    raw = settings.get("kafka.topics") or {}
+    raw = settings.kafka.topics or {}
     return {str(k): int(v) for k, v in raw.items()}
 
 

@@ -27,9 +27,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import radstack
 from radstack.config import Settings
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.metadata import MetadataStore
 from serving.auth import BasicAuthMiddleware, load_users, send_error
+from serving.broker.api_native import router as native_router
+from serving.broker.api_sql import router as sql_router
+from serving.broker.service import BrokerService
+from serving.console import router as console_router
 from serving.context import ServerContext
+from serving.coordinator import run_duties
+from serving.coordinator_api import router as coordinator_router
 from serving.errors import DruidError
+from serving.jobs import BatchJobs
+from serving.metrics_api import install as install_metrics
+from serving.overlord.api import router as overlord_router
+from serving.overlord.tasks import TaskRunner
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +74,7 @@ class CoordinatorLoop:
 
     def __init__(self, ctx: ServerContext) -> None:
         self.ctx = ctx
-        self.period = max(0.05, float(ctx.settings.get("coordinator.period_seconds", 10) or 10))
+        self.period = max(0.05, float(ctx.settings.coordinator.period_seconds or 10))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.runs = 0
@@ -79,7 +91,6 @@ class CoordinatorLoop:
             self._thread = None
 
     def run_once(self) -> Any:
-        from serving.coordinator import run_duties
 
         busy = self.ctx.task_runner is not None and self.ctx.task_runner.is_busy()
         report = run_duties(self.ctx.metadata, None if busy else self.ctx.deep_storage, self.ctx.settings,
@@ -210,10 +221,6 @@ def _memory() -> dict[str, int]:
 
 
 def _open_context(settings: Settings, jobs: BatchJobs) -> ServerContext:
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.metadata import MetadataStore
-    from serving.broker.service import BrokerService
-    from serving.overlord.tasks import TaskRunner
 
     metadata = MetadataStore.from_url(settings.metadata_url)
     metadata.create_tables()
@@ -229,11 +236,6 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     ``jobs``: the batch layer's entry points (:func:`radstack.operations.server.create_server_app`
     passes radstack's); without them compaction runs in process and index tasks natively."""
     jobs = jobs or BatchJobs()
-    from serving.broker.api_native import router as native_router
-    from serving.broker.api_sql import router as sql_router
-    from serving.console import router as console_router
-    from serving.coordinator_api import router as coordinator_router
-    from serving.overlord.api import router as overlord_router
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -300,14 +302,13 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     app.include_router(console_router)
     for extra in jobs.routers:
         app.include_router(extra)
-    from serving.metrics_api import install as install_metrics
 
     install_metrics(app)  # GET /metrics + query metrics (coordinator engineer)
 
     # Outermost first: errors → body limit → auth → the app.
-    if settings.get("server.auth.enabled"):
+    if settings.server.auth.enabled:
         app.add_middleware(BasicAuthMiddleware, users=load_users(settings))
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.get("server.max_body_bytes") or 0) or 2**62)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.server.max_body_bytes or 0) or 2**62)
     app.add_middleware(CatchAllMiddleware)
     return app
 

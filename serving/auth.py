@@ -40,7 +40,7 @@ class User:
 
 def load_users(settings: Settings) -> dict[str, User]:
     users: dict[str, User] = {}
-    for i, u in enumerate(settings.get("server.auth.users") or []):
+    for i, u in enumerate(settings.server.auth.users or []):
         if not isinstance(u, Mapping) or not u.get("name"):
             raise ValueError(f"server.auth.users[{i}]: expected {{name, password, role}}")
         role = str(u.get("role", "read"))

@@ -20,11 +20,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from radstack import metrics
 from radstack.clock import now_millis
+from radstack.storage.compaction import SparkCompactor, compaction_duty
 from radstack.storage.deep_storage import DeepStorageError
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segments import segment_path
 from radstack.storage.timeline import TimelineConflictError, VersionedIntervalTimeline
+from serving.kill import kill_duty
+from serving.retention import apply_retention
+from serving.self_metrics import self_metrics_duty
 
 log = logging.getLogger(__name__)
 
@@ -163,14 +168,14 @@ def run_duties(
     ``coordinator.orphan_files_min_age_seconds`` (default 1 hour)."""
     report = DutyReport()
     now = now_millis() if now_ms is None else now_ms
-    delay_ms = int(float(settings.get("coordinator.overshadowed_unused_delay_seconds", 0) or 0) * 1000)
+    delay_ms = int(float(settings.coordinator.overshadowed_unused_delay_seconds or 0) * 1000)
     try:
         report.overshadowed_unused = mark_overshadowed_unused(metadata, now_ms=now, delay_ms=delay_ms)
     except Exception as e:  # noqa: BLE001 - a duty must not stop the loop
         log.exception("coordinator duty mark_overshadowed_unused failed")
         report.errors.append(f"mark_overshadowed_unused: {e}")
     if deep_storage is not None:
-        min_age = int(float(settings.get("coordinator.orphan_files_min_age_seconds", 3600) or 0) * 1000)
+        min_age = int(float(settings.coordinator.orphan_files_min_age_seconds or 0) * 1000)
         try:
             report.orphan_folders_deleted = collect_orphan_segment_files(
                 metadata, deep_storage, older_than_ms=min_age, now_ms=now
@@ -187,14 +192,9 @@ def _run_lifecycle_duties(
     spark_compactor: SparkCompactor | None,
 ) -> None:
     """Retention rules, then (with a deep storage) compaction, kill and self-metrics ingestion."""
-    from radstack import metrics
-    from radstack.storage.compaction import compaction_duty
-    from serving.kill import kill_duty
-    from serving.retention import apply_retention
-    from serving.self_metrics import self_metrics_duty
 
     duties: list[tuple[str, Any]] = []
-    if bool(settings.get("coordinator.retention.on", True)):
+    if bool(settings.coordinator.retention.on):
         duties.append(("retention", lambda: setattr(
             report, "retention_dropped", apply_retention(metadata, now_ms=now).dropped_ids)))
     if deep_storage is not None:

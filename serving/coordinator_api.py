@@ -16,9 +16,12 @@ from fastapi import APIRouter, Request, Response
 
 from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
+from radstack.storage.compaction import CompactionError, compaction_config_document, save_compaction_config
+from radstack.storage.compaction import delete_compaction_config as delete
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
 from serving.errors import invalid_input, not_found
+from serving.kill import kill_unused_segments
 
 router = APIRouter(prefix="/druid/coordinator/v1")
 
@@ -65,7 +68,7 @@ def _no_content() -> Response:
 
 
 def _host(ctx: Any) -> str:
-    return f"{ctx.settings.get('server.host')}:{ctx.settings.get('server.port')}"
+    return f"{ctx.settings.server.host}:{ctx.settings.server.port}"
 
 
 def _simple(segments: list[DataSegment]) -> dict[str, Any]:
@@ -258,7 +261,6 @@ def mark_all_used(data_source: str, request: Request) -> dict[str, int]:
 def _kill(ctx: Any, data_source: str, interval: Interval) -> int:
     """Delete unused segments inside ``interval`` from the metadata store and deep storage
     (:func:`serving.kill.kill_unused_segments`: never a used segment or files a used one needs)."""
-    from serving.kill import kill_unused_segments
 
     return len(kill_unused_segments(ctx.metadata, ctx.deep_storage, data_source, interval).segments)
 
@@ -398,14 +400,12 @@ async def set_rules(data_source: str, request: Request) -> Response:
 
 @router.get("/config/compaction")
 def compaction_configs(request: Request) -> dict[str, Any]:
-    from radstack.storage.compaction import compaction_config_document
 
     return compaction_config_document(_ctx(request).metadata)
 
 
 @router.post("/config/compaction")
 async def set_compaction_config(request: Request) -> Response:
-    from radstack.storage.compaction import CompactionError, save_compaction_config
 
     body = await request.body()
     try:
@@ -423,7 +423,6 @@ async def set_compaction_config(request: Request) -> Response:
 
 @router.get("/config/compaction/{data_source}")
 def compaction_config(data_source: str, request: Request) -> Any:
-    from radstack.storage.compaction import compaction_config_document
 
     for c in compaction_config_document(_ctx(request).metadata)["compactionConfigs"]:
         if c.get("dataSource") == data_source:
@@ -433,7 +432,6 @@ def compaction_config(data_source: str, request: Request) -> Any:
 
 @router.delete("/config/compaction/{data_source}")
 def delete_compaction_config(data_source: str, request: Request) -> Response:
-    from radstack.storage.compaction import delete_compaction_config as delete
 
     if not delete(_ctx(request).metadata, data_source):
         raise not_found(f"datasource [{data_source}] has no compaction config")

@@ -35,6 +35,8 @@ from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms,
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segment_format import SEGMENTS_PREFIX
 from radstack.storage.segments import DataSegment, segment_path
+from serving.overlord.task_spec import TaskSpecError, new_task_id
+from serving.overlord.tasks import TaskCancelled
 
 log = logging.getLogger(__name__)
 
@@ -237,20 +239,20 @@ def kill_duty(
 ) -> list[KillReport]:
     """One pass of the automatic kill (no-op unless ``coordinator.kill.on``; at most once per
     ``coordinator.kill.period_seconds`` unless ``force``)."""
-    if not bool(settings.get("coordinator.kill.on", False)):
+    if not bool(settings.coordinator.kill.on):
         return []
     now = now_millis() if now_ms is None else now_ms
-    period_ms = int(float(settings.get("coordinator.kill.period_seconds", 3600) or 0) * 1000)
+    period_ms = int(float(settings.coordinator.kill.period_seconds or 0) * 1000)
     last = metadata.get_state(KILL_STATE_KEY)
     if not force and last is not None and now - int(last) < period_ms:
         return []
-    retain_end = _period_ms_before(now, str(settings.get("coordinator.kill.duration_to_retain", "P90D")),
+    retain_end = _period_ms_before(now, str(settings.coordinator.kill.duration_to_retain),
                                    "coordinator.kill.duration_to_retain")
-    buffer_end = _period_ms_before(now, str(settings.get("coordinator.kill.buffer_period", "P30D")),
+    buffer_end = _period_ms_before(now, str(settings.coordinator.kill.buffer_period),
                                    "coordinator.kill.buffer_period")
-    max_segments = int(settings.get("coordinator.kill.max_segments", 100) or 100)
-    dry_run = bool(settings.get("coordinator.kill.dry_run", False))
-    only = set(_as_list(settings.get("coordinator.kill.datasources")))
+    max_segments = int(settings.coordinator.kill.max_segments or 100)
+    dry_run = bool(settings.coordinator.kill.dry_run)
+    only = set(_as_list(settings.coordinator.kill.datasources))
     reports: list[KillReport] = []
     unused = metadata.segment_rows(None, used=False)
     by_ds: dict[str, list[SegmentRow]] = {}
@@ -323,7 +325,6 @@ class KillTaskSpec:
 
     def run(self, runner: Any, state: Any) -> int:
         if state.cancel.is_set():
-            from serving.overlord.tasks import TaskCancelled
 
             raise TaskCancelled()
         report = kill_unused_segments(
@@ -341,7 +342,6 @@ def parse_kill_task(body: Any, now_ms: int) -> KillTaskSpec:
     """``{"type": "kill", "id"?, "dataSource", "interval", "versions"?, "limit"?,
     "maxUsedStatusLastUpdatedTime"?, "dryRun"?}``. ``markAsUnused: true`` (removed from Druid) is refused:
     a kill never changes what is used."""
-    from serving.overlord.task_spec import TaskSpecError, new_task_id
 
     if not isinstance(body, dict):
         raise TaskSpecError("", "the task must be a JSON object")

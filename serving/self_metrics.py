@@ -23,6 +23,8 @@ from radstack import metrics
 from radstack.clock import now_millis
 from radstack.intervals import format_instant
 from radstack.spec import DataSchema, parse_data_schema
+from radstack.storage.indexer import index_partition
+from radstack.storage.publish import publish
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +73,6 @@ def metrics_rows(now_ms: int, registry: Any = None, host: str | None = None) -> 
 def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None = None,
                         data_source: str = DATASOURCE, registry: Any = None) -> int:
     """Append one snapshot of the metrics to ``data_source``; returns the rows indexed."""
-    from radstack.storage.indexer import index_partition
-    from radstack.storage.publish import publish
 
     now = now_millis() if now_ms is None else now_ms
     schema = self_metrics_schema(data_source)
@@ -90,13 +90,13 @@ def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None 
 
 
 def self_metrics_duty(metadata: Any, deep_storage: Any, settings: Any, *, now_ms: int | None = None) -> int:
-    if not bool(settings.get("coordinator.self_metrics.on", False)):
+    if not bool(settings.coordinator.self_metrics.on):
         return 0
     now = now_millis() if now_ms is None else now_ms
-    period_ms = int(float(settings.get("coordinator.self_metrics.period_seconds", 60) or 0) * 1000)
+    period_ms = int(float(settings.coordinator.self_metrics.period_seconds or 0) * 1000)
     last = metadata.get_state(STATE_KEY)
     if last is not None and now - int(last) < period_ms:
         return 0
     metadata.put_state(STATE_KEY, now)
-    ds = str(settings.get("coordinator.self_metrics.datasource", DATASOURCE) or DATASOURCE)
+    ds = str(settings.coordinator.self_metrics.datasource or DATASOURCE)
     return ingest_self_metrics(metadata, deep_storage, now_ms=now, data_source=ds)

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
 
     settings = load_settings(a.config)
-    master = str(settings.get("spark.master") or "")
+    master = str(settings.spark.master or "")
     if not is_cluster_master(master):
         print(f"spark.master is {master!r}: a local master runs the rebuild in-process; "
               "use `radctl backfill --via local` instead", file=sys.stderr)

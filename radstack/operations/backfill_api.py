@@ -26,7 +26,7 @@ from batch.backfill import BackfillError, check_plan_closed, plan_backfill
 from batch.planning import BackfillPlanError, NotClosedError
 from radstack.clock import now_millis
 from radstack.intervals import format_instant
-from radstack.operations.stack import radctl_argv
+from radstack.operations.processes import radctl_argv
 from serving.errors import DruidError, invalid_input
 
 router = APIRouter()

@@ -1,9 +1,23 @@
-"""``radctl``: the one command-line entry point. Each command group lives in the module named after
-what it does and registers itself on :data:`app` here."""
+"""``radctl``: the one command-line entry point. It only registers commands; each lives in the module
+of :mod:`radstack.operations.commands` named after what it does, which parses its arguments and calls
+the layer that does the work."""
 
 from __future__ import annotations
 
 import typer
+
+from radstack.operations.commands import (
+    archiver,
+    backfill,
+    compact,
+    config,
+    druid,
+    generate,
+    quickstart,
+    serve,
+    stack,
+    stream,
+)
 
 app = typer.Typer(
     name="radctl",
@@ -12,21 +26,17 @@ app = typer.Typer(
     add_completion=False,
 )
 
-
-def _register() -> None:
-    # Imported for their side effect of adding commands to `app`.
-    import radstack.operations.commands.generate  # noqa: F401
-    import radstack.operations.commands.stack  # noqa: F401
-    from radstack.operations.commands import (  # noqa: F401
-        archiver,
-        backfill,
-        compact,
-        config,
-        druid,
-        quickstart,
-        serve,
-        stream,
-    )
-
-
-_register()
+app.command("archiver")(archiver.run_archiver)
+app.command("backfill")(backfill.backfill)
+app.command("compact")(compact.compact)
+app.command("config")(config.show_config)
+app.add_typer(druid.druid_app, name="druid")
+app.add_typer(generate.generate_app, name="generate")
+app.command("quickstart")(quickstart.quickstart)
+app.command()(serve.serve)
+app.command()(stack.up)
+app.command()(stack.down)
+app.command()(stack.status)
+app.command()(stack.receiver)
+app.add_typer(stack.kafka_app, name="kafka")
+app.command("stream")(stream.stream)

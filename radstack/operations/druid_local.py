@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from radstack import jvm
+from radstack.operations.processes import free_port
 
 __all__ = ["DruidError", "ServiceSpec", "LocalDruid", "ensure_druid_jars", "JAVA17_FLAGS", "SERVICES"]
 
@@ -146,11 +147,6 @@ def ensure_druid_jars(jvm_dir: Path | None = None) -> Path:
         raise DruidError(f"Maven ran but {d} has no druid-services jar")
     return d
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _properties(props: dict[str, str]) -> str:

@@ -19,7 +19,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,16 +30,12 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from radstack import jvm
+from radstack.operations.processes import free_port
 
 
 class HdfsClusterError(RuntimeError):
     """The cluster did not come up (see the log files named in the message)."""
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _site_xml(props: dict[str, str]) -> str:

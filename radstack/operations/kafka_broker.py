@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import socket
 import subprocess
 import time
 import uuid
@@ -26,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from radstack import jvm
-from radstack.operations.stack import port_in_use, stop_process_group, tail
+from radstack.operations.processes import port_in_use, port_open, stop_process_group, tail
+from realtime.topics import admin_client
 
 STORAGE_TOOL = "kafka.tools.StorageTool"  # what kafka-storage.sh runs in Kafka 4.1
 SERVER_MAIN = "kafka.Kafka"
@@ -45,31 +45,8 @@ def new_cluster_id() -> str:
             return cid
 
 
-def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def bootstrap_servers(settings: Any) -> str:
-    """Where clients connect: the embedded broker's port when ``kafka.embedded``, else
-    ``kafka.bootstrap_servers`` (a real cluster)."""
-    if settings.get("kafka.embedded", True):
-        return f"127.0.0.1:{int(settings.get('kafka.port', 9092))}"
-    return str(settings.get("kafka.bootstrap_servers"))
-
-
 def metadata_ok(bootstrap_servers: str, timeout: float = 2.0) -> bool:
     """True when a metadata request through confluent-kafka's AdminClient succeeds and lists a broker."""
-    from realtime.topics import admin_client
 
     admin = admin_client(bootstrap_servers)
     try:
@@ -119,10 +96,10 @@ class KafkaBroker:
     def from_settings(cls, settings: Any) -> KafkaBroker:
         return cls(
             home=settings.home,
-            port=int(settings.get("kafka.port", 9092)),
-            controller_port=int(settings.get("kafka.controller_port", 9093)),
-            heap=str(settings.get("kafka.heap", "512m")),
-            auto_create_topics=bool(settings.get("kafka.auto_create_topics", False)),
+            port=int(settings.kafka.port),
+            controller_port=int(settings.kafka.controller_port),
+            heap=str(settings.kafka.heap),
+            auto_create_topics=bool(settings.kafka.auto_create_topics),
             jvm_dir=settings.jvm_dir,
         )
 

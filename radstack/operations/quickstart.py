@@ -30,9 +30,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from batch.backfill import check_plan_closed, plan_backfill, run_local
+from batch.planning import NotClosedError
 from radstack.clock import now_millis
 from radstack.config import Settings, load_settings
-from radstack.intervals import Interval, Period, format_instant
+from radstack.intervals import Interval, Period, format_instant, parse_instant
+from radstack.operations import stack
+from radstack.operations.stack import probe_host
+from realtime.generators import ads
+from realtime.generators.common import GeneratorOptions, KafkaSink
+from realtime.generators.common import run as run_generator
+from realtime.streaming.progress import streaming_health
 
 EXAMPLE_SPEC = Path(__file__).resolve().parent.parent / "examples" / "quickstart" / "ads.yaml"
 DATASOURCE = "ads"
@@ -116,9 +124,8 @@ def prepare_home(settings: Settings, say: Any) -> Settings:
 
 
 def _server_url(settings: Settings) -> str:
-    from radstack.operations.stack import probe_host
 
-    return f"http://{probe_host(settings.get('server.host'))}:{settings.get('server.port')}"
+    return f"http://{probe_host(settings.server.host)}:{settings.server.port}"
 
 
 def sql(settings: Settings, query: str, *, timeout: float = 30.0) -> list[dict[str, Any]]:
@@ -144,7 +151,6 @@ def _sql_ts(ms: int) -> str:
 
 def truth(truth_file: Path, interval: Interval) -> Answer:
     """The exact answer from the generator's log of unique events."""
-    from radstack.intervals import parse_instant
 
     events, revenue = 0, 0.0
     with truth_file.open("rb") as f:
@@ -183,7 +189,6 @@ def stderr_to(path: Path) -> Iterator[None]:
 
 # ---- the run ---------------------------------------------------------------------------------------
 def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartResult:
-    from radstack import stack
 
     console = console or Console()
     t_start = time.monotonic()
@@ -239,7 +244,6 @@ def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartRe
 
 
 def _stream_ready(settings: Settings) -> bool:
-    from realtime.streaming.progress import streaming_health
 
     return streaming_health(settings, max_age_seconds=30)
 
@@ -270,10 +274,6 @@ class _Generator(threading.Thread):
 
     def run(self) -> None:
         try:
-            from radstack.operations.kafka_broker import bootstrap_servers
-            from realtime.generators import ads
-            from realtime.generators.common import GeneratorOptions, KafkaSink
-            from realtime.generators.common import run as run_generator
 
             o = self.opts
             opts = GeneratorOptions(
@@ -281,12 +281,11 @@ class _Generator(threading.Thread):
                 late_max_ms=Period.parse(o.late_max).fixed_millis,
             )  # fmt: skip
             start_ms = opts.resolved_start()
-            sink = KafkaSink(bootstrap_servers(self.settings), {"impressions": "impressions", "clicks": "clicks"})
+            sink = KafkaSink(self.settings.kafka.clients_bootstrap, {"impressions": "impressions", "clicks": "clicks"})
             s = run_generator(
                 "ads", ads.generate(opts, start_ms), opts, start_ms, sink, self.out_dir, rate=o.rate,
                 primary="impressions", progress=self._progress,
             )  # fmt: skip
-            from radstack.intervals import parse_instant
 
             imp = s.streams["impressions"]
             with self.truth_file.open("rb") as f:
@@ -347,8 +346,6 @@ def _watch_realtime(settings: Settings, gen: _Generator, console: Console) -> In
 
 
 def _wait_closed(settings: Settings, interval: Interval, console: Console) -> None:
-    from batch.backfill import check_plan_closed, plan_backfill
-    from batch.planning import NotClosedError
 
     plan = plan_backfill(settings, interval.iso(), DATASOURCE)
     deadline = time.monotonic() + 300
@@ -369,7 +366,6 @@ def _wait_closed(settings: Settings, interval: Interval, console: Console) -> No
 
 
 def _backfill(settings: Settings, interval: Interval, console: Console) -> None:
-    from batch.backfill import plan_backfill, run_local
 
     plan = plan_backfill(settings, interval.iso(), DATASOURCE)
     log = settings.logs_dir / "quickstart-backfill.log"

@@ -11,132 +11,36 @@ session (process group), so ``down`` stops each whole group: TERM, wait, then KI
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from radstack.datasources import load_catalog
+from radstack.operations.kafka_broker import KafkaBroker, metadata_ok
+from radstack.operations.processes import (
+    http_ok,
+    pid_alive,
+    port_in_use,
+    port_open,
+    process_start_time,
+    radctl_argv,
+    stop_process_group,
+    tail,
+)
+from realtime.archiver.settings import archiver_config
+from realtime.streaming.progress import streaming_health
+from realtime.topics import consumer_lag, ensure_topics, list_topics, topic_specs
 
 
 class StackError(RuntimeError):
     """A process could not be started (port in use, crashed during start, not healthy in time)."""
 
 
-# -- process helpers ------------------------------------------------------------------------------
-def stop_process_group(pid: int, timeout: float = 30.0) -> bool:
-    """TERM the process group led by ``pid``, wait, then KILL it. True if it stopped before KILL."""
-    try:
-        pgid = os.getpgid(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        _reap(pid)
-        if not _group_alive(pgid):
-            return True
-        time.sleep(0.1)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGKILL)
-    for _ in range(50):
-        _reap(pid)
-        if not _group_alive(pgid):
-            break
-        time.sleep(0.1)
-    return False
-
-
-def _proc_stat(pid: int) -> list[str] | None:
-    """Fields of /proc/<pid>/stat after the command name (index 0 = state), or None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    for d in Path("/proc").iterdir():  # only zombies left (un-reaped children) → gone
-        if d.name.isdigit():
-            f = _proc_stat(int(d.name))
-            if f is not None and int(f[2]) == pgid and f[0] != "Z":
-                return True
-    return False
-
-
-def _reap(pid: int) -> None:
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-
-
-def process_start_time(pid: int) -> int | None:
-    f = _proc_stat(pid)
-    return int(f[19]) if f is not None else None
-
-
-def pid_alive(pid: int, start_time: int | None = None) -> bool:
-    """``pid`` runs (not a zombie) and, when given, is the same process (same start time)."""
-    f = _proc_stat(pid)
-    if f is None or f[0] in ("Z", "X"):
-        return False
-    return start_time is None or int(f[19]) == start_time
-
-
-def tail(path: Path, lines: int = 20) -> str:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 16384))
-            data = fh.read().decode(errors="replace")
-    except OSError:
-        return ""
-    return "\n".join(data.splitlines()[-lines:])
-
-
-def port_in_use(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return True
-    return False
-
-
-def http_ok(url: str, timeout: float = 1.0) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback health probe
-            return 200 <= r.status < 300
-    except Exception:
-        return False
-
-
-def radctl_argv(*args: str) -> list[str]:
-    """The command line running ``radctl args…`` with this interpreter."""
-    script = Path(sys.executable).parent / "radctl"
-    if script.exists():
-        return [str(script), *args]
-    return [sys.executable, "-c", "from radstack.operations.cli import app; app()", *args]
-
-
-# -- the process table ----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ProcessSpec:
     name: str
@@ -154,29 +58,24 @@ class ProcessSpec:
 
 
 def _kafka_broker(s: Any) -> Any:
-    from radstack.operations.kafka_broker import KafkaBroker
 
     return KafkaBroker.from_settings(s)
 
 
 def _kafka_health(s: Any) -> bool:
-    from radstack.operations.kafka_broker import bootstrap_servers, metadata_ok, port_open
 
-    host, _, port = bootstrap_servers(s).rpartition(":")
-    return port_open(host, int(port), 0.3) and metadata_ok(bootstrap_servers(s), 2.0)
+    host, _, port = s.kafka.clients_bootstrap.rpartition(":")
+    return port_open(host, int(port), 0.3) and metadata_ok(s.kafka.clients_bootstrap, 2.0)
 
 
 def _kafka_topics(s: Any) -> str | None:
-    from radstack.operations.kafka_broker import bootstrap_servers
-    from realtime.topics import ensure_topics, topic_specs
 
-    created = ensure_topics(bootstrap_servers(s), topic_specs(s), int(s.get("kafka.replication_factor", 1)))
+    created = ensure_topics(s.kafka.clients_bootstrap, topic_specs(s), int(s.kafka.replication_factor))
     return f"created topics: {', '.join(created)}" if created else None
 
 
 def _archiver_enabled(s: Any) -> bool:
     """The archiver runs when it has topics: ``archiver.topics`` or the datasource specs' topics."""
-    from realtime.archiver.settings import archiver_config
 
     return bool(archiver_config(s).topics)
 
@@ -184,33 +83,33 @@ def _archiver_enabled(s: Any) -> bool:
 PROCESSES: list[ProcessSpec] = [
     ProcessSpec(
         name="kafka",
-        enabled=lambda s: bool(s.get("kafka.embedded", True)),
+        enabled=lambda s: bool(s.kafka.embedded),
         prepare=lambda s: _kafka_broker(s).prepare(),
         argv=lambda s: _kafka_broker(s).command(),
-        port=lambda s: int(s.get("kafka.port")),
-        extra_ports=lambda s: [int(s.get("kafka.controller_port"))],
+        port=lambda s: int(s.kafka.port),
+        extra_ports=lambda s: [int(s.kafka.controller_port)],
         health=_kafka_health,
         after_ready=_kafka_topics,
         log_name="kafka.out",
-        ready_timeout=lambda s: float(s.get("kafka.start_timeout_seconds", 90)),
+        ready_timeout=lambda s: float(s.kafka.start_timeout_seconds),
     ),
     ProcessSpec(
         name="receiver",
         argv=lambda s: radctl_argv("receiver"),
-        host=lambda s: str(s.get("receiver.host", "127.0.0.1")),
-        port=lambda s: int(s.get("receiver.port")),
+        host=lambda s: str(s.receiver.host),
+        port=lambda s: int(s.receiver.port),
         health=lambda s: http_ok(
-            f"http://{probe_host(s.get('receiver.host'))}:{s.get('receiver.port')}/health"
+            f"http://{probe_host(s.receiver.host)}:{s.receiver.port}/health"
         ),
         stop_timeout=15.0,
     ),
     ProcessSpec(
         name="serve",
         argv=lambda s: radctl_argv("serve"),
-        host=lambda s: str(s.get("server.host", "127.0.0.1")),
-        port=lambda s: int(s.get("server.port")),
+        host=lambda s: str(s.server.host),
+        port=lambda s: int(s.server.port),
         health=lambda s: http_ok(
-            f"http://{probe_host(s.get('server.host'))}:{s.get('server.port')}/status/health"
+            f"http://{probe_host(s.server.host)}:{s.server.port}/status/health"
         ),
         stop_timeout=15.0,
     ),
@@ -218,10 +117,10 @@ PROCESSES: list[ProcessSpec] = [
         name="archiver",
         argv=lambda s: radctl_argv("archiver"),
         enabled=_archiver_enabled,
-        port=lambda s: int(s.get("archiver.metrics_port") or 0) or None,
+        port=lambda s: int(s.archiver.metrics_port or 0) or None,
         # without a metrics port the archiver has no probe: a live pid is all there is to check
-        health=lambda s: not s.get("archiver.metrics_port")
-        or http_ok(f"http://127.0.0.1:{s.get('archiver.metrics_port')}/metrics"),
+        health=lambda s: not s.archiver.metrics_port
+        or http_ok(f"http://127.0.0.1:{s.archiver.metrics_port}/metrics"),
         stop_timeout=60.0,  # a clean stop flushes and commits every buffer
     ),
     ProcessSpec(
@@ -238,7 +137,6 @@ PROCESSES: list[ProcessSpec] = [
 
 def _has_streaming_specs(s: Any) -> bool:
     try:
-        from radstack.datasources import load_catalog
 
         return any(spec.processing.topics for spec in load_catalog(s).values())
     except Exception:
@@ -246,7 +144,6 @@ def _has_streaming_specs(s: Any) -> bool:
 
 
 def _stream_health(s: Any) -> bool:
-    from realtime.streaming.progress import streaming_health
 
     return streaming_health(s)
 
@@ -511,10 +408,8 @@ def status(settings: Any, with_kafka: bool = True) -> StackStatus:
             procs.append(ProcessStatus(spec.name, "running", rec.pid, rec.port, spec.health(settings), log))
     st = StackStatus(procs)
     if with_kafka:
-        from radstack.operations.kafka_broker import bootstrap_servers
-        from realtime.topics import consumer_lag, list_topics
 
-        st.bootstrap_servers = bootstrap_servers(settings)
+        st.bootstrap_servers = settings.kafka.clients_bootstrap
         kafka = next((p for p in procs if p.name == "kafka"), None)
         if kafka is not None and not kafka.healthy:
             st.kafka_error = "the embedded broker is not running"

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from radstack.expressions import required_columns
 from radstack.pipeline.dedup import dedup_exact
+from radstack.pipeline.enrich import enrich
 from radstack.pipeline.input_schema import join_options
+from radstack.pipeline.join import join_batch
 from radstack.pipeline.parse import parse_events, q, valid_events
 from radstack.pipeline.transform import transform_and_filter
 from radstack.spec import TIME_COLUMN, DatasourceSpec
@@ -27,7 +30,6 @@ __all__ = ["output_columns", "finish_pipeline", "run_batch_pipeline"]
 
 def output_columns(spec: DatasourceSpec, available: list[str]) -> list[str]:
     """``__time``, the dimensions and the metrics' input columns present in ``available``."""
-    from radstack.expressions import required_columns
 
     ds = spec.data_schema
     want = [TIME_COLUMN, *ds.dimension_names]
@@ -56,7 +58,6 @@ def finish_pipeline(
     With ``mark`` (a boolean column of ``df``) no row is dropped: the rows the transforms or the
     filter reject get ``mark = false``, and ``mark`` is kept — the streaming sink's one-pass form,
     where dead letters ride along with the valid rows."""
-    from radstack.pipeline.enrich import enrich
 
     out = enrich(transform_and_filter(df, spec, mark=mark), spec, spark or df.sparkSession)
     extra = [c for c in (*keep, *([mark] if mark else [])) if c in out.columns]
@@ -78,7 +79,6 @@ def run_batch_pipeline(
     ``joined``: for each stream join of the spec (``processing.joins`` with ``type: stream``), the
     raw DataFrame of the joined topic by join name (e.g. ``{"clicks": raw_clicks}``); the full join
     (no window) runs when it is given."""
-    from radstack.pipeline.join import join_batch
 
     valid = valid_events(parse_events(raw_df, spec, value_col=value_col))
     valid = dedup_exact(valid, spec.processing.event_id)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from radstack.pipeline.parse import q
 from radstack.spec import DatasourceSpec
+from radstack.storage.deep_storage import open_deep_storage
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,7 +55,6 @@ def _read(entry: Mapping[str, Any]) -> bytes | None:
     cfg = entry.get("deep_storage") or _deep_storage_config
     if cfg is None:
         raise ValueError(f"enrichment {entry.get('output')!r}: no deep storage configured to read {key!r}")
-    from radstack.storage.deep_storage import open_deep_storage
 
     return open_deep_storage(dict(cfg)).get_bytes(str(key))
 

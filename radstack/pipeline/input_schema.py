@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from radstack.expressions import required_columns
+from radstack.filters import filter_columns
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 __all__ = [
@@ -50,8 +52,6 @@ def join_options(spec: DatasourceSpec) -> list[dict[str, Any]]:
 def input_fields(spec: DatasourceSpec) -> list[str]:
     """Raw fields the pipeline reads, in a stable order: timestamp, event id, dimensions, metric
     inputs, then what transforms, the filter, lookups and enrichment read."""
-    from radstack.expressions import required_columns
-    from radstack.filters import filter_columns
 
     ds = spec.data_schema
     if ds.is_schemaless:

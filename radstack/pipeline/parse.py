@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from radstack.pipeline.input_schema import CORRUPT_COLUMN, field_types, input_fields, json_schema_ddl
 from radstack.spec import TIME_COLUMN, DatasourceSpec
+from radstack.timestamps import parse_timestamp_column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -202,7 +203,6 @@ def _joda_udf(pattern: str):  # type: ignore[no-untyped-def]
     def parse(s):  # type: ignore[no-untyped-def]  # pandas Series in, Series of float millis out
         import pyarrow as pa
 
-        from radstack.timestamps import parse_timestamp_column
 
         arr = pa.array(s.str.strip(), type=pa.string(), from_pandas=True)
         return parse_timestamp_column(arr, pattern).cast(pa.float64()).to_pandas()

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from radstack.intervals import Interval, format_instant
 from radstack.spec import TIME_COLUMN, DataSchema, TimestampSpec
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.indexer import IngestStats, bucket_starts, index_partition
+from radstack.storage.segments import DataSegment
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -85,7 +88,6 @@ def index_table(
     import numpy as np
     import pyarrow as pa
 
-    from radstack.storage.indexer import IngestStats, bucket_starts, index_partition
 
     ischema = indexer_schema(schema)
     stats = IngestStats()
@@ -130,8 +132,6 @@ def index_dataframe(
     """Run :func:`index_table` on every Spark partition of ``df`` (``mapInArrow``) and collect the
     segments (written to deep storage, not published) and the summed stats.
     ``deep_storage_config`` is the ``deep_storage`` settings mapping (each task opens its own)."""
-    from radstack.storage.indexer import IngestStats
-    from radstack.storage.segments import DataSegment
 
     cfg = dict(deep_storage_config)
     offsets = dict(base_offsets or {})
@@ -142,7 +142,6 @@ def index_dataframe(
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from radstack.storage.deep_storage import open_deep_storage
 
         bl = [b for b in batches if b.num_rows]
         if not bl:

@@ -13,6 +13,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radstack.config import SparkSettings
+from radstack.jvm import jars
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -66,18 +69,18 @@ def build_spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession
 
-    get = settings.get if settings is not None else (lambda _k, d=None: d)
+    spark_settings = settings.spark if settings is not None else SparkSettings()
     if settings is not None:
         log_dir = Path(settings.logs_dir)
     else:
         log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
     log_conf = write_log4j2_config(log_dir, log_name)
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Dlog4j.configurationFile=file:{log_conf}"
-    parts = int(shuffle_partitions or get("spark.shuffle_partitions", DEFAULT_SHUFFLE_PARTITIONS))
+    parts = int(shuffle_partitions or spark_settings.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
     b = (
         SparkSession.builder.appName(app_name)
-        .master(master or str(get("spark.master", "local[*]") or "local[*]"))
-        .config("spark.driver.memory", str(get("spark.driver_memory", "2g") or "2g"))
+        .master(master or spark_settings.master or "local[*]")
+        .config("spark.driver.memory", spark_settings.driver_memory or "2g")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.enabled", "false")
@@ -98,11 +101,10 @@ def build_spark_session(
         .config("spark.executor.extraJavaOptions", java_opts)
     )  # fmt: skip
     if kafka:
-        from radstack.jvm import jars
 
         jvm_dir = Path(settings.jvm_dir) if settings is not None else None
         b = b.config("spark.jars", ",".join(str(p) for p in jars("spark-kafka", jvm_dir)))
-    for k, v in dict(get("spark.conf", {}) or {}).items():
+    for k, v in spark_settings.conf.items():
         b = b.config(str(k), str(v))
     for k, v in (extra_conf or {}).items():
         b = b.config(k, v)

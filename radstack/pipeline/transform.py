@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from radstack.expressions import expression_to_sql
+from radstack.filters import filter_to_sql
 from radstack.pipeline.parse import q
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
@@ -81,7 +83,6 @@ def apply_transforms(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = 
     transform drops rows whose new time is NULL (with ``mark``: clears their mark instead)."""
     from pyspark.sql import functions as F
 
-    from radstack.expressions import expression_to_sql
 
     transforms = spec.data_schema.transforms
     if not transforms:
@@ -109,7 +110,6 @@ def apply_filter(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = None
     row, the boolean column ``mark`` cleared where the filter rejects it."""
     from pyspark.sql import functions as F
 
-    from radstack.filters import filter_to_sql
 
     flt = spec.data_schema.transform_filter
     if flt is None:

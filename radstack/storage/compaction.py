@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from radstack import metrics
 from radstack.clock import now_millis
+from radstack.datasources import load_catalog
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import (
     Interval,
@@ -55,7 +56,9 @@ from radstack.intervals import (
     parse_instant,
 )
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec, SpecError, parse_data_schema
+from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.publish import publish
 from radstack.storage.segment_format import read_segment_table
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, VisibleSegment
@@ -414,7 +417,6 @@ def _catalog_spec(settings: Any, data_source: str) -> Any:
     if settings is None:
         return None
     try:
-        from radstack.datasources import load_catalog
 
         return load_catalog(settings).get(data_source)
     except Exception as e:  # noqa: BLE001 - a broken catalog file must not stop compaction of others
@@ -639,7 +641,6 @@ def run_compaction(
                     raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: no rows to compact")
                 rows_in = data.num_rows
                 totals_in = metric_totals(data, metric_specs)
-                from radstack.storage.indexer import index_partition
 
                 result = index_partition(data, schema, version=version, deep_storage=deep_storage, shard="core",
                                          max_rows_per_segment=config.max_rows_per_segment, work_dir=work)
@@ -663,7 +664,6 @@ def run_compaction(
         state = compaction_state(schema, config.max_rows_per_segment)
         written = [replace(s, last_compaction_state=state) for s in written]
         _check_unchanged(metadata, plan)
-        from radstack.storage.publish import publish
 
         publish(metadata, deep_storage, written)
     except BaseException:
@@ -693,9 +693,9 @@ def choose_runner(settings: Any, plan: CompactionPlan, requested: str | None = N
                   spark_available: bool = True) -> str:
     """``inprocess`` or ``spark``: the request, else ``coordinator.compaction.runner``; ``auto`` sends
     intervals of at least ``spark_min_rows`` input rows to Spark when this process has a Spark runner."""
-    runner = (requested or (settings.get("coordinator.compaction.runner", "auto") if settings else "auto")) or "auto"
+    runner = (requested or (settings.coordinator.compaction.runner if settings else "auto")) or "auto"
     if runner == "auto":
-        threshold = int(settings.get("coordinator.compaction.spark_min_rows", 2_000_000) if settings else 2_000_000)
+        threshold = int(settings.coordinator.compaction.spark_min_rows if settings else 2_000_000)
         return "spark" if spark_available and plan.input_rows >= threshold else "inprocess"
     return str(runner)
 
@@ -743,18 +743,18 @@ def compaction_duty(
     """The coordinator's compaction pass: every configured datasource, at most
     ``coordinator.compaction.max_intervals_per_run`` intervals each, once per
     ``coordinator.compaction.period_seconds``."""
-    if not bool(settings.get("coordinator.compaction.on", True)):
+    if not bool(settings.coordinator.compaction.on):
         return []
     configs = load_compaction_configs(metadata)
     if not configs:
         return []
     now = now_millis() if now_ms is None else now_ms
-    period_ms = int(float(settings.get("coordinator.compaction.period_seconds", 60) or 0) * 1000)
+    period_ms = int(float(settings.coordinator.compaction.period_seconds or 0) * 1000)
     last = metadata.get_state(STATE_KEY)
     if not force and last is not None and now - int(last) < period_ms:
         return []
     metadata.put_state(STATE_KEY, now)
-    max_n = int(settings.get("coordinator.compaction.max_intervals_per_run", 4) or 4)
+    max_n = int(settings.coordinator.compaction.max_intervals_per_run or 4)
     out: list[CompactionResult] = []
     for ds in sorted(configs):
         try:

@@ -33,6 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.expressions import expression_to_sql
+from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, condense
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
@@ -272,13 +274,11 @@ _SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": 
 
 
 def _translate_expression(expr: str, column_types: Mapping[str, str]) -> str:
-    from radstack.expressions import expression_to_sql
 
     return expression_to_sql(expr, dialect="duckdb", column_types=dict(column_types))
 
 
 def _translate_filter(flt: Mapping[str, Any], column_types: Mapping[str, str]) -> str:
-    from radstack.filters import filter_to_sql
 
     return filter_to_sql(dict(flt), dialect="duckdb", column_types=dict(column_types))
 

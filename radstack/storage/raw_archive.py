@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 RAW_PREFIX = "raw"
 MANIFEST_DIR = "_manifests"
@@ -67,3 +68,20 @@ def topic_prefix(topic: str) -> str:
 
 def hour_prefix(topic: str, hour_start_ms: int) -> str:
     return hour_dir(topic, hour_start_ms) + "/"
+
+
+# -- the archive's completeness watermark, kept in the metadata store by realtime.archiver --------
+
+
+def watermark_key(topic: str) -> str:
+    return f"archiver.watermark.{topic}"
+
+
+def stats_key(group: str) -> str:
+    return f"archiver.stats.{group}"
+
+
+def archive_watermark(metadata: Any, topic: str) -> int | None:
+    """The stored watermark of ``topic`` in epoch millis, or None when the archiver never ran."""
+    state = metadata.get_state(watermark_key(topic))
+    return int(state["watermark"]) if state and state.get("watermark") is not None else None

@@ -2,6 +2,5 @@
 partitioned by event hour (see :mod:`realtime.archiver.archiver`)."""
 
 from realtime.archiver.archiver import Archiver, ArchiverConfig, ArchiverStats
-from realtime.archiver.watermark import archive_watermark
 
-__all__ = ["Archiver", "ArchiverConfig", "ArchiverStats", "archive_watermark"]
+__all__ = ["Archiver", "ArchiverConfig", "ArchiverStats"]

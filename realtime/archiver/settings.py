@@ -18,15 +18,15 @@ def archiver_config(settings: Settings) -> ArchiverConfig:
         for topic in spec.processing.topics:
             spec_topics.append(topic)
             stamps.setdefault(topic, (ts.column, ts.format))
-    topics = list(settings.get("archiver.topics") or []) or sorted(set(spec_topics))
+    topics = list(settings.archiver.topics or []) or sorted(set(spec_topics))
     return ArchiverConfig(
-        bootstrap_servers=settings.get("kafka.bootstrap_servers"),
+        bootstrap_servers=settings.kafka.bootstrap_servers,
         topics=topics,
-        group_id=settings.get("archiver.group_id"),
-        max_records=int(settings.get("archiver.max_records")),
-        max_bytes=int(settings.get("archiver.max_bytes")),
-        max_age_seconds=float(settings.get("archiver.max_age_seconds")),
+        group_id=settings.archiver.group_id,
+        max_records=int(settings.archiver.max_records),
+        max_bytes=int(settings.archiver.max_bytes),
+        max_age_seconds=float(settings.archiver.max_age_seconds),
         timestamp_fields=stamps,
-        compression=settings.get("archiver.compression"),
-        session_timeout_ms=int(settings.get("archiver.session_timeout_ms")),
+        compression=settings.archiver.compression,
+        session_timeout_ms=int(settings.archiver.session_timeout_ms),
     )

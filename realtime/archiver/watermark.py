@@ -7,7 +7,7 @@ watermark) is complete up to now; otherwise it keeps its last known value. The t
 minimum over its partitions. A batch job for the interval ``[start, end)`` is safe once the watermark
 has passed ``end + windowPeriod``: every event delivered up to a window period late is archived.
 
-State keys: ``archiver.watermark.{topic}`` →
+State keys (:mod:`radstack.storage.raw_archive`, where batch jobs read them): ``archiver.watermark.{topic}`` →
 ``{"watermark": ms, "partitions": {"0": ms, …}, "updated": ms}`` and ``archiver.stats.{group}``.
 """
 
@@ -19,21 +19,9 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from radstack.storage.raw_archive import stats_key, watermark_key
+
 SAVE_EVERY_SECONDS = 2.0
-
-
-def watermark_key(topic: str) -> str:
-    return f"archiver.watermark.{topic}"
-
-
-def stats_key(group: str) -> str:
-    return f"archiver.stats.{group}"
-
-
-def archive_watermark(metadata: Any, topic: str) -> int | None:
-    """The stored watermark of ``topic`` in epoch millis, or None when the archiver never ran."""
-    state = metadata.get_state(watermark_key(topic))
-    return int(state["watermark"]) if state and state.get("watermark") is not None else None
 
 
 class WatermarkTracker:

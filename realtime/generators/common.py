@@ -23,6 +23,8 @@ from typing import IO, Any
 
 import orjson
 
+from realtime.producer import BatchProducer
+
 LATE_MIN_MS = 2 * 60 * 1000  # "minutes …
 LATE_MAX_MS = 3 * 3600 * 1000  # … to hours"
 RECENT = 256  # duplicates re-send one of the last RECENT unique events
@@ -147,7 +149,6 @@ class KafkaSink:
     BATCH = 1000
 
     def __init__(self, bootstrap_servers: str, topics: dict[str, str]) -> None:
-        from realtime.producer import BatchProducer
 
         self.topics = topics
         self.producer = BatchProducer(bootstrap_servers, delivery_timeout_ms=60_000)

@@ -29,6 +29,9 @@ from radstack.intervals import Interval
 from radstack.pipeline.segments import interval_start_version
 from radstack.pipeline.window import interval_closed
 from radstack.spec import TIME_COLUMN, DatasourceSpec, TimestampSpec
+from radstack.storage.indexer import index_partition
+from radstack.storage.publish import publish
+from radstack.storage.segment_format import read_segment_table
 
 __all__ = ["HANDOFF_SUFFIX", "handoff_version", "is_realtime_version", "handoff_closed_intervals", "merge_interval"]
 
@@ -74,9 +77,6 @@ def merge_interval(metadata: Any, deep_storage: Any, spec: DatasourceSpec, inter
     """Merge ``realtime`` (the used real-time partitions of ``interval``) into the handoff version."""
     import pyarrow as pa
 
-    from radstack.storage.indexer import index_partition
-    from radstack.storage.publish import publish
-    from radstack.storage.segment_format import read_segment_table
 
     hv = handoff_version(interval)
     overlapping = metadata.segments(spec.name, used=True, interval=interval)

@@ -21,13 +21,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radstack.pipeline import enrich
 from radstack.pipeline.dedup import dedup_streaming
 from radstack.pipeline.input_schema import join_options
+from radstack.pipeline.join import join_streaming, join_window_ms, parse_joined
 from radstack.pipeline.parse import RAW_COLUMN, REASON_COLUMN, parse_events
+from radstack.pipeline.spark_session import DEFAULT_SHUFFLE_PARTITIONS, build_spark_session
 from radstack.pipeline.window import spark_delay, window_millis
 from radstack.spec import DatasourceSpec
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
+from radstack.storage.metadata import MetadataStore
+from realtime.streaming.dlq import dlq_topics
 from realtime.streaming.progress import ProgressTracker
 from realtime.streaming.sink import SegmentSink, SinkConfig, progress_key
+from realtime.topics import ensure_topics
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,16 +68,14 @@ def stream_options(settings: Any, **overrides: Any) -> StreamOptions:
     o = StreamOptions()
     for k in ("trigger_seconds", "max_offsets_per_trigger", "fail_on_data_loss", "starting_offsets",
               "handoff_check_seconds", "handoff", "progress_seconds"):  # fmt: skip
-        v = settings.get(f"streaming.{k}")
+        v = getattr(settings.streaming, k)
         if v is not None:
             setattr(o, k, type(getattr(o, k))(v))
     for k, v in overrides.items():
         if v is not None:
             setattr(o, k, v)
     if o.bootstrap_servers is None:
-        from radstack.operations.kafka_broker import bootstrap_servers
-
-        o.bootstrap_servers = bootstrap_servers(settings)
+        o.bootstrap_servers = settings.kafka.clients_bootstrap
     return o
 
 
@@ -78,23 +84,21 @@ def streaming_shuffle_partitions(settings: Any) -> int:
     2 cores, 2 partitions moved 43k events/s against 36k with 4), else ``spark.shuffle_partitions``."""
     import re
 
-    from radstack.pipeline.spark_session import DEFAULT_SHUFFLE_PARTITIONS
 
-    n = int(settings.get("streaming.shuffle_partitions", 0) or 0)
+    n = int(settings.streaming.shuffle_partitions or 0)
     if n > 0:
         return n
-    master = str(settings.get("spark.master", "local[*]") or "local[*]")
+    master = str(settings.spark.master or "local[*]")
     m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master)
     if m:
         cores = m.group(1)
         return (os.cpu_count() or 2) if cores in (None, "*") else int(cores)
-    return int(settings.get("spark.shuffle_partitions", DEFAULT_SHUFFLE_PARTITIONS) or DEFAULT_SHUFFLE_PARTITIONS)
+    return int(settings.spark.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
 
 
 def handoff_window_ms(spec: DatasourceSpec) -> int:
     """windowPeriod; with stream joins, + the longest join window + the watermark delay again
     (unmatched rows leave the join that late; the second delay covers the slower input's watermark)."""
-    from radstack.pipeline.join import join_window_ms
 
     w = window_millis(spec.processing.window_period)
     joins = join_options(spec)
@@ -130,7 +134,6 @@ def partition_stride(max_offsets_per_trigger: int, sources: int) -> int:
     """Partition numbers one Spark partition of a micro-batch may need per interval: one segment
     per ``maxRowsPerSegment`` rows, and a batch holds at most ``max_offsets_per_trigger`` rows per
     source."""
-    from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
 
     return 1 + max(max_offsets_per_trigger, 1) * max(sources, 1) // DEFAULT_MAX_ROWS_PER_SEGMENT
 
@@ -150,7 +153,6 @@ def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) ->
 
     from pyspark.sql import functions as F
 
-    from radstack.pipeline.join import join_streaming, parse_joined
 
     valid = stream.where(F.col(REASON_COLUMN).isNull())
     invalid = stream.where(F.col(REASON_COLUMN).isNotNull())
@@ -175,7 +177,6 @@ class StreamingJob:
         spark: SparkSession | None = None,
         metadata: MetadataStore | None = None,
     ) -> None:
-        from radstack.storage.metadata import MetadataStore
 
         self.settings = settings
         self.spec = spec
@@ -209,7 +210,6 @@ class StreamingJob:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            from radstack.pipeline.spark_session import build_spark_session
 
             self._spark = build_spark_session(
                 self.settings,
@@ -219,8 +219,6 @@ class StreamingJob:
         return self._spark
 
     def _ensure_dlq_topics(self) -> None:
-        from realtime.streaming.dlq import dlq_topics
-        from realtime.topics import ensure_topics
 
         topics = list(self.spec.processing.topics) + [str(j.get("topic", j["name"])) for j in self.joins]
         try:
@@ -229,8 +227,6 @@ class StreamingJob:
             log.warning("could not create the dead-letter topics", exc_info=True)
 
     def start(self) -> StreamingQuery:
-        from radstack.pipeline import enrich
-        from radstack.storage.deep_storage import open_deep_storage
 
         enrich.set_deep_storage(self.settings.deep_storage)
         open_deep_storage(self.settings)  # fail early on a bad configuration

@@ -27,6 +27,10 @@ from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, RAW_COLUMN,
 from radstack.pipeline.segments import index_table, interval_start_version
 from radstack.pipeline.window import late_mask
 from radstack.spec import TIME_COLUMN, DatasourceSpec
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.indexer import IngestStats
+from radstack.storage.segments import DataSegment
+from realtime.streaming.dlq import produce_dead_letters
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -64,7 +68,6 @@ class BatchOutcome:
         return self.rows - self.invalid - self.late
 
     def add(self, s: Mapping[str, Any]) -> None:
-        from radstack.storage.indexer import IngestStats
 
         self.rows += int(s["rows"])
         self.invalid += int(s["invalid"])
@@ -105,7 +108,6 @@ def process_partition(
     invalid rows and returns how many it delivered."""
     import pyarrow.compute as pc
 
-    from realtime.streaming.dlq import produce_dead_letters
 
     write = write_dead_letters or produce_dead_letters
 
@@ -170,7 +172,6 @@ def process_micro_batch(
     stride: int,
 ) -> BatchOutcome:
     """Run :func:`process_partition` over every Spark partition of ``df`` and sum the outcome."""
-    from radstack.storage.segments import DataSegment
 
     cfg = dict(deep_storage_config)
     spec_ = spec
@@ -179,7 +180,6 @@ def process_micro_batch(
         import pyarrow as pa
         from pyspark import TaskContext
 
-        from radstack.storage.deep_storage import open_deep_storage
 
         bl = list(batches)
         if not bl or not any(b.num_rows for b in bl):

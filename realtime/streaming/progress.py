@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radstack.clock import now_millis
-from radstack.intervals import format_instant
+from radstack.datasources import load_catalog
+from radstack.intervals import format_instant, parse_instant
+from radstack.storage.metadata import MetadataStore
 
 __all__ = ["ProgressTracker", "lag_from_progress", "status_view"]
 
@@ -148,12 +150,10 @@ def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | No
 
 def streaming_status(settings: Any, metadata: Any = None) -> dict[str, dict[str, Any]]:
     """``status_view`` per datasource that has streaming state in the metadata store."""
-    from radstack.storage.metadata import MetadataStore
 
     own = metadata is None
     md = metadata or MetadataStore.from_settings(settings, create=False)
     try:
-        from radstack.datasources import load_catalog
 
         names = sorted(n for n, s in load_catalog(settings).items() if s.processing.topics)
         out: dict[str, dict[str, Any]] = {}
@@ -171,11 +171,8 @@ def streaming_status(settings: Any, metadata: Any = None) -> dict[str, dict[str,
 
 def streaming_health(settings: Any, max_age_seconds: float = 60.0) -> bool:
     """True when every streaming datasource reported progress within ``max_age_seconds``."""
-    from radstack.intervals import parse_instant
 
     try:
-        from radstack.datasources import load_catalog
-        from radstack.storage.metadata import MetadataStore
 
         names = [n for n, s in load_catalog(settings).items() if s.processing.topics]
         with MetadataStore.from_settings(settings, create=False) as md:

@@ -38,6 +38,9 @@ from radstack.intervals import Interval, format_instant
 from radstack.pipeline.batch import finish_pipeline
 from radstack.pipeline.window import late_threshold
 from radstack.spec import DatasourceSpec
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.publish import publish
+from realtime.streaming.handoff import handoff_closed_intervals
 from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_micro_batch
 
 if TYPE_CHECKING:
@@ -185,8 +188,6 @@ class SegmentSink:
                 "publishedAt": format_instant(now_millis()),
             },
         )
-        from radstack.storage.deep_storage import open_deep_storage
-        from radstack.storage.publish import publish
 
         publish(self.metadata, open_deep_storage(self.config.deep_storage), out.segments, state={self.key: state})
         timings["publish"] = int((time.monotonic() - t1) * 1000)
@@ -212,8 +213,6 @@ class SegmentSink:
         return max(nums, default=-1) + 1
 
     def run_handoff(self, watermark: int | None) -> list[Interval]:
-        from radstack.storage.deep_storage import open_deep_storage
-        from realtime.streaming.handoff import handoff_closed_intervals
 
         try:
             return handoff_closed_intervals(

@@ -41,7 +41,7 @@ def error_response(err: DruidError, headers: dict[str, str] | None = None) -> Re
 def _max_body(request: Request) -> int:
     settings = getattr(request.app.state.ctx, "settings", None)
     if settings is not None:
-        return int(settings.get("server.max_body_bytes") or 64 * 1024 * 1024)
+        return int(settings.server.max_body_bytes or 64 * 1024 * 1024)
     return 64 * 1024 * 1024
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import duckdb
 
+from radstack.config import CoordinatorSettings, ServerSettings
 from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
@@ -129,7 +130,9 @@ class BrokerService:
         self.settings = settings
         self.metadata = metadata
         self.deep_storage = deep_storage
-        threads = settings.get("server.duckdb_threads") if settings is not None else None
+        server = settings.server if settings is not None else ServerSettings()
+        coordinator = settings.coordinator if settings is not None else CoordinatorSettings()
+        threads = server.duckdb_threads
         config: dict[str, Any] = {}
         if threads:
             config["threads"] = int(threads)
@@ -140,10 +143,10 @@ class BrokerService:
         cache_dir = (home / "segment-cache") if home is not None else None
         self.cache = SegmentCache(self._db, cache_dir, settings, deep_storage)  # type: ignore[arg-type]
         self.queries = QueryManager(
-            max_concurrent=int(_get(settings, "server.max_concurrent_queries", 16)),
-            default_timeout_ms=int(_get(settings, "server.default_query_timeout_ms", 300_000)),
+            max_concurrent=server.max_concurrent_queries,
+            default_timeout_ms=server.default_query_timeout_ms,
         )
-        self.poll_seconds = float(_get(settings, "coordinator.metadata_poll_seconds", 1.0))
+        self.poll_seconds = float(coordinator.metadata_poll_seconds)
         self._state = BrokerState(0, {}, (), frozenset())
         self._refresh_lock = threading.Lock()
         self._token: Any = object()
@@ -342,13 +345,6 @@ class BrokerService:
         for sid in self.cache.loaded():
             if sid not in wanted:
                 self.cache.drop(sid)
-
-
-def _get(settings: Any, key: str, default: Any) -> Any:
-    if settings is None:
-        return default
-    v = settings.get(key)
-    return default if v is None else v
 
 
 def _same_views(a: dict[str, DatasourceState], b: dict[str, DatasourceState]) -> bool:

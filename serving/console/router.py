@@ -23,6 +23,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from radstack.intervals import Interval
+from serving.auth import authenticate, load_users
 from serving.console.ingestion_view import datasource_summaries, ingestion_view
 from serving.console.timeline_view import timeline_view
 from serving.errors import invalid_input, not_found
@@ -93,7 +94,7 @@ def capabilities(request: Request) -> dict[str, Any]:
     settings = _ctx(request).settings
     backfill = backfill_available(request)
     return {
-        "auth": bool(settings.get("server.auth.enabled")),
+        "auth": bool(settings.server.auth.enabled),
         "backfill": backfill,
         "backfillEndpoint": BACKFILL_PATH if backfill else None,
         "version": request.app.version,
@@ -103,9 +104,8 @@ def capabilities(request: Request) -> dict[str, Any]:
 @router.get("/radstack/v1/whoami")
 def whoami(request: Request) -> dict[str, Any]:
     settings = _ctx(request).settings
-    if not settings.get("server.auth.enabled"):
+    if not settings.server.auth.enabled:
         return {"authenticated": True, "name": None, "role": "admin", "auth": False}
-    from serving.auth import authenticate, load_users
 
     user = authenticate(request.headers.get("authorization"), load_users(settings))
     if user is None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from radstack.config import DeepStorageSettings
 from radstack.intervals import Interval
 from radstack.spec import TIME_COLUMN, DataSchema, DatasourceSpec
 from radstack.storage.segments import DataSegment
@@ -133,7 +134,7 @@ def chunk_interval(spec: DatasourceSpec, interval: Interval) -> Interval:
     return Interval(start, gran.next_start(last))
 
 
-def _location(load_spec: Mapping[str, Any], deep_storage: Mapping[str, Any]) -> tuple[str, str]:
+def _location(load_spec: Mapping[str, Any], deep_storage: DeepStorageSettings) -> tuple[str, str]:
     typ = str(load_spec.get("type", ""))
     if typ == "local":
         return "local", str(load_spec["path"])
@@ -143,7 +144,7 @@ def _location(load_spec: Mapping[str, Any], deep_storage: Mapping[str, Any]) -> 
         path = str(load_spec["path"])
         if urlparse(path).scheme == "hdfs":
             return "hdfs", path
-        fs = str(deep_storage.get("hdfs_fs_url") or "").rstrip("/")
+        fs = deep_storage.hdfs_fs_url.rstrip("/")
         if not fs:
             raise DruidSpecError(f"hdfs loadSpec {path!r} has no hdfs:// scheme and deep_storage.hdfs_fs_url is empty")
         return "hdfs", fs + "/" + urlparse(path).path.lstrip("/")
@@ -153,7 +154,7 @@ def _location(load_spec: Mapping[str, Any], deep_storage: Mapping[str, Any]) -> 
 def visible_segment_files(
     segments: Iterable[DataSegment],
     interval: Interval,
-    deep_storage: Mapping[str, Any] | None = None,
+    deep_storage: DeepStorageSettings | None = None,
 ) -> SegmentFiles:
     """The data files of the segments radstack serves for ``interval`` (the newest complete version of
     each chunk — after a rebuild, the batch job's output). Tombstones contribute no files.
@@ -175,7 +176,7 @@ def visible_segment_files(
                 f"segment {seg.identifier} is only partly visible ({vis.interval.iso()}); "
                 "rebuild or compact the interval with one segment granularity first"
             )
-        kind, loc = _location(seg.load_spec, deep_storage or {})
+        kind, loc = _location(seg.load_spec, deep_storage or DeepStorageSettings())
         kinds.add(kind)
         locations.append(loc)
     if not locations:
@@ -262,7 +263,7 @@ def druid_specs(
     bootstrap_servers: str,
     interval: Interval | None = None,
     segments: Sequence[DataSegment] = (),
-    deep_storage: Mapping[str, Any] | None = None,
+    deep_storage: DeepStorageSettings | None = None,
 ) -> dict[str, Any]:
     """``{"supervisor": …}`` and, given an interval, ``{"index_parallel": …}`` over the segment files
     visible in it (``segments``: radstack's used segments of the datasource)."""

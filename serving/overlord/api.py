@@ -10,7 +10,10 @@ from starlette.concurrency import run_in_threadpool
 
 from radstack.clock import now_millis
 from radstack.intervals import format_instant
+from radstack.storage.metadata import TaskExistsError
 from serving.errors import DruidError, invalid_input, not_found
+from serving.kill import parse_kill_task
+from serving.overlord.compact_task import parse_compact_task
 from serving.overlord.task_spec import TaskSpecError, parse_task
 
 router = APIRouter(prefix="/druid/indexer/v1")
@@ -36,11 +39,9 @@ def _parser(body: Any) -> Any:
     """Druid's ``compact`` and ``kill`` tasks have their own specs; everything else is an index task."""
     typ = body.get("type") if isinstance(body, dict) else None
     if typ == "compact":
-        from serving.overlord.compact_task import parse_compact_task
 
         return parse_compact_task
     if typ == "kill":
-        from serving.kill import parse_kill_task
 
         return parse_kill_task
     return parse_task
@@ -54,7 +55,6 @@ async def submit_task(request: Request) -> dict[str, str]:
         spec = _parser(body)(body, now_millis())
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
-    from radstack.storage.metadata import TaskExistsError
 
     try:
         await run_in_threadpool(ctx.task_runner.submit, spec)
@@ -85,8 +85,8 @@ def _status_json(ctx: Any, row: Any) -> dict[str, Any]:
         "runnerStatusCode": runner_status,
         "duration": duration,
         "location": {
-            "host": None if waiting else ctx.settings.get("server.host"),
-            "port": -1 if waiting else int(ctx.settings.get("server.port") or -1),
+            "host": None if waiting else ctx.settings.server.host,
+            "port": -1 if waiting else int(ctx.settings.server.port or -1),
             "tlsPort": -1,
         },
         "dataSource": row.datasource,

@@ -19,8 +19,8 @@ from radstack.storage.compaction import (
     window_period_of,
 )
 from radstack.storage.metadata import MetadataStore
-from serving.overlord.task_spec import TaskSpecError, new_task_id
 from serving.overlord.cancel import TaskCancelled
+from serving.overlord.task_spec import TaskSpecError, new_task_id
 
 __all__ = ["CompactTaskSpec", "parse_compact_task"]
 

@@ -210,8 +210,8 @@ def _s3_client(spec: Mapping[str, Any], settings: Settings) -> Any:
     import boto3
 
     ds = settings.deep_storage
-    endpoint = (spec.get("endpointConfig") or {}).get("url") or ds.get("endpoint_url") or None
-    region = (spec.get("endpointConfig") or {}).get("signingRegion") or ds.get("region") or "us-east-1"
+    endpoint = (spec.get("endpointConfig") or {}).get("url") or ds.endpoint_url or None
+    region = (spec.get("endpointConfig") or {}).get("signingRegion") or ds.region or "us-east-1"
     props = spec.get("properties") or {}
     kwargs: dict[str, Any] = {"endpoint_url": endpoint, "region_name": region}
     if props.get("accessKeyId"):
@@ -275,10 +275,10 @@ def _hdfs(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
     from hdfs import InsecureClient
 
     ds = settings.deep_storage
-    url = ds.get("namenode_url")
+    url = ds.namenode_url
     if not url:
         raise InputSpecError("spec.ioConfig.inputSource: hdfs input needs deep_storage.namenode_url (WebHDFS)")
-    client = InsecureClient(url, user=ds.get("user") or None)
+    client = InsecureClient(url, user=ds.user or None)
     files: list[tuple[str, int]] = []
     for raw in _str_list(spec["paths"], "paths"):
         path = urlparse(raw).path if raw.startswith(("hdfs://", "webhdfs://")) else raw

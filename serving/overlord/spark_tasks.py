@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from radstack.intervals import parse_instant
-from serving.overlord.input_sources import resolve_input_source
 from serving.overlord.cancel import TaskCancelled
+from serving.overlord.input_sources import resolve_input_source
 
 __all__ = ["runs_on_spark", "run_spark_task"]
 
@@ -53,7 +53,7 @@ def runs_on_spark(spec: Any, settings: Any) -> bool:
         return True
     if ctx.get("useSpark") is False:
         return False
-    threshold = int(settings.get("tasks.spark_min_bytes", DEFAULT_SPARK_MIN_BYTES) or DEFAULT_SPARK_MIN_BYTES)
+    threshold = int(settings.tasks.spark_min_bytes or DEFAULT_SPARK_MIN_BYTES)
     return _input_bytes(spec, settings) >= threshold
 
 
@@ -70,7 +70,7 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
         except ValueError:
             continue
         floor = max(floor, seg.version)
-    (work / "settings.yaml").write_text(yaml.safe_dump(settings.raw))
+    (work / "settings.yaml").write_text(yaml.safe_dump(settings.to_dict()))
     (work / "task.json").write_text(json.dumps({"payload": spec.payload, "min_version": floor}))
     log_path = settings.logs_dir / f"task-{spec.id}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)

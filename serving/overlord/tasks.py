@@ -17,8 +17,8 @@ exceptions) before the publish deletes the files already written: nothing is pub
 from __future__ import annotations
 
 import contextlib
-import functools
 import dataclasses
+import functools
 import logging
 import queue
 import threading
@@ -33,14 +33,16 @@ import pyarrow as pa
 from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.storage.indexer import index_partition
+from radstack.storage.publish import publish
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
+from serving.jobs import BatchJobs
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_formats import ReadCancelled, read_batches
 from serving.overlord.input_sources import resolve_input_source
 from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
-from serving.overlord.staging import StagedInput
-from serving.jobs import BatchJobs
 from serving.overlord.spark_tasks import run_spark_task, runs_on_spark
+from serving.overlord.staging import StagedInput
 from serving.overlord.task_spec import IndexTaskSpec
 
 log = logging.getLogger(__name__)
@@ -78,7 +80,7 @@ class TaskRunner:
         self.jobs = jobs or BatchJobs()
         self.metadata = metadata
         self.deep_storage = deep_storage
-        self.max_running = max(1, int(max_running or settings.get("tasks.max_running", 2) or 1))
+        self.max_running = max(1, int(max_running or settings.tasks.max_running or 1))
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._active: dict[str, TaskState] = {}
         self._lock = threading.Lock()
@@ -244,8 +246,6 @@ class IndexTaskRun:
             yield b
 
     def execute(self) -> int:
-        from radstack.storage.indexer import index_partition
-        from radstack.storage.publish import publish
 
         settings = self.runner.settings
         tmp_parent = settings.home / "tmp"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import orjson
 import pytest
 
 from radstack.intervals import format_instant, parse_instant
+from radstack.operations.processes import free_port
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.integration.test_airflow_dags import AIRFLOW_PY, REPO, SPEC
 
@@ -28,17 +28,12 @@ T0 = parse_instant("2026-11-20T00:00:00Z")
 HOUR = 3_600_000
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 @pytest.fixture
 def airflow_standalone(radstack_home: Path, tmp_path: Path) -> Iterator[str]:
     if not AIRFLOW_PY.exists():
         subprocess.run(["make", "airflow"], cwd=REPO, check=True, capture_output=True)
-    port = _free_port()
+    port = free_port()
     af = tmp_path / "airflow"
     af.mkdir()
     (af / "passwords.json").write_text(json.dumps({"radstack": "secret"}))

@@ -89,8 +89,8 @@ def test_backfill_replaces_the_realtime_answer_with_the_truth(
 
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.metadata import MetadataStore
+    from radstack.storage.raw_archive import archive_watermark
     from realtime.archiver import Archiver, ArchiverConfig
-    from realtime.archiver.watermark import archive_watermark
     from realtime.streaming.job import StreamingJob, stream_options
     from tests.fixtures.server import running_server
     from tests.fixtures.streaming import produce_ads

@@ -328,7 +328,7 @@ def test_druid_accepts_the_generated_supervisor_spec(local_druid: Any) -> None:
     """Druid parses and starts the generated Kafka supervisor (its spec is checked by Druid's own
     Jackson model); no Kafka is needed for that — it points at a closed loopback port — and it is
     terminated again."""
-    from radstack.operations.druid_local import free_port
+    from radstack.operations.processes import free_port
     from serving.druid_cluster.specs import kafka_supervisor_spec
 
     schema = {**load_datasource_spec(ADS_SPEC).data_schema.to_json(), "dataSource": "ads_stream"}

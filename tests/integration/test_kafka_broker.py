@@ -11,8 +11,8 @@ import orjson
 import pytest
 
 from radstack.config import load_settings
-from radstack.operations.kafka_broker import BrokerError, KafkaBroker, free_port
-from radstack.operations.stack import port_in_use
+from radstack.operations.kafka_broker import BrokerError, KafkaBroker
+from radstack.operations.processes import free_port, port_in_use
 from realtime.producer import BatchProducer
 from realtime.topics import ensure_topics, list_topics
 from tests.fixtures.kafka import consume, running_receiver

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from radstack.operations.kafka_broker import free_port
+from radstack.operations.processes import free_port
 
 pytestmark = pytest.mark.slow
 

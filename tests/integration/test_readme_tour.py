@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from radstack.operations.kafka_broker import free_port
+from radstack.operations.processes import free_port
 from tests.readme_commands import ROOT, tour_commands
 
 pytestmark = pytest.mark.slow

@@ -16,8 +16,7 @@ import httpx
 import orjson
 import pytest
 
-from radstack.operations.kafka_broker import free_port
-from radstack.operations.stack import pid_alive, port_in_use
+from radstack.operations.processes import free_port, pid_alive, port_in_use
 from tests.fixtures.kafka import consume
 
 pytestmark = pytest.mark.slow
@@ -37,7 +36,7 @@ def _serving_runs(home: Path) -> bool:
         from fastapi.testclient import TestClient
 
         from radstack.config import load_settings
-        from serving.app import create_app
+        from radstack.operations.server import create_server_app as create_app
 
         with TestClient(create_app(load_settings(env={"RADSTACK_HOME": str(home)}))) as c:
             return c.get("/status/health").status_code == 200

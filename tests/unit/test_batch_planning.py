@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from batch.planning import BackfillPlanError, NotClosedError, check_closed, parse_interval, plan_chunks
+from radstack.config import DeepStorageSettings
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, Period, parse_instant
 
@@ -142,12 +143,12 @@ def test_spark_submit_command(settings, tmp_path: Path) -> None:  # type: ignore
 def test_s3_storage_conf() -> None:
     from batch.storage_conf import storage_spark_conf
 
-    conf = storage_spark_conf({"type": "s3", "bucket": "b", "endpoint_url": "http://127.0.0.1:5000"})
+    conf = storage_spark_conf(DeepStorageSettings(type="s3", bucket="b", endpoint_url="http://127.0.0.1:5000"))
     assert conf["spark.hadoop.fs.s3a.endpoint"] == "http://127.0.0.1:5000"
     assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
     assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
     assert "hadoop-aws-3.4.1.jar" in conf["spark.jars"] and "bundle-" in conf["spark.jars"]
-    assert storage_spark_conf({"type": "local", "path": "/x"}) == {}
+    assert storage_spark_conf(DeepStorageSettings(type="local", path="/x")) == {}
 
 
 def test_archive_paths_lists_existing_hours(tmp_path: Path) -> None:

@@ -9,15 +9,15 @@ def test_defaults_put_state_under_home(tmp_path: Path) -> None:
     s = load_settings(env={"RADSTACK_HOME": str(tmp_path)})
     assert s.home == tmp_path
     assert s.metadata_url == f"sqlite:///{tmp_path / 'metadata.db'}"
-    assert s.deep_storage["type"] == "local"
-    assert s.deep_storage["path"] == str(tmp_path / "deep-storage")
+    assert s.deep_storage.type == "local"
+    assert s.deep_storage.path == str(tmp_path / "deep-storage")
 
 
 def test_yaml_file_then_env_override(tmp_path: Path) -> None:
     cfg = tmp_path / "radstack.yaml"
     cfg.write_text("server:\n  port: 9000\nmetadata:\n  url: postgresql://db/radstack\n")
     s = load_settings(cfg, env={"RADSTACK_HOME": str(tmp_path), "RADSTACK_SERVER__PORT": "9100"})
-    assert s.get("server.port") == 9100  # the environment wins, typed like the default
+    assert s.server.port == 9100  # the environment wins, typed like the default
     assert s.metadata_url == "postgresql://db/radstack"
     assert s.source == cfg
 
@@ -30,8 +30,8 @@ def test_env_booleans_and_lists(tmp_path: Path) -> None:
             "RADSTACK_SERVER__AUTH__USERS": "[{name: a, password: b, role: admin}]",
         }
     )
-    assert s.get("server.auth.enabled") is True
-    assert s.get("server.auth.users") == [{"name": "a", "password": "b", "role": "admin"}]
+    assert s.server.auth.enabled is True
+    assert s.server.auth.users == [{"name": "a", "password": "b", "role": "admin"}]
 
 
 def test_unknown_top_level_key_is_rejected(tmp_path: Path) -> None:

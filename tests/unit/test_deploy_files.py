@@ -125,21 +125,21 @@ def test_compose_secrets_come_from_env_file(compose: dict[str, Any]) -> None:
 
 def test_compose_radstack_yaml_matches_services(compose: dict[str, Any], compose_settings: Any) -> None:
     s, services = compose_settings, compose["services"]
-    assert s.get("server.port") in container_ports(services["radstack-serve"])
-    assert s.get("receiver.port") in container_ports(services["radstack-receiver"])
-    assert s.get("server.host") == s.get("receiver.host") == "0.0.0.0"  # reachable from other containers
-    host, port = host_port(s.get("kafka.bootstrap_servers"))
+    assert s.server.port in container_ports(services["radstack-serve"])
+    assert s.receiver.port in container_ports(services["radstack-receiver"])
+    assert s.server.host == s.receiver.host == "0.0.0.0"  # reachable from other containers
+    host, port = host_port(s.kafka.bootstrap_servers)
     assert host == "kafka" and f"PLAINTEXT://:{port}" in services["kafka"]["environment"]["KAFKA_LISTENERS"]
-    assert s.get("kafka.embedded") is False
-    assert host_port(s.get("deep_storage.endpoint_url")) == ("minio", 9000)
+    assert s.kafka.embedded is False
+    assert host_port(s.deep_storage.endpoint_url) == ("minio", 9000)
     mc = " ".join(services["minio-init"]["command"])
-    assert f"local/{s.get('deep_storage.bucket')}" in mc, "the bucket radstack uses is not created"
-    host, port = host_port(s.get("spark.master"))
+    assert f"local/{s.deep_storage.bucket}" in mc, "the bucket radstack uses is not created"
+    host, port = host_port(s.spark.master)
     assert host == "spark-master" and f"--port {port}" in " ".join(services["spark-master"]["command"])
     assert all(f"spark://spark-master:{port}" in " ".join(services[w]["command"])
                for w in ("spark-worker-1", "spark-worker-2"))
-    assert host_port(s.get("airflow.url"))[0] == "airflow-apiserver"
-    home = s.get("home")
+    assert host_port(s.airflow.url)[0] == "airflow-apiserver"
+    home = str(s.home)
     for name in ("radstack-serve", "radstack-receiver", "radstack-archiver", "radstack-stream"):
         svc = services[name]
         env = svc["environment"]
@@ -155,7 +155,7 @@ def test_compose_radstack_yaml_matches_services(compose: dict[str, Any], compose
     # the datasource specs the services read are real specs
     for mount in services["radstack-serve"]["volumes"]:
         src, dst = str(mount).split(":")[:2]
-        if dst == s.get("datasources.dir"):
+        if dst == s.datasources.dir:
             specs = list((COMPOSE_DIR / src).resolve().glob("*.yaml"))
             assert specs and all(load_datasource_spec(p).name for p in specs)
             break
@@ -237,8 +237,8 @@ def test_k8s_wiring(tmp_path: Path) -> None:
         for v in vols.values():
             if "configMap" in v:
                 assert v["configMap"]["name"] in configmaps
-    assert pods["radstack-serve"][1]["http"] == settings.get("server.port")
-    assert pods["radstack-receiver"][1]["http"] == settings.get("receiver.port")
+    assert pods["radstack-serve"][1]["http"] == settings.server.port
+    assert pods["radstack-receiver"][1]["http"] == settings.receiver.port
     for _, svc in ((f, d) for f, d in docs if d["kind"] == "Service"):
         matches = [p for labels, p in pods.values() if svc["spec"]["selector"].items() <= labels.items()]
         assert len(matches) == 1, f"service {svc['metadata']['name']} selects {len(matches)} deployments"

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from radstack.config import DeepStorageSettings
 from radstack.intervals import Interval, parse_instant
 from radstack.spec import load_datasource_spec
 from radstack.storage.segments import DataSegment, ShardSpec
@@ -174,7 +175,7 @@ def test_input_sources_per_storage_type() -> None:
     assert input_source_for(visible_segment_files([hdfs], Interval(T0, T0 + H))) == {
         "type": "hdfs", "paths": ["hdfs://nn:9000/druid/segments/a/data.parquet"]}
     bare = seg(T0, T0 + H, "v", load={"type": "hdfs", "path": "/druid/segments/a/data.parquet"})
-    files = visible_segment_files([bare], Interval(T0, T0 + H), {"hdfs_fs_url": "hdfs://nn:8020/"})
+    files = visible_segment_files([bare], Interval(T0, T0 + H), DeepStorageSettings(hdfs_fs_url="hdfs://nn:8020/"))
     assert files == SegmentFiles("hdfs", ("hdfs://nn:8020/druid/segments/a/data.parquet",))
     with pytest.raises(DruidSpecError, match="hdfs_fs_url"):
         visible_segment_files([bare], Interval(T0, T0 + H), {})

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from radstack.config import Settings
 from radstack.intervals import Interval, parse_instant
 from radstack.storage.deep_storage.local import LocalDeepStorage
 from radstack.storage.metadata import MetadataStore
@@ -161,15 +162,8 @@ def test_random_histories_never_lose_a_used_segment(env: Any, seed: int) -> None
             assert len(files_of(deep, s)) == 2
 
 
-def _settings(**kill: Any) -> Any:
-    class S:
-        def get(self, key: str, default: Any = None) -> Any:
-            prefix = "coordinator.kill."
-            if key.startswith(prefix) and key[len(prefix):] in kill:
-                return kill[key[len(prefix):]]
-            return default
-
-    return S()
+def _settings(**kill: Any) -> Settings:
+    return Settings.model_validate({"coordinator": {"kill": kill}})
 
 
 def test_kill_duty_is_off_by_default_and_respects_retain_and_buffer(env: Any) -> None:

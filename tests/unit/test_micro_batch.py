@@ -115,9 +115,9 @@ def test_outcome_sums_partitions() -> None:
 
 
 def test_more_pieces_than_the_stride_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import radstack.storage.indexer as indexer
+    import radstack.pipeline.segments as pipeline_segments
 
-    real = indexer.index_partition
-    monkeypatch.setattr(indexer, "index_partition", lambda *a, **k: real(*a, **{**k, "max_rows_per_segment": 1}))
+    real = pipeline_segments.index_partition
+    monkeypatch.setattr(pipeline_segments, "index_partition", lambda *a, **k: real(*a, **{**k, "max_rows_per_segment": 1}))
     with pytest.raises(ValueError, match="stride"):
         _run(tmp_path, _table(ROWS), stride=1)

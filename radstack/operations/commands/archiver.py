@@ -8,10 +8,14 @@ from pathlib import Path
 
 import typer
 
-from radstack.operations.cli import app
+from radstack.config import load_settings
+from radstack.metrics import serve_metrics
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.metadata import MetadataStore
+from realtime.archiver import Archiver
+from realtime.archiver.settings import archiver_config
 
 
-@app.command("archiver")
 def run_archiver(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
     topic: list[str] = typer.Option(None, "--topic", "-t", help="Topic to archive (repeatable); default: archiver.topics or the specs' topics."),
@@ -19,11 +23,6 @@ def run_archiver(
     metrics_port: int = typer.Option(None, help="Serve Prometheus /metrics on this port (default: archiver.metrics_port; 0 = off)."),
 ) -> None:
     """Copy every raw Kafka record into deep storage, exactly once, partitioned by event hour."""
-    from radstack.config import load_settings
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.metadata import MetadataStore
-    from realtime.archiver import Archiver
-    from realtime.archiver.settings import archiver_config
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = load_settings(config)
@@ -33,9 +32,8 @@ def run_archiver(
     if not cfg.topics:
         typer.echo("no topics to archive: set archiver.topics or add datasource specs with processing.topics", err=True)
         raise typer.Exit(2)
-    port = settings.get("archiver.metrics_port") if metrics_port is None else metrics_port
+    port = settings.archiver.metrics_port if metrics_port is None else metrics_port
     if port:
-        from radstack.metrics import serve_metrics
 
         try:
             serve_metrics(int(port))

@@ -21,7 +21,18 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from radstack.operations.cli import app
+from batch.backfill import (
+    AirflowError,
+    BackfillError,
+    check_plan_closed,
+    chunks_per_job,
+    group_chunks,
+    plan_backfill,
+    run_airflow,
+    run_local,
+)
+from batch.planning import NotClosedError
+from radstack.config import ConfigError, load_settings
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 
@@ -32,7 +43,6 @@ class Via(StrEnum):
     local = "local"
 
 
-@app.command("backfill")
 def backfill(
     interval: str = typer.Option(..., "--interval", "-i", help="ISO-8601 interval: START/END or START/PERIOD (2026-11-20/P1D)."),
     datasource: str = typer.Option(None, "--datasource", "-d", help="Datasource to rebuild (default: every datasource with topics)."),
@@ -43,9 +53,6 @@ def backfill(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Rebuild closed intervals from the raw archive; the new version overshadows the real-time data."""
-    from batch.backfill import AirflowError, BackfillError, plan_backfill, run_airflow, run_local
-    from batch.planning import NotClosedError
-    from radstack.config import ConfigError, load_settings
 
     try:
         settings = load_settings(config)
@@ -55,17 +62,15 @@ def backfill(
         raise typer.Exit(2) from None
     mode = via.value
     if mode == "auto":
-        mode = "airflow" if settings.get("airflow.url") else "local"
+        mode = "airflow" if settings.airflow.url else "local"
     for ds, chunks in plan.chunks.items():
         how = mode
         if mode == "local":
-            from batch.backfill import chunks_per_job, group_chunks
 
             jobs = len(group_chunks(chunks, chunks_per_job(settings)))
             how = f"local, {jobs} Spark job(s) of at most {chunks_per_job(settings):,} chunk(s)"
         console.print(f"{ds}: {len(chunks):,} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {how}")
     if mode == "local" and not force:
-        from batch.backfill import check_plan_closed
 
         try:
             check_plan_closed(settings, plan)

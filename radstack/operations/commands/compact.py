@@ -10,13 +10,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from radstack.operations.cli import app
+from radstack.config import load_settings
+from radstack.intervals import Interval
+from radstack.storage.compaction import (
+    CompactionError,
+    compact_datasource,
+    load_compaction_configs,
+    save_compaction_config,
+)
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.metadata import MetadataStore
 
 console = Console(highlight=False)
 err = Console(highlight=False, stderr=True)
 
 
-@app.command("compact")
 def compact(
     datasource: str = typer.Option(None, "--datasource", "-d", help="Only this datasource."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Show what would be compacted; change nothing."),
@@ -26,16 +34,6 @@ def compact(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Compact old intervals into coarser, higher-version segments (see docs/operations-retention.md)."""
-    from radstack.config import load_settings
-    from radstack.intervals import Interval
-    from radstack.storage.compaction import (
-        CompactionError,
-        compact_datasource,
-        load_compaction_configs,
-        save_compaction_config,
-    )
-    from radstack.storage.deep_storage import open_deep_storage
-    from radstack.storage.metadata import MetadataStore
 
     if runner not in (None, "auto", "inprocess", "spark"):
         err.print("[red]--runner must be inprocess, spark or auto[/red]")

@@ -22,12 +22,17 @@ import orjson
 import typer
 from rich.console import Console
 
-from radstack.operations.cli import app
+from radstack.config import ConfigError, load_settings
+from radstack.datasources import get_spec
+from radstack.intervals import Interval, TimeParseError
+from radstack.spec import SpecError
+from radstack.storage.metadata import MetadataStore
+from serving.druid_cluster.specs import DruidSpecError, chunk_interval, druid_specs
+from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 
 druid_app = typer.Typer(help="Ingestion specs for an Apache Druid cluster, and their submission.", no_args_is_help=True)
-app.add_typer(druid_app, name="druid")
 
 
 class Only(StrEnum):
@@ -38,21 +43,17 @@ class Only(StrEnum):
 
 def build_specs(settings: Any, datasource: str, interval: str | None, kafka: str | None = None) -> dict[str, Any]:
     """The specs of ``radctl druid specs`` (raises ``KeyError``/``ValueError`` on bad input)."""
-    from radstack.datasources import get_spec
-    from radstack.intervals import Interval
-    from serving.druid_cluster.specs import chunk_interval, druid_specs
 
     spec = get_spec(settings, datasource)
     iv = Interval.parse(interval) if interval else None
     segments: list[Any] = []
     if iv is not None:
-        from radstack.storage.metadata import MetadataStore
 
         with MetadataStore.from_settings(settings) as md:
             segments = md.segments(spec.name, interval=chunk_interval(spec, iv))
     return druid_specs(
         spec,
-        bootstrap_servers=kafka or str(settings.get("kafka.bootstrap_servers") or ""),
+        bootstrap_servers=kafka or str(settings.kafka.bootstrap_servers or ""),
         interval=iv,
         segments=segments,
         deep_storage=settings.deep_storage,
@@ -60,10 +61,6 @@ def build_specs(settings: Any, datasource: str, interval: str | None, kafka: str
 
 
 def _load(config: Path | None, datasource: str, interval: str | None, kafka: str | None) -> dict[str, Any]:
-    from radstack.config import ConfigError, load_settings
-    from radstack.intervals import TimeParseError
-    from radstack.spec import SpecError
-    from serving.druid_cluster.specs import DruidSpecError
 
     try:
         return build_specs(load_settings(config), datasource, interval, kafka)
@@ -111,7 +108,6 @@ def submit(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Post the generated specs to a Druid Overlord and (with --wait) poll the task status."""
-    from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
 
     out = _load(config, datasource, interval, kafka)
     auth = (user, password or "") if user else None

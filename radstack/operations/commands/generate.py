@@ -9,11 +9,14 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from radstack.operations.cli import app
+from radstack.config import load_settings
+from radstack.intervals import Period, parse_instant
+from realtime.generators import ads, netflow
+from realtime.generators.common import FileSink, GeneratorOptions, KafkaSink, run
+from realtime.topics import ensure_topics, topic_specs
 
 console = Console(highlight=False, stderr=True)
 generate_app = typer.Typer(help="Sample event streams (seeded, rate-limited).", no_args_is_help=True)
-app.add_typer(generate_app, name="generate")
 
 
 class Target(StrEnum):
@@ -37,11 +40,6 @@ def _common(
     config: Path | None,
     quiet: bool,
 ) -> None:
-    from radstack.config import load_settings
-    from radstack.intervals import Period, parse_instant
-    from radstack.operations.kafka_broker import bootstrap_servers
-    from realtime.generators import ads, netflow
-    from realtime.generators.common import FileSink, GeneratorOptions, KafkaSink, run
 
     settings = load_settings(config)
     opts = GeneratorOptions(
@@ -67,14 +65,13 @@ def _common(
         stream = netflow.generate(opts, start_ms, tables)
         primary = "netflow"
     if to is Target.kafka:
-        bs = bootstrap_servers(settings)
-        from realtime.topics import ensure_topics, topic_specs
+        bs = settings.kafka.clients_bootstrap
 
         wanted = topic_specs(settings)
         ensure_topics(
             bs,
             {t: wanted.get(t, 2) for t in topics.values()},
-            int(settings.get("kafka.replication_factor", 1)),
+            int(settings.kafka.replication_factor),
         )
         sink: FileSink | KafkaSink = KafkaSink(bs, topics)
         where = f"Kafka {bs} ({', '.join(sorted(set(topics.values())))})"

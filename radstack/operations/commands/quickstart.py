@@ -7,10 +7,9 @@ from pathlib import Path
 
 import typer
 
-from radstack.operations.cli import app
+from radstack.operations.quickstart import QuickstartError, QuickstartOptions, run
 
 
-@app.command("quickstart")
 def quickstart(
     events: int = typer.Option(24_000, help="Unique impressions to stream."),
     rate: float = typer.Option(400.0, help="Impressions per second."),
@@ -20,7 +19,6 @@ def quickstart(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Start the stack, stream `ads`, query real-time segments, rebuild closed minutes in batch, compare."""
-    from radstack.operations.quickstart import QuickstartError, QuickstartOptions, run
 
     opts = QuickstartOptions(events=6_000 if short else events, rate=rate, down=down, config=config)
     try:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import typer
 
-from radstack.operations.cli import app
+from radstack.config import load_settings
+from radstack.operations.server import create_server_app
 
 
-@app.command()
 def serve(
     host: str = typer.Option(None, help="Bind address (default: server.host, 127.0.0.1)."),
     port: int = typer.Option(None, help="Port (default: server.port, 8888)."),
@@ -18,8 +18,6 @@ def serve(
     """Start the embedded Druid-compatible server."""
     import uvicorn
 
-    from radstack.config import load_settings
-    from serving.app import create_app
 
     overrides: dict = {"server": {}}
     if host:
@@ -28,8 +26,8 @@ def serve(
         overrides["server"]["port"] = port
     settings = load_settings(config, overrides=overrides)
     uvicorn.run(
-        create_app(settings),
-        host=settings.get("server.host"),
-        port=int(settings.get("server.port")),
+        create_server_app(settings),
+        host=settings.server.host,
+        port=int(settings.server.port),
         log_level="warning",
     )

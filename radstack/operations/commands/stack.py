@@ -11,17 +11,21 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from radstack.operations.cli import app
+from radstack.config import load_settings
+from radstack.operations import stack
+from radstack.operations.kafka_broker import KafkaBroker
+from radstack.operations.processes import port_in_use
+from realtime.receiver import serve
+from realtime.streaming.progress import streaming_status
+from realtime.topics import ensure_topics, list_topics, topic_specs
 
 console = Console(highlight=False)
 kafka_app = typer.Typer(help="The embedded Kafka broker and topics.", no_args_is_help=True)
-app.add_typer(kafka_app, name="kafka")
 
 CONFIG_OPT = typer.Option(None, "--config", "-c", help="radstack.yaml to read.")
 
 
 def _settings(config: Path | None):  # type: ignore[no-untyped-def]
-    from radstack.config import load_settings
 
     return load_settings(config)
 
@@ -30,14 +34,12 @@ def _names(text: str | None) -> list[str] | None:
     return [n.strip() for n in text.split(",") if n.strip()] if text else None
 
 
-@app.command()
 def up(
     only: str = typer.Option(None, help="Comma-separated processes to start (default: all)."),
     skip: str = typer.Option(None, help="Comma-separated processes not to start, e.g. serve."),
     config: Path = CONFIG_OPT,
 ) -> None:
     """Start the embedded stack in the background (Kafka, receiver, serving, …); idempotent."""
-    from radstack import stack
 
     settings = _settings(config)
     console.print(f"radstack home: {settings.home}")
@@ -54,10 +56,8 @@ def up(
     console.print(f"[green]up[/green]; logs in {settings.logs_dir}, pid files in {settings.run_dir}")
 
 
-@app.command()
 def down(config: Path = CONFIG_OPT) -> None:
     """Stop every process of the embedded stack (TERM, wait, KILL the process group)."""
-    from radstack import stack
 
     settings = _settings(config)
     outcomes = stack.down(settings, say=console.print)
@@ -65,7 +65,6 @@ def down(config: Path = CONFIG_OPT) -> None:
         console.print("nothing is running")
 
 
-@app.command()
 def status(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
     no_kafka: bool = typer.Option(False, "--no-kafka", help="Skip topics and consumer lag."),
@@ -73,13 +72,11 @@ def status(
 ) -> None:
     """Each process (pid, port, health) and Kafka consumer lag per group. Exit 3 when something that
     was started is not running/healthy."""
-    from radstack import stack
 
     settings = _settings(config)
     st = stack.status(settings, with_kafka=not no_kafka)
     bad = any(p.state == "crashed" or (p.state == "running" and not p.healthy) for p in st.processes)
     if as_json:
-        from realtime.streaming.progress import streaming_status
 
         typer.echo(orjson.dumps({**st.as_dict(), "streaming": streaming_status(settings)},
                                 option=orjson.OPT_INDENT_2).decode())
@@ -99,7 +96,6 @@ def status(
         for p in st.processes:
             if p.detail:
                 console.print(f"{p.name}: {p.detail}")
-        from realtime.streaming.progress import streaming_status
 
         streaming = streaming_status(settings)
         if streaming:
@@ -139,14 +135,12 @@ def status(
         raise typer.Exit(3)
 
 
-@app.command()
 def receiver(
     host: str = typer.Option(None, help="Bind address (default receiver.host)."),
     port: int = typer.Option(None, help="Port (default receiver.port)."),
     config: Path = CONFIG_OPT,
 ) -> None:
     """Run the HTTP event receiver (POST /v1/events/{topic} → Kafka) in the foreground."""
-    from realtime.receiver import serve
 
     serve(_settings(config), host, port)
 
@@ -154,8 +148,6 @@ def receiver(
 @kafka_app.command("run")
 def kafka_run(config: Path = CONFIG_OPT) -> None:
     """Run the embedded broker in the foreground (formats the storage on first use)."""
-    from radstack.operations.kafka_broker import KafkaBroker
-    from radstack.operations.stack import port_in_use
 
     broker = KafkaBroker.from_settings(_settings(config))
     for p in (broker.port, broker.controller_port):
@@ -174,13 +166,11 @@ def kafka_topics(
     config: Path = CONFIG_OPT,
 ) -> None:
     """Create the configured topics (replication kafka.replication_factor) and list all topics."""
-    from radstack.operations.kafka_broker import bootstrap_servers
-    from realtime.topics import ensure_topics, list_topics, topic_specs
 
     settings = _settings(config)
-    bs = bootstrap_servers(settings)
+    bs = settings.kafka.clients_bootstrap
     if create:
-        created = ensure_topics(bs, topic_specs(settings), int(settings.get("kafka.replication_factor", 1)))
+        created = ensure_topics(bs, topic_specs(settings), int(settings.kafka.replication_factor))
         if created:
             console.print(f"created: {', '.join(created)}")
     for name, n in sorted(list_topics(bs).items()):

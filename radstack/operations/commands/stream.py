@@ -11,10 +11,11 @@ from pathlib import Path
 
 import typer
 
-from radstack.operations.cli import app
+from radstack.config import load_settings
+from radstack.datasources import load_catalog
+from realtime.streaming.job import StreamingJob, stream_options
 
 
-@app.command("stream")
 def stream(
     datasource: list[str] = typer.Option(None, "--datasource", "-d", help="Datasource to stream (repeatable); default: every spec with processing.topics."),
     available_now: bool = typer.Option(False, "--available-now", help="Process what Kafka holds now, then exit."),
@@ -23,9 +24,6 @@ def stream(
 ) -> None:
     """Kafka → parse/validate (dead letters to <topic>.dlq) → transforms → dedup → join → enrichment
     → window period → real-time segments, published per micro-batch, idempotently."""
-    from radstack.config import load_settings
-    from radstack.datasources import load_catalog
-    from realtime.streaming.job import StreamingJob, stream_options
 
     settings = load_settings(config)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)

@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 
 from hdfs import HdfsError, InsecureClient
 
-from radstack.storage.deep_storage import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
+from radstack.storage.deep_storage.base import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
 
 CHUNK = 4 * 1024 * 1024
 

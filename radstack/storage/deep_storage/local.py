@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from radstack.storage.deep_storage import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
+from radstack.storage.deep_storage.base import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
 
 CHUNK = 4 * 1024 * 1024
 

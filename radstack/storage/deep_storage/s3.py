@@ -24,7 +24,7 @@ from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from radstack.storage.deep_storage import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
+from radstack.storage.deep_storage.base import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
 
 TRANSFER = TransferConfig(multipart_threshold=8 * 1024 * 1024, multipart_chunksize=8 * 1024 * 1024)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from serving.broker.native.dimensions import parse_dimension
 from serving.errors import invalid_input, unsupported
 
 if TYPE_CHECKING:
@@ -117,7 +118,6 @@ def _cardinality_sql(spec: dict[str, Any], ctx: QueryContext) -> str:
     cols = []
     for f in fields:
         if isinstance(f, dict):
-            from serving.broker.native.dimensions import parse_dimension
 
             cols.append(parse_dimension(f).sql(ctx))
         else:

@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from radstack.granularity import Granularity, GranularityError
 from radstack.joda import joda_to_strftime
+from serving.broker.native.granularity_sql import bucket_sql
 from serving.errors import invalid_input, unsupported
 
 if TYPE_CHECKING:
@@ -165,8 +167,6 @@ def _filtered_dim_sql(spec: dict[str, Any], s: str) -> str:
 
 
 def _time_format_sql(fn: dict[str, Any], value: str, src_type: str, ctx: QueryContext | None) -> str:
-    from radstack.granularity import Granularity, GranularityError
-    from serving.broker.native.granularity_sql import bucket_sql
 
     tz = fn.get("timeZone") or "UTC"
     ms = value if src_type == "LONG" else f"epoch_ms(TRY_CAST({value} AS TIMESTAMP))"

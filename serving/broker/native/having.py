@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from serving.broker.native.context import q
+from serving.broker.native.dimensions import extraction_sql
 from serving.errors import invalid_input, unsupported
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ def having_sql(spec: Any, row_types: dict[str, str], ctx: QueryContext) -> str:
         value = spec.get("value")
         col = q(dim) if dim in row_types else "NULL"
         if spec.get("extractionFn"):
-            from serving.broker.native.dimensions import extraction_sql
 
             col = extraction_sql(spec["extractionFn"], col, row_types.get(dim, "STRING"), ctx)
         if value is None:

@@ -30,6 +30,7 @@ from serving.broker.sql.rules.time_parse import time_parse
 from serving.broker.sql.rules.time_shift import time_shift
 from serving.broker.sql.rules.timestamp_diff import timestamp_diff
 from serving.broker.sql.rules.typing import annotate
+from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 
 # sqlglot warns when it falls back to a generic Command; the guard refuses those anyway.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -74,7 +75,6 @@ def translate(
     tree = resolve_tables(tree, ctx)
     tree = name_projections(tree, ctx)
     if system_schema is None:
-        from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 
         system_schema = SYSTEM_SCHEMA
     tree = annotate(tree, ctx, system_schema)

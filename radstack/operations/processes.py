@@ -1,0 +1,135 @@
+"""Process and port helpers for the processes radstack starts (the stack, Kafka, the local clusters):
+stop a process group, tell whether a pid still runs, read a log's tail, probe a port or a URL."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+
+def stop_process_group(pid: int, timeout: float = 30.0) -> bool:
+    """TERM the process group led by ``pid``, wait, then KILL it. True if it stopped before KILL."""
+    try:
+        pgid = os.getpgid(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not _group_alive(pgid):
+            return True
+        time.sleep(0.1)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    for _ in range(50):
+        _reap(pid)
+        if not _group_alive(pgid):
+            break
+        time.sleep(0.1)
+    return False
+
+
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (index 0 = state), or None."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    for d in Path("/proc").iterdir():  # only zombies left (un-reaped children) → gone
+        if d.name.isdigit():
+            f = _proc_stat(int(d.name))
+            if f is not None and int(f[2]) == pgid and f[0] != "Z":
+                return True
+    return False
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def process_start_time(pid: int) -> int | None:
+    f = _proc_stat(pid)
+    return int(f[19]) if f is not None else None
+
+
+def pid_alive(pid: int, start_time: int | None = None) -> bool:
+    """``pid`` runs (not a zombie) and, when given, is the same process (same start time)."""
+    f = _proc_stat(pid)
+    if f is None or f[0] in ("Z", "X"):
+        return False
+    return start_time is None or int(f[19]) == start_time
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 16384))
+            data = fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(data.splitlines()[-lines:])
+
+
+def port_in_use(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def http_ok(url: str, timeout: float = 1.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - loopback health probe
+            return 200 <= r.status < 300
+    except Exception:
+        return False
+
+
+def radctl_argv(*args: str) -> list[str]:
+    """The command line running ``radctl args…`` with this interpreter."""
+    script = Path(sys.executable).parent / "radctl"
+    if script.exists():
+        return [str(script), *args]
+    return [sys.executable, "-c", "from radstack.operations.cli import app; app()", *args]
+
+
+# -- the process table ----------------------------------------------------------------------------
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
