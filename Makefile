@@ -16,7 +16,7 @@ help:
 	@echo "make test        - set up and run the whole test suite (unit + integration)"
 	@echo "make test-fast   - unit tests only (no JVM services)"
 	@echo "make test-druid  - the Druid-cluster path against a real Apache Druid (the oracle)"
-	@echo "make lint        - ruff"
+	@echo "make lint        - ruff + the import-linter layer contracts"
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,7 @@ airflow: $(AIRFLOW_STAMP)
 
 test: system venv jvm airflow
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
 
 test-fast: venv
@@ -71,6 +72,7 @@ test-druid: system venv
 
 lint: venv
 	$(PY) -m ruff check .
+	$(VENV)/bin/lint-imports
 
 quickstart: system venv jvm
 	$(VENV)/bin/radctl quickstart
