@@ -23,7 +23,7 @@ from radstack.intervals import Interval
 from radstack.storage.raw_archive import hour_dir, topic_prefix
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
 
 __all__ = [
     "HOUR_MS",
@@ -74,7 +74,7 @@ def archive_paths(deep_storage: Any, topic: str, interval: Interval) -> list[str
 
 def spark_archive_schema() -> Any:
     """The Spark schema of :data:`realtime.archiver.records.SCHEMA`."""
-    from pyspark.sql.types import (
+    from pyspark.sql.types import (  # lazy: only Spark code paths load pyspark
         ArrayType,
         BinaryType,
         BooleanType,
@@ -115,7 +115,7 @@ def read_archive(
 ) -> DataFrame:
     """Raw records of each ``topic`` whose event time is in ``ranges[topic]``, as one DataFrame in the
     Kafka source's layout (``timestamp`` = the Kafka timestamp, UTC) plus ``event_time``."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     schema = spark_archive_schema()
     frames = []

@@ -26,7 +26,7 @@ from radstack.storage.compaction import compaction_schema, resolve_dimensions
 from radstack.storage.indexer import renumber_core
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
 
     from radstack.storage.compaction import CompactionConfig, CompactionPlan
     from radstack.storage.segments import DataSegment
@@ -65,7 +65,7 @@ def _read_inputs(spark: SparkSession, plan: CompactionPlan, deep_storage: Any) -
 
 def _conform(df: DataFrame, lo: int, hi: int, dims: Sequence[tuple[str, str]],
              metric_specs: Sequence[MetricSpec]) -> DataFrame:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     t = df.schema[TIME_COLUMN].dataType.simpleString()
     if t.startswith("timestamp"):
@@ -85,7 +85,7 @@ def _conform(df: DataFrame, lo: int, hi: int, dims: Sequence[tuple[str, str]],
 
 
 def _totals(df: DataFrame, metric_specs: Sequence[MetricSpec]) -> tuple[int, dict[str, Any]]:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     aggs = [F.count(F.lit(1)).alias("__rows")]
     for i, m in enumerate(metric_specs):
@@ -130,7 +130,7 @@ def compact_with_spark(
     schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup)
     combined = reduce(lambda a, b: a.unionByName(b), [_conform(df, lo, hi, dims, metric_specs) for df, lo, hi in frames])
     rows_in, totals_in = _totals(combined, metric_specs)
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     n = partitions or int(settings.spark.shuffle_partitions if settings else 4)
     keys = [F.col(f"`{d}`") for d, _t in dims] or [F.col(TIME_COLUMN)]

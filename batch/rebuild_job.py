@@ -60,7 +60,7 @@ from radstack.storage.publish import publish
 from radstack.storage.raw_archive import archive_watermark
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
 
     from radstack.config import Settings
 
@@ -167,7 +167,7 @@ def index_dataframe(
     partitions and index each with the shared indexer (:func:`radstack.pipeline.segments.index_dataframe`)
     into core-set segments of ``version`` — each Spark partition in its own number range, to be
     renumbered with :func:`radstack.storage.indexer.renumber_core`; nothing is published here."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
 
     lo, hi = chunks[0].start, chunks[-1].end

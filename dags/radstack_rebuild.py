@@ -35,6 +35,11 @@ if str(REPO) not in sys.path:  # the DAG folder is dags/; radstack's packages ar
 from airflow.sdk import DAG, task  # noqa: E402
 from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataIntervalTimetable  # noqa: E402
 
+from batch.spark_submit import is_cluster_master, submit_args  # noqa: E402
+from radstack.config import Settings, load_settings  # noqa: E402
+from radstack.datasources import load_catalog  # noqa: E402
+from radstack.intervals import Period  # noqa: E402
+
 log = logging.getLogger(__name__)
 
 #: segment granularity → cron (UTC)
@@ -87,9 +92,7 @@ def _run(args: list[str]) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def make_dag(name: str, spec: Any, settings: Any) -> DAG:
-    from radstack.intervals import Period
-
+def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
     delay = Period.parse(str(settings.airflow.schedule_delay or "PT0S")).fixed_millis
     master = str(settings.spark.master or "local[*]")
     with DAG(
@@ -124,13 +127,10 @@ def make_dag(name: str, spec: Any, settings: Any) -> DAG:
                 return False
             raise RuntimeError(f"archive check failed (exit {proc.returncode}): {proc.stderr.strip()[-500:]}")
 
-        from batch.spark_submit import is_cluster_master
-
         rebuild: Any
         if is_cluster_master(master):
+            # lazy: the Spark provider is needed only where DAGs submit to a cluster master
             from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-
-            from batch.spark_submit import submit_args
 
             a = submit_args(settings, name, INTERVAL_TEMPLATE, force=True)
             rebuild = SparkSubmitOperator(
@@ -167,9 +167,6 @@ def make_dag(name: str, spec: Any, settings: Any) -> DAG:
 
 
 def build_dags() -> dict[str, DAG]:
-    from radstack.config import load_settings
-    from radstack.datasources import load_catalog
-
     settings = load_settings()
     out: dict[str, DAG] = {}
     for name, spec in sorted(load_catalog(settings).items()):

@@ -29,8 +29,11 @@ from typing import Any
 
 import yaml
 
+from radstack.expressions import expression_to_sql
+from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import Interval, Period, TimeParseError, parse_instant
+from radstack.intervals import Interval, Period, TimeParseError, format_instant, parse_instant
+from radstack.joda import tokenize
 
 __all__ = [
     "SpecError",
@@ -97,8 +100,6 @@ class TimestampSpec:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"column": self.column, "format": self.format}
         if self.missing_value is not None:
-            from radstack.intervals import format_instant
-
             out["missingValue"] = format_instant(self.missing_value)
         return out
 
@@ -462,10 +463,6 @@ def _parse_timestamp_spec(raw: Any, p: str) -> TimestampSpec:
 
 def _validate_joda(fmt: str, path: str) -> None:
     try:
-        from radstack.joda import tokenize
-    except ImportError:  # pragma: no cover - joda.py is part of the tree
-        return
-    try:
         tokens = tokenize(fmt)
     except ValueError as e:
         raise SpecError(path, f"unknown timestamp format {fmt!r}: {e}") from e
@@ -590,20 +587,12 @@ def _parse_transform_spec(raw: Any, p: str) -> tuple[list[Transform], dict[str, 
 
 def _validate_expression(expr: str, path: str) -> None:
     try:
-        from radstack.expressions import expression_to_sql
-    except ImportError:
-        return
-    try:
         expression_to_sql(expr)
     except Exception as e:  # the translator's own error type names what is wrong
         raise SpecError(path, f"invalid expression {expr!r}: {e}") from e
 
 
 def _validate_filter(flt: dict[str, Any], path: str) -> None:
-    try:
-        from radstack.filters import filter_to_sql
-    except ImportError:
-        return
     try:
         filter_to_sql(flt)
     except Exception as e:

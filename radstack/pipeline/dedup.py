@@ -15,7 +15,7 @@ from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, REASON_COLU
 from radstack.spec import TIME_COLUMN
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
 
 __all__ = ["EVENT_TS", "DEDUP_KEY", "with_event_time", "dedup_streaming", "dedup_exact"]
 
@@ -25,7 +25,7 @@ DEDUP_KEY = "__dedup_key"
 
 def with_event_time(df: DataFrame) -> DataFrame:
     """Add ``__event_ts`` (TIMESTAMP of ``__time``; NULL for dead letters) for watermarks."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     return df.withColumn(EVENT_TS, F.timestamp_millis(F.col(TIME_COLUMN)))
 
@@ -33,7 +33,7 @@ def with_event_time(df: DataFrame) -> DataFrame:
 def dedup_streaming(df: DataFrame, event_id: str | None, delay: str) -> DataFrame:
     """Watermark ``__event_ts`` by ``delay`` (e.g. ``"10 minutes"``) and, with an event id, drop
     repeats of an id seen within the watermark."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     if EVENT_TS not in df.columns:
         df = with_event_time(df)

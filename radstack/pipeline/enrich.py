@@ -29,7 +29,7 @@ from radstack.spec import DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
 
 __all__ = ["ip_to_long", "load_ranges", "load_map", "enrich", "enrich_entries"]
 
@@ -116,7 +116,7 @@ _IP_SQL = (
 
 def enrich(df: DataFrame, spec: DatasourceSpec, spark: SparkSession) -> DataFrame:
     """Apply every ``processing.enrich`` entry (in order)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     for n, e in enumerate(enrich_entries(spec)):
         field, output = str(e["field"]), str(e.get("output") or e.get("as"))

@@ -38,7 +38,7 @@ from radstack.spec import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
 
 __all__ = ["join_spec_for", "join_window_ms", "parse_joined", "join_batch", "join_streaming"]
 
@@ -65,14 +65,14 @@ def parse_joined(raw: DataFrame, j: Mapping[str, Any], *, value_col: str = "valu
 
 
 def _clicks_side(valid: DataFrame, j: Mapping[str, Any]) -> DataFrame:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     return valid.select(F.col(q(str(j["on"]))).alias(_C_KEY), F.col(TIME_COLUMN).alias(_C_TIME))
 
 
 def join_batch(left: DataFrame, raw_other: DataFrame, j: Mapping[str, Any], *, value_col: str = "value") -> DataFrame:
     """Exact: ``left`` (valid, deduplicated impressions) with ``is_clicked`` from all of ``raw_other``."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     spec = join_spec_for(j)
     clicks = dedup_exact(valid_events(parse_joined(raw_other, j, value_col=value_col)), spec.processing.event_id)
@@ -95,7 +95,7 @@ def join_streaming(left: DataFrame, parsed_other: DataFrame, j: Mapping[str, Any
     """Bounded stream-stream left outer join. ``left``: valid impressions with ``__event_ts`` and a
     watermark; ``parsed_other``: :func:`parse_joined` of the clicks stream. ``delay``: the watermark
     delay for the clicks side."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     clicks = valid_events(parsed_other)
     on, flag, w = str(j["on"]), str(j.get("flag", "is_clicked")), join_window_ms(j)

@@ -20,7 +20,7 @@ from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.timestamps import parse_timestamp_column
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame  # lazy: only Spark code paths load pyspark
 
 __all__ = [
     "RAW_COLUMN",
@@ -99,7 +99,7 @@ def parse_events(raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "valu
     The result has the spec's input fields (typed), ``__time`` (BIGINT millis), ``__reason``
     (NULL = valid), ``__raw`` (the original bytes) and ``__topic``/``__partition``/``__offset`` when
     the input has Kafka's ``topic``/``partition``/``offset`` columns (NULL otherwise)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     ds = spec.data_schema
     fields = input_fields(spec)
@@ -181,7 +181,7 @@ def parse_events(raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "valu
 
 def valid_events(parsed: DataFrame) -> DataFrame:
     """The valid rows of :func:`parse_events`, without the bookkeeping columns."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     keep = [c for c in parsed.columns if c not in (REASON_COLUMN, *META_COLUMNS)]
     return parsed.where(F.col(REASON_COLUMN).isNull()).select(*[F.col(q(c)) for c in keep])
@@ -189,7 +189,7 @@ def valid_events(parsed: DataFrame) -> DataFrame:
 
 def dead_letters(parsed: DataFrame) -> DataFrame:
     """The invalid rows: ``__raw`` (original bytes), ``__reason`` and the Kafka coordinates."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     return parsed.where(F.col(REASON_COLUMN).isNotNull()).select(REASON_COLUMN, *META_COLUMNS)
 
@@ -198,7 +198,7 @@ def _joda_udf(pattern: str):  # type: ignore[no-untyped-def]
     """An Arrow-backed (pandas) UDF parsing a Joda pattern with the indexer's own parser."""
     import warnings
 
-    from pyspark.sql.functions import PandasUDFType, pandas_udf
+    from pyspark.sql.functions import PandasUDFType, pandas_udf  # lazy: only Spark code paths load pyspark
 
     def parse(s):  # type: ignore[no-untyped-def]  # pandas Series in, Series of float millis out
         import pyarrow as pa

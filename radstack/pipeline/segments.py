@@ -29,7 +29,7 @@ from radstack.storage.segments import DataSegment
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
 
     from radstack.storage.indexer import IngestStats
     from radstack.storage.segments import DataSegment
@@ -140,7 +140,7 @@ def index_dataframe(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
-        from pyspark import TaskContext
+        from pyspark import TaskContext  # lazy: only Spark code paths load pyspark
 
 
         bl = [b for b in batches if b.num_rows]

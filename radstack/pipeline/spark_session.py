@@ -17,7 +17,7 @@ from radstack.config import SparkSettings
 from radstack.jvm import jars
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
 
 __all__ = ["build_spark_session", "write_log4j2_config", "DEFAULT_SHUFFLE_PARTITIONS"]
 
@@ -67,7 +67,7 @@ def build_spark_session(
     jars cannot change any more)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
 
     spark_settings = settings.spark if settings is not None else SparkSettings()
     if settings is not None:

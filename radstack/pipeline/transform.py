@@ -18,7 +18,7 @@ from radstack.pipeline.parse import q
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame  # lazy: only Spark code paths load pyspark
 
 __all__ = ["druid_types", "apply_defaults", "apply_transforms", "apply_filter", "transform_and_filter"]
 
@@ -50,7 +50,7 @@ def _sql_literal(v: Any) -> str:
 
 def apply_defaults(df: DataFrame, defaults: Mapping[str, Any]) -> DataFrame:
     """NULL (and, for strings, empty) values of ``defaults``' fields replaced by the default."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     if not defaults:
         return df
@@ -71,7 +71,7 @@ def apply_defaults(df: DataFrame, defaults: Mapping[str, Any]) -> DataFrame:
 
 def _keep(df: DataFrame, cond: Column, mark: str | None) -> DataFrame:
     """Rows where ``cond`` holds; with ``mark``, every row, the boolean column ``mark`` AND-ed with it."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     if mark is None:
         return df.where(cond)
@@ -81,7 +81,7 @@ def _keep(df: DataFrame, cond: Column, mark: str | None) -> DataFrame:
 def apply_transforms(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = None) -> DataFrame:
     """``transformSpec.transforms`` (all reading the input row) as one projection. A ``__time``
     transform drops rows whose new time is NULL (with ``mark``: clears their mark instead)."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
 
     transforms = spec.data_schema.transforms
@@ -108,7 +108,7 @@ def apply_transforms(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = 
 def apply_filter(df: DataFrame, spec: DatasourceSpec, *, mark: str | None = None) -> DataFrame:
     """Rows the ``transformSpec.filter`` accepts (all rows without a filter); with ``mark``, every
     row, the boolean column ``mark`` cleared where the filter rejects it."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
 
     flt = spec.data_schema.transform_filter

@@ -16,7 +16,7 @@ from radstack.spec import TIME_COLUMN
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame  # lazy: only Spark code paths load pyspark
 
 __all__ = ["window_millis", "spark_delay", "late_threshold", "is_late", "late_mask", "drop_late", "interval_closed"]
 
@@ -37,7 +37,7 @@ def late_threshold(watermark_ms: int | None, window_ms: int) -> int | None:
 
 
 def is_late(threshold_ms: int | None) -> Column:
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     if threshold_ms is None:
         return F.lit(False)

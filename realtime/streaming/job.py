@@ -38,8 +38,8 @@ from realtime.streaming.sink import SegmentSink, SinkConfig, progress_key
 from realtime.topics import ensure_topics
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql.streaming import StreamingQuery  # lazy: only Spark code paths load pyspark
 
     from radstack.storage.metadata import MetadataStore
 
@@ -125,7 +125,7 @@ def _kafka_stream(spark: SparkSession, topics: list[str], o: StreamOptions, max_
 def only_dead_letters_keep_bytes(parsed: DataFrame) -> DataFrame:
     """``__raw`` set to NULL on valid rows: only dead letters need their original bytes downstream,
     and the bytes would otherwise ride through the dedup shuffle and into the sink."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     return parsed.withColumn(RAW_COLUMN, F.when(F.col(REASON_COLUMN).isNotNull(), F.col(RAW_COLUMN)))
 
@@ -151,7 +151,7 @@ def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) ->
     if not joins:
         return stream
 
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
 
     valid = stream.where(F.col(REASON_COLUMN).isNull())

@@ -34,7 +34,7 @@ from realtime.streaming.dlq import produce_dead_letters
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
 
     from radstack.storage.indexer import IngestStats
     from radstack.storage.segments import DataSegment
@@ -178,7 +178,7 @@ def process_micro_batch(
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
-        from pyspark import TaskContext
+        from pyspark import TaskContext  # lazy: only Spark code paths load pyspark
 
 
         bl = list(batches)

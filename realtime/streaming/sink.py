@@ -44,7 +44,7 @@ from realtime.streaming.handoff import handoff_closed_intervals
 from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_micro_batch
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
 
     from radstack.storage.metadata import MetadataStore
 
@@ -111,7 +111,7 @@ class SegmentSink:
         return self._query_id
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from pyspark.sql import functions as F
+        from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
         t0 = time.monotonic()
         state = dict(self.metadata.get_state(self.key) or {})

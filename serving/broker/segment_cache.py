@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
@@ -187,11 +188,7 @@ class SegmentCache:
         found = _find_parquet(local_dir)
         if found is not None:
             return found, local_dir
-        try:
-            from radstack.storage.deep_storage import fetch_load_spec
-        except ImportError:
-            fetch_load_spec = None  # type: ignore[assignment]
-        if fetch_load_spec is not None and spec.get("type") != "parquet-file":
+        if spec.get("type") != "parquet-file":
             local_dir.mkdir(parents=True, exist_ok=True)
             try:
                 # a file spec lands at the given path; a folder spec is copied into it

@@ -13,10 +13,14 @@ from typing import Any
 
 import duckdb
 
+from radstack.expressions import expression_to_sql
+from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import Interval, TimeParseError, condense
 from serving.broker.native.granularity_sql import bucket_sql, fill_buckets, format_bucket
+from serving.broker.native.virtual_columns import parse_virtual_columns
 from serving.broker.query_manager import RunningQuery
+from serving.broker.segment_cache import druid_type
 from serving.broker.service import (
     BrokerState,
     Chunk,
@@ -215,8 +219,6 @@ class QueryContext:
         return "(" + joiner.join(parts) + ")"
 
     def relation(self, source: str) -> str:
-        from serving.broker.native.virtual_columns import parse_virtual_columns
-
         sql = f"SELECT * FROM {source} WHERE {self.time_predicate()}"
         real = set(self.column_types)
         vcs = parse_virtual_columns(self.query.get("virtualColumns") or [], self)
@@ -228,8 +230,6 @@ class QueryContext:
                 sql = f"SELECT *, {expr} AS {q(vc.name)} FROM ({sql})"
             self.virtual_names.add(vc.name)
         if any(vc.output_type is None for vc in vcs):
-            from serving.broker.segment_cache import druid_type
-
             described = {r[0]: r[1] for r in self.run(f"DESCRIBE SELECT * FROM ({sql})")}
             for vc in vcs:
                 if vc.output_type is None and vc.name in described:
@@ -256,10 +256,6 @@ class QueryContext:
 
     def filter_sql(self, f: Any, column_types: dict[str, str] | None = None) -> str:
         try:
-            from radstack.filters import filter_to_sql
-        except ImportError as e:  # pragma: no cover - until the filter module exists
-            raise unsupported("filters are not available") from e
-        try:
             return filter_to_sql(f, dialect="duckdb", column_types=column_types or self.column_types)
         except DruidError:
             raise
@@ -267,10 +263,6 @@ class QueryContext:
             raise invalid_input(f"Invalid filter: {e}") from e
 
     def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str:
-        try:
-            from radstack.expressions import expression_to_sql
-        except ImportError as e:  # pragma: no cover
-            raise unsupported("expressions are not available") from e
         try:
             return expression_to_sql(text, dialect="duckdb", column_types=column_types or self.column_types)
         except DruidError:

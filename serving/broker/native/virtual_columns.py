@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from serving.errors import invalid_input, unsupported
 
-if TYPE_CHECKING:
-    from serving.broker.native.context import QueryContext
+
+class ExpressionScope(Protocol):
+    """What a virtual column needs of the query it belongs to (a :class:`~serving.broker.native.context.QueryContext`)."""
+
+    column_types: dict[str, str]
+
+    def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str: ...
 
 OUTPUT_TYPES = {"STRING", "LONG", "FLOAT", "DOUBLE"}
 
@@ -20,7 +25,7 @@ class VirtualColumn:
     output_type: str | None
 
 
-def parse_virtual_columns(specs: list[Any], ctx: QueryContext) -> list[VirtualColumn]:
+def parse_virtual_columns(specs: list[Any], ctx: ExpressionScope) -> list[VirtualColumn]:
     out = []
     for spec in specs:
         if not isinstance(spec, dict):
