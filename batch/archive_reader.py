@@ -23,7 +23,7 @@ from radstack.intervals import Interval
 from radstack.storage.raw_archive import hour_dir, topic_prefix
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
     "HOUR_MS",

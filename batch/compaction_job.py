@@ -26,7 +26,7 @@ from radstack.storage.compaction import compaction_schema, resolve_dimensions
 from radstack.storage.indexer import renumber_core
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame, SparkSession
 
     from radstack.storage.compaction import CompactionConfig, CompactionPlan
     from radstack.storage.segments import DataSegment

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from radstack.clock import now_millis
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, Period, TimeParseError, format_instant
+from radstack.pipeline.window import window_millis
 
 __all__ = [
     "BackfillPlanError",
@@ -28,7 +29,6 @@ __all__ = [
     "ClosedCheck",
     "parse_interval",
     "plan_chunks",
-    "window_millis",
     "check_closed",
 ]
 
@@ -87,11 +87,6 @@ def plan_chunks(interval: Interval, segment_granularity: Granularity) -> list[In
                 f"{interval.iso()} is more than {MAX_CHUNKS} {segment_granularity.to_json()} chunks"
             )
     return out
-
-
-def window_millis(window_period: Period) -> int:
-    """The window period's length (calendar periods: 31 days a month, the safe side)."""
-    return window_period.fixed_millis + (window_period.years * 12 + window_period.months) * 31 * 86_400_000
 
 
 def check_closed(

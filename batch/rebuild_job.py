@@ -60,7 +60,7 @@ from radstack.storage.publish import publish
 from radstack.storage.raw_archive import archive_watermark
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame, SparkSession
 
     from radstack.config import Settings
 

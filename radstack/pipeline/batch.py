@@ -23,7 +23,7 @@ from radstack.pipeline.transform import transform_and_filter
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["output_columns", "finish_pipeline", "run_batch_pipeline"]
 

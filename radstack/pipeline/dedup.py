@@ -15,7 +15,7 @@ from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, REASON_COLU
 from radstack.spec import TIME_COLUMN
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame
 
 __all__ = ["EVENT_TS", "DEDUP_KEY", "with_event_time", "dedup_streaming", "dedup_exact"]
 

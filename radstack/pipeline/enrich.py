@@ -29,7 +29,7 @@ from radstack.spec import DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["ip_to_long", "load_ranges", "load_map", "enrich", "enrich_entries"]
 

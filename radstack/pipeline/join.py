@@ -38,7 +38,7 @@ from radstack.spec import (
 )
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame
 
 __all__ = ["join_spec_for", "join_window_ms", "parse_joined", "join_batch", "join_streaming"]
 

@@ -20,7 +20,7 @@ from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.timestamps import parse_timestamp_column
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import Column, DataFrame
 
 __all__ = [
     "RAW_COLUMN",

@@ -29,7 +29,7 @@ from radstack.storage.segments import DataSegment
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame
 
     from radstack.storage.indexer import IngestStats
     from radstack.storage.segments import DataSegment

@@ -17,7 +17,7 @@ from radstack.config import SparkSettings
 from radstack.jvm import jars
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import SparkSession
 
 __all__ = ["build_spark_session", "write_log4j2_config", "DEFAULT_SHUFFLE_PARTITIONS"]
 

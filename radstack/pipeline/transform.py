@@ -18,7 +18,7 @@ from radstack.pipeline.parse import q
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["druid_types", "apply_defaults", "apply_transforms", "apply_filter", "transform_and_filter"]
 

@@ -16,7 +16,7 @@ from radstack.spec import TIME_COLUMN
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import Column, DataFrame
 
 __all__ = ["window_millis", "spark_delay", "late_threshold", "is_late", "late_mask", "drop_late", "interval_closed"]
 

@@ -38,8 +38,8 @@ from realtime.streaming.sink import SegmentSink, SinkConfig, progress_key
 from realtime.topics import ensure_topics
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession  # lazy: only Spark code paths load pyspark
-    from pyspark.sql.streaming import StreamingQuery  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
 
     from radstack.storage.metadata import MetadataStore
 

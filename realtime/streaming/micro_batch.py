@@ -34,7 +34,7 @@ from realtime.streaming.dlq import produce_dead_letters
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame
 
     from radstack.storage.indexer import IngestStats
     from radstack.storage.segments import DataSegment

@@ -44,7 +44,7 @@ from realtime.streaming.handoff import handoff_closed_intervals
 from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_micro_batch
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import DataFrame
 
     from radstack.storage.metadata import MetadataStore
 
