@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from batch.storage_conf import storage_spark_conf
 from radstack.granularity import Granularity
 from radstack.intervals import Interval
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.raw_archive import hour_dir, topic_prefix
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ def archive_hours(interval: Interval) -> list[int]:
     return [h.start for h in _HOUR.iterate(interval)]
 
 
-def archive_paths(deep_storage: Any, topic: str, interval: Interval) -> list[str]:
+def archive_paths(deep_storage: DeepStorage, topic: str, interval: Interval) -> list[str]:
     """URIs of the existing hour folders of ``topic`` that hold events of ``interval``."""
     wanted = {hour_dir(topic, h) for h in archive_hours(interval)}
     days = sorted({w.rsplit("/", 1)[0] for w in wanted})
@@ -110,7 +111,7 @@ def spark_archive_schema() -> Any:
 
 def read_archive(
     spark: SparkSession,
-    deep_storage: Any,
+    deep_storage: DeepStorage,
     ranges: Mapping[str, Interval],
 ) -> DataFrame:
     """Raw records of each ``topic`` whose event time is in ``ranges[topic]``, as one DataFrame in the

@@ -24,13 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
 from batch.planning import BackfillPlanError, NotClosedError, parse_interval, plan_chunks
 from batch.rebuild_job import closed_checks, rebuild
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import Interval, format_instant
 from radstack.spec import SpecError
 from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segment_format import segment_data_key
 from radstack.storage.timeline import VersionedIntervalTimeline
@@ -109,7 +117,7 @@ Progress = Callable[[ChunkResult], None]
 # ---- planning ----------------------------------------------------------------------------------
 
 
-def plan_backfill(settings: Any, interval_text: str, datasource: str | None = None) -> BackfillPlan:
+def plan_backfill(settings: Settings, interval_text: str, datasource: str | None = None) -> BackfillPlan:
 
     try:
         interval = parse_interval(interval_text)
@@ -146,12 +154,8 @@ def _count_metric(spec: Any) -> str | None:
     return next((m.name for m in spec.data_schema.metrics if m.type == "count"), None)
 
 
-def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: str, i: int) -> tuple[Any, Any]:
+def _segment_times(deep_storage: DeepStorage, seg: Any, count_metric: str | None, tmp: str, i: int) -> tuple[Any, Any]:
     """(``__time`` in ms, events per row) of a data segment's file, as int64 numpy arrays sorted by time."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
 
     spec = seg.load_spec or {}
@@ -178,7 +182,7 @@ def _segment_times(deep_storage: Any, seg: Any, count_metric: str | None, tmp: s
     return ms[order], events[order]
 
 
-def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, Interval]]:
+def visible(metadata: MetadataStore, datasource: str, chunk: Interval) -> list[tuple[Any, Interval]]:
     """(segment, visible part) pairs serving ``chunk`` now, per the timeline of used segments."""
 
     tl = VersionedIntervalTimeline.from_segments(metadata.segments(datasource, used=True, interval=chunk), datasource)
@@ -186,12 +190,11 @@ def visible(metadata: Any, datasource: str, chunk: Interval) -> list[tuple[Any, 
 
 
 def chunk_summaries(
-    metadata: Any, deep_storage: Any, spec: Any, chunks: Sequence[Interval]
+    metadata: MetadataStore, deep_storage: DeepStorage, spec: Any, chunks: Sequence[Interval]
 ) -> list[tuple[int, int, list[str]]]:
     """:func:`chunk_summary` of each of ``chunks`` (time-ordered, not overlapping): one timeline lookup
     over the whole run and one read per visible data segment, split per chunk; tombstones and chunks
     without segments cost no deep-storage read."""
-    import numpy as np
 
     n = len(chunks)
     if not n:
@@ -226,7 +229,7 @@ def chunk_summaries(
     return [(rows[i], events[i], sorted(versions[i])) for i in range(n)]
 
 
-def chunk_summary(metadata: Any, deep_storage: Any, spec: Any, chunk: Interval) -> tuple[int, int, list[str]]:
+def chunk_summary(metadata: MetadataStore, deep_storage: DeepStorage, spec: Any, chunk: Interval) -> tuple[int, int, list[str]]:
     """(rows, events, versions) of what serves ``chunk`` now."""
     return chunk_summaries(metadata, deep_storage, spec, [chunk])[0]
 
@@ -234,7 +237,7 @@ def chunk_summary(metadata: Any, deep_storage: Any, spec: Any, chunk: Interval) 
 # ---- local ---------------------------------------------------------------------------------------
 
 
-def check_plan_closed(settings: Any, plan: BackfillPlan, *, now_ms: int | None = None) -> None:
+def check_plan_closed(settings: Settings, plan: BackfillPlan, *, now_ms: int | None = None) -> None:
     """Raise :class:`NotClosedError` naming every chunk that is not closed."""
 
     catalog = load_catalog(settings)
@@ -271,13 +274,13 @@ def _job_groups(chunks: Sequence[Interval], size: int, granularity: Any) -> list
     return out
 
 
-def chunks_per_job(settings: Any) -> int:
+def chunks_per_job(settings: Settings) -> int:
     """``batch.chunks_per_job`` (at least 1)."""
     return max(1, int(settings.batch.chunks_per_job or 1))
 
 
 def run_local(
-    settings: Any,
+    settings: Settings,
     plan: BackfillPlan,
     *,
     force: bool = False,
@@ -331,7 +334,6 @@ class AirflowClient:
     """The parts of Airflow 3's REST API (``/api/v2``) a backfill uses, with JWT auth when configured."""
 
     def __init__(self, url: str, username: str = "", password: str = "", *, timeout: float = 30.0) -> None:
-        import httpx
 
         self.url = url.rstrip("/")
         self.username = username
@@ -351,7 +353,6 @@ class AirflowClient:
         return {"Authorization": f"Bearer {self._token}"} if self._token else {}
 
     def _request_raw(self, method: str, path: str, **kw: Any) -> Any:
-        import httpx
 
         try:
             return self._http.request(method, path, **kw)
@@ -378,12 +379,12 @@ class AirflowClient:
         return str(self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"])
 
 
-def dag_id(settings: Any, datasource: str) -> str:
+def dag_id(settings: Settings, datasource: str) -> str:
     return f"{settings.airflow.dag_prefix or 'radstack_rebuild_'}{datasource}"
 
 
 def run_airflow(
-    settings: Any,
+    settings: Settings,
     plan: BackfillPlan,
     *,
     wait: bool = False,
@@ -423,7 +424,7 @@ def run_airflow(
     return results
 
 
-def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
+def _before_summaries(settings: Settings, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
 
     catalog = load_catalog(settings)
     storage = open_deep_storage(settings)
@@ -433,7 +434,7 @@ def _before_summaries(settings: Any, plan: BackfillPlan) -> dict[tuple[str, Inte
         }
 
 
-def _wait_airflow(settings: Any, cl: AirflowClient, results: list[ChunkResult], progress: Progress | None,
+def _wait_airflow(settings: Settings, cl: AirflowClient, results: list[ChunkResult], progress: Progress | None,
                   poll_seconds: float) -> None:  # fmt: skip
 
     deadline = time.monotonic() + float(settings.airflow.wait_timeout_seconds or 3600)

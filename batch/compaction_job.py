@@ -16,13 +16,18 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import reduce
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from batch.storage_conf import storage_spark_conf
+from radstack.config import Settings
 from radstack.pipeline.segments import index_dataframe
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
 from radstack.storage.compaction import compaction_schema, resolve_dimensions
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import renumber_core
 
 if TYPE_CHECKING:
@@ -46,7 +51,7 @@ class SparkCompactionOutput:
     totals_in: dict[str, Any]
 
 
-def compaction_spark_session(settings: Any) -> SparkSession:
+def compaction_spark_session(settings: Settings) -> SparkSession:
     """The shared radstack SparkSession (no Kafka jars), with the deep storage's Spark settings."""
 
     conf = storage_spark_conf(settings.deep_storage, getattr(settings, "jvm_dir", None)) if settings else {}
@@ -54,7 +59,7 @@ def compaction_spark_session(settings: Any) -> SparkSession:
                                extra_conf=conf)
 
 
-def _read_inputs(spark: SparkSession, plan: CompactionPlan, deep_storage: Any) -> list[tuple[DataFrame, int, int]]:
+def _read_inputs(spark: SparkSession, plan: CompactionPlan, deep_storage: DeepStorage) -> list[tuple[DataFrame, int, int]]:
     """One DataFrame per distinct clip (the files visible over the same part of time)."""
     by_clip: dict[tuple[int, int], list[str]] = defaultdict(list)
     for v in plan.inputs:
@@ -104,21 +109,19 @@ def compact_with_spark(
     config: CompactionConfig,
     metric_specs: Sequence[MetricSpec],
     *,
-    deep_storage: Any,
-    settings: Any,
+    deep_storage: DeepStorage,
+    settings: Settings,
     version: str,
     rollup: bool = True,
     spark: SparkSession | None = None,
     partitions: int | None = None,
 ) -> SparkCompactionOutput:
     """Re-roll ``plan``'s inputs with Spark; returns the written (unpublished) segments."""
-    from functools import reduce
 
 
     spark = spark or compaction_spark_session(settings)
     frames = _read_inputs(spark, plan, deep_storage)
     arrow_types: dict[str, Any] = {}
-    import pyarrow as pa
 
     for df, _lo, _hi in frames:
         for f in df.schema.fields:

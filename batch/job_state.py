@@ -18,6 +18,8 @@ from typing import Any
 
 from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
+from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import SegmentId, segment_path
 
 __all__ = ["InflightJob", "inflight_key", "register", "unregister", "clean_dead_jobs", "version_prefixes"]
@@ -60,23 +62,23 @@ def version_prefixes(data_source: str, intervals: list[Interval], version: str) 
     return out
 
 
-def _jobs(metadata: Any, data_source: str) -> list[InflightJob]:
+def _jobs(metadata: MetadataStore, data_source: str) -> list[InflightJob]:
     raw = metadata.get_state(inflight_key(data_source)) or {}
     return [InflightJob.from_json(v) for v in (raw.get("jobs") or [])]
 
 
-def _save(metadata: Any, data_source: str, jobs: list[InflightJob]) -> None:
+def _save(metadata: MetadataStore, data_source: str, jobs: list[InflightJob]) -> None:
     metadata.put_state(inflight_key(data_source), {"jobs": [j.to_json() for j in jobs]})
 
 
-def register(metadata: Any, data_source: str, version: str, intervals: list[Interval]) -> InflightJob:
+def register(metadata: MetadataStore, data_source: str, version: str, intervals: list[Interval]) -> InflightJob:
     job = InflightJob(version, tuple(iv.iso() for iv in intervals), os.getpid(), socket.gethostname(),
                       now_millis())  # fmt: skip
     _save(metadata, data_source, [*(j for j in _jobs(metadata, data_source) if j.version != version), job])
     return job
 
 
-def unregister(metadata: Any, data_source: str, version: str) -> None:
+def unregister(metadata: MetadataStore, data_source: str, version: str) -> None:
     _save(metadata, data_source, [j for j in _jobs(metadata, data_source) if j.version != version])
 
 
@@ -97,8 +99,8 @@ def _alive(job: InflightJob, stale_ms: int, now_ms: int) -> bool:
 
 
 def clean_dead_jobs(
-    metadata: Any,
-    deep_storage: Any,
+    metadata: MetadataStore,
+    deep_storage: DeepStorage,
     data_source: str,
     *,
     stale_seconds: float = 21600,

@@ -19,19 +19,20 @@ datasource, as native overwrite tasks do.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from batch.rebuild_job import rebuild_spec
-from radstack.config import load_settings
+from radstack.config import Settings, load_settings
 from radstack.intervals import condense
 from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
 
 __all__ = ["main"]
 
 
-def _uris(src: dict[str, Any], settings: Any) -> list[str]:
+def _uris(src: dict[str, Any], settings: Settings) -> list[str]:
     """Spark URIs of an hdfs/s3 input source (directories are read whole)."""
     if src["type"] == "hdfs":
         paths = src["paths"] if isinstance(src["paths"], list) else [p for p in str(src["paths"]).split(",") if p]
@@ -56,7 +57,6 @@ def _task_spec(payload: dict[str, Any]) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Child process: run one Overlord task's Spark job; write ``{segments, stats, version}``."""
-    import logging
 
 
     args = argv if argv is not None else sys.argv[1:]

@@ -50,10 +50,11 @@ from radstack.datasources import get_spec
 from radstack.intervals import Interval, Period, format_instant, parse_instant
 from radstack.pipeline.batch import run_batch_pipeline
 from radstack.pipeline.input_schema import join_options
-from radstack.pipeline.segments import index_dataframe as index_partitions
+from radstack.pipeline.segments import index_dataframe
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import renumber_core
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RebuildResult", "rebuild", "rebuild_spec", "closed_checks", "read_inputs", "index_dataframe", "main"]
+__all__ = ["RebuildResult", "rebuild", "rebuild_spec", "closed_checks", "read_inputs", "index_chunks", "main"]
 
 PARTITION_STRIDE = 1_000_000
 """Partition ``p`` of the Spark job numbers its segments from ``p * PARTITION_STRIDE`` (renumbered later)."""
@@ -103,7 +104,7 @@ class RebuildResult:
 
 
 def closed_checks(
-    metadata: Any, spec: DatasourceSpec, chunks: list[Interval], *, now_ms: int | None = None
+    metadata: MetadataStore, spec: DatasourceSpec, chunks: list[Interval], *, now_ms: int | None = None
 ) -> list[ClosedCheck]:
 
     marks = {t: archive_watermark(metadata, t) for t in spec.processing.topics}
@@ -126,7 +127,7 @@ def _join_topic(join: dict[str, Any]) -> str:
 
 
 def read_inputs(
-    spark: SparkSession, deep_storage: Any, spec: DatasourceSpec, chunks: list[Interval]
+    spark: SparkSession, deep_storage: DeepStorage, spec: DatasourceSpec, chunks: list[Interval]
 ) -> tuple[DataFrame, dict[str, DataFrame]]:
     """The raw archive rows the rebuild of ``chunks`` needs: the datasource's own topics for exactly the
     chunks, and for every stream join the joined topic padded by the join window (a click may be
@@ -154,7 +155,7 @@ def _hash_columns(df: DataFrame, spec: DatasourceSpec) -> list[str]:
     return [d.name for d in spec.data_schema.dimensions if d.name in df.columns]
 
 
-def index_dataframe(
+def index_chunks(
     df: DataFrame,
     spec: DatasourceSpec,
     chunks: list[Interval],
@@ -175,7 +176,7 @@ def index_dataframe(
     cols = _hash_columns(df, spec)
     parts = max(1, int(partitions))
     df = df.repartition(parts, *cols) if cols else df.repartition(parts, TIME_COLUMN)
-    res = index_partitions(
+    res = index_dataframe(
         df,
         spec.data_schema,
         deep_storage_config=deep_storage_settings,
@@ -205,8 +206,8 @@ def rebuild(
     spark: SparkSession | None = None,
     force: bool = False,
     now_ms: int | None = None,
-    metadata: Any | None = None,
-    deep_storage: Any | None = None,
+    metadata: MetadataStore | None = None,
+    deep_storage: DeepStorage | None = None,
 ) -> RebuildResult:
     """Rebuild ``interval`` (widened to whole segment buckets) of ``datasource`` (a catalog spec) from the
     raw archive and publish it."""
@@ -223,8 +224,8 @@ def rebuild_spec(
     spark: SparkSession | None = None,
     force: bool = False,
     now_ms: int | None = None,
-    metadata: Any | None = None,
-    deep_storage: Any | None = None,
+    metadata: MetadataStore | None = None,
+    deep_storage: DeepStorage | None = None,
     reader: InputReader | None = None,
     min_version: str = "",
 ) -> RebuildResult:
@@ -261,7 +262,7 @@ def rebuild_spec(
             raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
             rows = _pipeline(spark, raw, joined, spec)
             parts = int(settings.batch.partitions or 0) or int(settings.spark.shuffle_partitions)
-            segments, stats = index_dataframe(
+            segments, stats = index_chunks(
                 rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts
             )
             segments = renumber_core(segments, storage)

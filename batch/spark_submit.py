@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from batch.storage_conf import storage_spark_conf
+from radstack.config import Settings
 
 __all__ = ["PACKAGES", "REPO_ROOT", "is_cluster_master", "build_package", "submit_args", "spark_submit_command"]
 
@@ -44,7 +45,7 @@ def build_package(out_dir: Path) -> Path:
 
 
 def submit_args(
-    settings: Any,
+    settings: Settings,
     datasource: str,
     interval: str,
     *,
@@ -81,7 +82,7 @@ def submit_args(
     }
 
 
-def spark_submit_command(settings: Any, datasource: str, interval: str, *, force: bool = False,
+def spark_submit_command(settings: Settings, datasource: str, interval: str, *, force: bool = False,
                          config_file: str | None = None, py_files: str | None = None,
                          spark_submit: str = "spark-submit") -> list[str]:  # fmt: skip
     """The full ``spark-submit`` command line for one rebuild on ``spark.master``."""

@@ -29,9 +29,11 @@ from datetime import datetime
 from typing import Any
 
 import orjson
+import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from radstack.config import Settings
 from radstack.intervals import TimeParseError, parse_instant
 from realtime.producer import BatchProducer, KafkaUnavailable
 
@@ -161,7 +163,7 @@ async def _read_body(request: Request, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
+def create_app(settings: Settings, producer: BatchProducer | None = None) -> FastAPI:
     """The receiver app. ``producer`` defaults to one built from ``kafka.bootstrap_servers``; it is
     closed on shutdown only when the app created it."""
     limit = int(settings.receiver.max_body_bytes)
@@ -259,9 +261,8 @@ def create_app(settings: Any, producer: BatchProducer | None = None) -> FastAPI:
     return app
 
 
-def serve(settings: Any, host: str | None = None, port: int | None = None) -> None:
+def serve(settings: Settings, host: str | None = None, port: int | None = None) -> None:
     """Run the receiver in this process (``radctl receiver``)."""
-    import uvicorn
 
     uvicorn.run(
         create_app(settings),

@@ -12,6 +12,8 @@ from typing import Any
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
+from radstack.config import Settings
+
 
 def quiet_logger() -> logging.Logger:
     """A logger for librdkafka clients whose connection errors are answered by the caller (not printed)."""
@@ -26,7 +28,7 @@ def admin_client(bootstrap_servers: str, **conf: Any) -> AdminClient:
     return AdminClient({"bootstrap.servers": bootstrap_servers, "logger": quiet_logger(), **conf})
 
 
-def topic_specs(settings: Any) -> dict[str, int]:
+def topic_specs(settings: Settings) -> dict[str, int]:
     """``kafka.topics`` from the settings: topic name → partition count."""
     raw = settings.kafka.topics or {}
     return {str(k): int(v) for k, v in raw.items()}

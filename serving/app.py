@@ -16,6 +16,7 @@ import os
 import resource
 import threading
 from collections.abc import AsyncIterator
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import orjson
@@ -55,7 +56,6 @@ def _version() -> str:
 
 
 def _dist_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
 
     try:
         return version("radstack")

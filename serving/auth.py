@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import Settings
@@ -97,7 +98,6 @@ class BasicAuthMiddleware:
 
 
 async def send_error(send: Send, err: DruidError, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    import orjson
 
     body = orjson.dumps(err.to_json())
     headers: list[Any] = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]

@@ -7,6 +7,8 @@ from typing import Any
 
 from radstack.clock import now_millis
 from radstack.config import Settings
+from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.metadata import MetadataStore
 from serving.jobs import BatchJobs
 
 
@@ -20,8 +22,8 @@ class ServerContext:
     broker is not part of this build), ``coordinator`` the :class:`serving.app.CoordinatorLoop`."""
 
     settings: Settings
-    metadata: Any
-    deep_storage: Any
+    metadata: MetadataStore
+    deep_storage: DeepStorage
     task_runner: Any
     broker: Any = None
     coordinator: Any = None

@@ -22,8 +22,10 @@ from typing import Any, Protocol
 
 from radstack import metrics
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.storage.compaction import SparkCompactor, compaction_duty
 from radstack.storage.deep_storage import DeepStorageError
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segments import segment_path
 from radstack.storage.timeline import TimelineConflictError, VersionedIntervalTimeline
@@ -158,7 +160,7 @@ class DutyReport:
 def run_duties(
     metadata: MetadataStore,
     deep_storage: _DeepStorage | None,
-    settings: Any,
+    settings: Settings,
     *,
     now_ms: int | None = None,
     spark_compactor: SparkCompactor | None = None,
@@ -188,7 +190,7 @@ def run_duties(
 
 
 def _run_lifecycle_duties(
-    metadata: MetadataStore, deep_storage: Any, settings: Any, now: int, report: DutyReport,
+    metadata: MetadataStore, deep_storage: DeepStorage, settings: Settings, now: int, report: DutyReport,
     spark_compactor: SparkCompactor | None,
 ) -> None:
     """Retention rules, then (with a deep storage) compaction, kill and self-metrics ingestion."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from radstack.clock import now_millis
 from radstack.intervals import Interval, format_instant
@@ -216,7 +217,6 @@ def _ids_in(segments: Iterable[DataSegment], data_source: str, interval: Interva
 async def mark_unused(data_source: str, request: Request) -> Any:
     interval, ids = await _mark_payload(request)
     ctx = _ctx(request)
-    from starlette.concurrency import run_in_threadpool
 
     def run() -> Any:
         used = ctx.metadata.segments(data_source, used=True)
@@ -238,7 +238,6 @@ def _mark_used_non_overshadowed(ctx: Any, data_source: str, candidates: list[Dat
 async def mark_used(data_source: str, request: Request) -> Any:
     interval, ids = await _mark_payload(request)
     ctx = _ctx(request)
-    from starlette.concurrency import run_in_threadpool
 
     def run() -> Any:
         if data_source not in ctx.metadata.data_sources(used_only=False):
@@ -389,7 +388,6 @@ async def set_rules(data_source: str, request: Request) -> Response:
             _interval(str(r["interval"]))
     if data_source == "_default" and not rules:
         raise invalid_input("rules: the cluster default rules cannot be empty")
-    from starlette.concurrency import run_in_threadpool
 
     await run_in_threadpool(_ctx(request).metadata.set_rules, data_source, rules)
     return Response(status_code=200)
@@ -412,7 +410,6 @@ async def set_compaction_config(request: Request) -> Response:
         raw = orjson.loads(body) if body.strip() else None
     except orjson.JSONDecodeError as e:
         raise invalid_input(f"the request body is not valid JSON: {e}") from e
-    from starlette.concurrency import run_in_threadpool
 
     try:
         await run_in_threadpool(save_compaction_config, _ctx(request).metadata, raw)

@@ -31,7 +31,9 @@ from typing import Any
 
 from radstack import metrics
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime, parse_instant
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segment_format import SEGMENTS_PREFIX
 from radstack.storage.segments import DataSegment, segment_path
@@ -90,7 +92,7 @@ def _is_segment_folder(folder: str) -> bool:
     return folder.startswith(SEGMENTS_PREFIX) and len(parts) == 5 and all(parts)
 
 
-def segment_folder(deep_storage: Any, segment: DataSegment) -> str | None:
+def segment_folder(deep_storage: DeepStorage, segment: DataSegment) -> str | None:
     """The deep-storage folder holding ``segment``'s files (``segments/ds/iv/version/partition/``):
     where its ``loadSpec`` points (when this deep storage can map it back), else the layout default.
     None for tombstones and load specs of another storage."""
@@ -107,7 +109,7 @@ def segment_folder(deep_storage: Any, segment: DataSegment) -> str | None:
     return folder if _is_segment_folder(folder) else None
 
 
-def _used_folders(metadata: MetadataStore, deep_storage: Any) -> set[str]:
+def _used_folders(metadata: MetadataStore, deep_storage: DeepStorage) -> set[str]:
     out: set[str] = set()
     for seg in metadata.segments(None, used=True):
         folder = segment_folder(deep_storage, seg)
@@ -145,7 +147,7 @@ def find_kill_candidates(
 
 def kill_unused_segments(
     metadata: MetadataStore,
-    deep_storage: Any,
+    deep_storage: DeepStorage,
     data_source: str,
     interval: Interval,
     *,
@@ -231,8 +233,8 @@ def _as_list(value: Any) -> list[str]:
 
 def kill_duty(
     metadata: MetadataStore,
-    deep_storage: Any,
-    settings: Any,
+    deep_storage: DeepStorage,
+    settings: Settings,
     *,
     now_ms: int | None = None,
     force: bool = False,

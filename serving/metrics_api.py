@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from radstack import metrics
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.timeline import TimelineConflictError, timelines_by_data_source
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ _QUERY_TYPE = re.compile(rb'"queryType"\s*:\s*"([A-Za-z_]+)"')
 _MAX_CAPTURE = 256 * 1024
 
 
-def segment_state_counts(metadata: Any) -> dict[str, dict[str, int]]:
+def segment_state_counts(metadata: MetadataStore) -> dict[str, dict[str, int]]:
     """``{datasource: {"used", "unused", "overshadowed"}}`` from the metadata store."""
     counts: dict[str, dict[str, int]] = defaultdict(lambda: {"used": 0, "unused": 0, "overshadowed": 0})
     used = []

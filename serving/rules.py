@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
+from radstack.storage.metadata import MetadataStore
 
 __all__ = [
     "RuleError",
@@ -144,7 +145,7 @@ def parse_rules(raw: Iterable[Any], path: str = "rules") -> list[Rule]:
     return [parse_rule(r, f"{path}[{i}]") for i, r in enumerate(raw)]
 
 
-def rules_for(metadata: Any, data_source: str) -> list[Rule]:
+def rules_for(metadata: MetadataStore, data_source: str) -> list[Rule]:
     """The rules that apply to ``data_source``: its own, then the cluster default (Druid's
     ``getRulesWithDefault``). Missing default rules mean Druid's ``loadForever``."""
     own = metadata.get_rules(data_source) if data_source != "_default" else None

@@ -21,9 +21,12 @@ import pyarrow as pa
 
 from radstack import metrics
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.intervals import format_instant
 from radstack.spec import DataSchema, parse_data_schema
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 
 log = logging.getLogger(__name__)
@@ -70,7 +73,7 @@ def metrics_rows(now_ms: int, registry: Any = None, host: str | None = None) -> 
     return pa.table({k: pa.array(v, types.get(k, pa.string())) for k, v in cols.items()})
 
 
-def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None = None,
+def ingest_self_metrics(metadata: MetadataStore, deep_storage: DeepStorage, *, now_ms: int | None = None,
                         data_source: str = DATASOURCE, registry: Any = None) -> int:
     """Append one snapshot of the metrics to ``data_source``; returns the rows indexed."""
 
@@ -89,7 +92,7 @@ def ingest_self_metrics(metadata: Any, deep_storage: Any, *, now_ms: int | None 
     return result.num_rows
 
 
-def self_metrics_duty(metadata: Any, deep_storage: Any, settings: Any, *, now_ms: int | None = None) -> int:
+def self_metrics_duty(metadata: MetadataStore, deep_storage: DeepStorage, settings: Settings, *, now_ms: int | None = None) -> int:
     if not bool(settings.coordinator.self_metrics.on):
         return 0
     now = now_millis() if now_ms is None else now_ms

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
 
+from hdfs import HdfsError, InsecureClient
+
 from radstack import jvm
 from radstack.operations.processes import free_port
 
@@ -335,7 +337,6 @@ class HdfsCluster:
 
     def _probe_write(self) -> bool:
         """A WebHDFS create through the DataNode proves the write path end to end."""
-        from hdfs import HdfsError, InsecureClient
 
         client = InsecureClient(self.webhdfs_url, user=self.user, timeout=10)
         try:

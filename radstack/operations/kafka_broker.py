@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from radstack import jvm
+from radstack.config import Settings
 from radstack.operations.processes import port_in_use, port_open, stop_process_group, tail
 from realtime.topics import admin_client
 
@@ -93,7 +94,7 @@ class KafkaBroker:
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_settings(cls, settings: Any) -> KafkaBroker:
+    def from_settings(cls, settings: Settings) -> KafkaBroker:
         return cls(
             home=settings.home,
             port=int(settings.kafka.port),

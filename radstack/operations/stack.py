@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.operations.kafka_broker import KafkaBroker, metadata_ok
 from radstack.operations.processes import (
@@ -154,7 +155,7 @@ def probe_host(host: Any) -> str:
     return "127.0.0.1" if h in ("0.0.0.0", "::", "") else h
 
 
-def specs(settings: Any, only: list[str] | None = None, skip: list[str] | None = None) -> list[ProcessSpec]:
+def specs(settings: Settings, only: list[str] | None = None, skip: list[str] | None = None) -> list[ProcessSpec]:
     names = {p.name for p in PROCESSES}
     for n in (only or []) + (skip or []):
         if n not in names:
@@ -194,11 +195,11 @@ class PidRecord:
         return pid_alive(self.pid, self.start_time)
 
 
-def pid_file(settings: Any, name: str) -> Path:
+def pid_file(settings: Settings, name: str) -> Path:
     return settings.run_dir / f"{name}.pid"
 
 
-def log_file(settings: Any, spec: ProcessSpec) -> Path:
+def log_file(settings: Settings, spec: ProcessSpec) -> Path:
     return settings.logs_dir / (spec.log_name or f"{spec.name}.log")
 
 
@@ -212,7 +213,7 @@ class Outcome:
     seconds: float | None = None
 
 
-def _child_env(settings: Any) -> dict[str, str]:
+def _child_env(settings: Settings) -> dict[str, str]:
     env = dict(os.environ)
     env["RADSTACK_HOME"] = str(settings.home)
     if settings.source is not None:
@@ -221,7 +222,7 @@ def _child_env(settings: Any) -> dict[str, str]:
     return env
 
 
-def start_one(settings: Any, spec: ProcessSpec, say: Callable[[str], None] = lambda m: None) -> Outcome:
+def start_one(settings: Settings, spec: ProcessSpec, say: Callable[[str], None] = lambda m: None) -> Outcome:
     settings.run_dir.mkdir(parents=True, exist_ok=True)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
     pf = pid_file(settings, spec.name)
@@ -294,7 +295,7 @@ def start_one(settings: Any, spec: ProcessSpec, say: Callable[[str], None] = lam
 
 
 def up(
-    settings: Any,
+    settings: Settings,
     only: list[str] | None = None,
     skip: list[str] | None = None,
     say: Callable[[str], None] = lambda m: None,
@@ -317,7 +318,7 @@ def _describe(o: Outcome) -> str:
     return f"{o.name}: {o.message or o.state}"
 
 
-def down(settings: Any, say: Callable[[str], None] = lambda m: None) -> list[Outcome]:
+def down(settings: Settings, say: Callable[[str], None] = lambda m: None) -> list[Outcome]:
     """Stop every process that has a pid file, in reverse table order (then any unknown pid files)."""
     out: list[Outcome] = []
     known = [p.name for p in PROCESSES]
@@ -384,7 +385,7 @@ class StackStatus:
         }
 
 
-def status(settings: Any, with_kafka: bool = True) -> StackStatus:
+def status(settings: Settings, with_kafka: bool = True) -> StackStatus:
     procs: list[ProcessStatus] = []
     for spec in specs(settings):
         pf = pid_file(settings, spec.name)

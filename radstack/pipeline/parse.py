@@ -13,8 +13,12 @@ iso/auto/millis/posix/micro/nano/ruby, the indexer's own parser (an Arrow UDF) f
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
+from radstack.expressions import quote_identifier
 from radstack.pipeline.input_schema import CORRUPT_COLUMN, field_types, input_fields, json_schema_ddl
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.timestamps import parse_timestamp_column
@@ -44,8 +48,8 @@ _ISO_LIKE = r"^[+-]?[0-9]{4}(-|$)"
 
 
 def q(name: str) -> str:
-    """A Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
+    """A Spark SQL identifier (the one quoting rule: :func:`radstack.expressions.quote_identifier`)."""
+    return quote_identifier(name, "spark")
 
 
 def _lit(s: str) -> str:
@@ -196,12 +200,10 @@ def dead_letters(parsed: DataFrame) -> DataFrame:
 
 def _joda_udf(pattern: str):  # type: ignore[no-untyped-def]
     """An Arrow-backed (pandas) UDF parsing a Joda pattern with the indexer's own parser."""
-    import warnings
 
     from pyspark.sql.functions import PandasUDFType, pandas_udf  # lazy: only Spark code paths load pyspark
 
     def parse(s):  # type: ignore[no-untyped-def]  # pandas Series in, Series of float millis out
-        import pyarrow as pa
 
 
         arr = pa.array(s.str.strip(), type=pa.string(), from_pandas=True)

@@ -21,9 +21,13 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import pyarrow as pa
+
 from radstack.intervals import Interval, format_instant
 from radstack.spec import TIME_COLUMN, DataSchema, TimestampSpec
 from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import IngestStats, bucket_starts, index_partition
 from radstack.storage.segments import DataSegment
 
@@ -72,7 +76,7 @@ def index_table(
     table: pa.Table,
     schema: DataSchema,
     *,
-    deep_storage: Any,
+    deep_storage: DeepStorage,
     version: str | Callable[[Interval], str] = interval_start_version,
     shard: str = "append",
     base_offsets: Mapping[tuple[Interval, str], int] | None = None,
@@ -85,8 +89,6 @@ def index_table(
     numbers start at ``first_partition + base_offsets[(interval, version)] + partition_id * stride``;
     more pieces than ``stride`` in one interval would collide with the next Spark partition's numbers
     and raise ``ValueError``."""
-    import numpy as np
-    import pyarrow as pa
 
 
     ischema = indexer_schema(schema)
@@ -139,7 +141,6 @@ def index_dataframe(
     version_ = version
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
         from pyspark import TaskContext  # lazy: only Spark code paths load pyspark
 
 

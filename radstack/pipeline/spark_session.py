@@ -10,10 +10,11 @@ connector jars from the JVM manifest on ``spark.jars``. Spark's and Java's logs 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from radstack.config import SparkSettings
+from radstack.config import Settings, SparkSettings
 from radstack.jvm import jars
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def write_log4j2_config(log_dir: Path, name: str = "spark", level: str = "warn")
 
 
 def build_spark_session(
-    settings: Any | None = None,
+    settings: Settings | None = None,
     *,
     app_name: str = "radstack",
     master: str | None = None,
@@ -114,6 +115,5 @@ def build_spark_session(
 
 
 def _python() -> str:
-    import sys
 
     return sys.executable

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from radstack.intervals import Interval, Period
 from radstack.spec import TIME_COLUMN
 
@@ -47,8 +50,6 @@ def is_late(threshold_ms: int | None) -> Column:
 def late_mask(times: pa.ChunkedArray | pa.Array, threshold_ms: int | None) -> pa.Array | pa.ChunkedArray:
     """:func:`is_late` on an Arrow column of ``__time`` millis (the streaming sink's one pass): True
     where the row is late, False elsewhere (NULL times included)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     if threshold_ms is None:
         return pa.array([False] * len(times), pa.bool_())

@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 
 from radstack import metrics
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import (
@@ -56,6 +57,7 @@ from radstack.intervals import (
     parse_instant,
 )
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec, SpecError, parse_data_schema
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
@@ -105,7 +107,7 @@ class SparkCompactor(Protocol):
     :func:`batch.compaction_job.compact_with_spark`, handed in by the process that composes the layers."""
 
     def __call__(self, plan: CompactionPlan, config: CompactionConfig, metric_specs: Sequence[MetricSpec], *,
-                 deep_storage: Any, settings: Any, version: str, rollup: bool, spark: Any = None) -> SparkCompaction: ...
+                 deep_storage: DeepStorage, settings: Settings, version: str, rollup: bool, spark: Any = None) -> SparkCompaction: ...
 
 
 class CompactionError(ValueError):
@@ -391,7 +393,7 @@ def _druid_type(t: pa.DataType) -> str:
     return "string"
 
 
-def resolve_metrics(config: CompactionConfig, settings: Any, inputs: Sequence[DataSegment]) -> tuple[MetricSpec, ...]:
+def resolve_metrics(config: CompactionConfig, settings: Settings, inputs: Sequence[DataSegment]) -> tuple[MetricSpec, ...]:
     """How to combine the metrics: the config's ``metricsSpec``, else the datasource spec in the
     catalog, else an input's ``lastCompactionState.metricsSpec``."""
     if config.metrics_spec is not None:
@@ -413,7 +415,7 @@ def resolve_metrics(config: CompactionConfig, settings: Any, inputs: Sequence[Da
         "to its compaction config or a datasource spec to the catalog")
 
 
-def _catalog_spec(settings: Any, data_source: str) -> Any:
+def _catalog_spec(settings: Settings, data_source: str) -> Any:
     if settings is None:
         return None
     try:
@@ -424,7 +426,7 @@ def _catalog_spec(settings: Any, data_source: str) -> Any:
         return None
 
 
-def window_period_of(settings: Any, data_source: str) -> Period:
+def window_period_of(settings: Settings, data_source: str) -> Period:
     spec = _catalog_spec(settings, data_source)
     if spec is not None:
         return spec.processing.window_period
@@ -467,7 +469,7 @@ def compaction_state(schema: DataSchema, max_rows: int) -> dict[str, Any]:
 
 
 def resolve_dimensions(
-    config: CompactionConfig, settings: Any, inputs: Sequence[DataSegment], arrow_types: Mapping[str, pa.DataType]
+    config: CompactionConfig, settings: Settings, inputs: Sequence[DataSegment], arrow_types: Mapping[str, pa.DataType]
 ) -> list[tuple[str, str]]:
     """``(name, type)`` of the output dimensions: the config's, else the catalog spec's, else the
     inputs' (in first-seen order, newest version first), typed from the files."""
@@ -517,7 +519,7 @@ def new_version(metadata: MetadataStore, data_source: str, now_ms: int) -> str:
     return version
 
 
-def read_input_table(deep_storage: Any, visible: VisibleSegment, work_dir: Path) -> pa.Table:
+def read_input_table(deep_storage: DeepStorage, visible: VisibleSegment, work_dir: Path) -> pa.Table:
     """One input segment's rows inside its visible clip, ``__time`` as int64 millis."""
     seg = visible.segment
     load_spec = seg.load_spec
@@ -584,7 +586,7 @@ def totals_equal(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return True
 
 
-def _delete_written(deep_storage: Any, segments: Sequence[DataSegment]) -> None:
+def _delete_written(deep_storage: DeepStorage, segments: Sequence[DataSegment]) -> None:
     for seg in segments:
         try:
             key = deep_storage.key_for_load_spec(seg.load_spec)
@@ -593,18 +595,18 @@ def _delete_written(deep_storage: Any, segments: Sequence[DataSegment]) -> None:
             log.warning("could not delete files of unpublished compaction output %s", seg.identifier)
 
 
-def _output_table(deep_storage: Any, segments: Sequence[DataSegment], work_dir: Path) -> pa.Table:
+def _output_table(deep_storage: DeepStorage, segments: Sequence[DataSegment], work_dir: Path) -> pa.Table:
     tables = [read_input_table(deep_storage, VisibleSegment(s, s.interval), work_dir) for s in segments]
     return pa.concat_tables(tables, promote_options="permissive") if tables else pa.table({})
 
 
 def run_compaction(
     metadata: MetadataStore,
-    deep_storage: Any,
+    deep_storage: DeepStorage,
     plan: CompactionPlan,
     config: CompactionConfig,
     *,
-    settings: Any = None,
+    settings: Settings | None = None,
     runner: str = "inprocess",
     now_ms: int | None = None,
     spark: Any = None,
@@ -689,7 +691,7 @@ def _check_unchanged(metadata: MetadataStore, plan: CompactionPlan) -> None:
             f"{plan.data_source} {plan.interval.iso()}: its segments changed while compacting; nothing was published")
 
 
-def choose_runner(settings: Any, plan: CompactionPlan, requested: str | None = None, *,
+def choose_runner(settings: Settings, plan: CompactionPlan, requested: str | None = None, *,
                   spark_available: bool = True) -> str:
     """``inprocess`` or ``spark``: the request, else ``coordinator.compaction.runner``; ``auto`` sends
     intervals of at least ``spark_min_rows`` input rows to Spark when this process has a Spark runner."""
@@ -702,10 +704,10 @@ def choose_runner(settings: Any, plan: CompactionPlan, requested: str | None = N
 
 def compact_datasource(
     metadata: MetadataStore,
-    deep_storage: Any,
+    deep_storage: DeepStorage,
     config: CompactionConfig,
     *,
-    settings: Any = None,
+    settings: Settings | None = None,
     now_ms: int | None = None,
     dry_run: bool = False,
     runner: str | None = None,
@@ -737,7 +739,7 @@ def compact_datasource(
 
 
 def compaction_duty(
-    metadata: MetadataStore, deep_storage: Any, settings: Any, *, now_ms: int | None = None, force: bool = False,
+    metadata: MetadataStore, deep_storage: DeepStorage, settings: Settings, *, now_ms: int | None = None, force: bool = False,
     spark_compactor: SparkCompactor | None = None,
 ) -> list[CompactionResult]:
     """The coordinator's compaction pass: every configured datasource, at most

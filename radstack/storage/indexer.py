@@ -34,10 +34,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.expressions import expression_to_sql
+from radstack.expressions import quote_identifier as _q
 from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, condense
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segment_format import segment_data_key, segment_schema, write_segment_file
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.timestamps import parse_timestamp_column, query_arrow
@@ -135,11 +137,6 @@ class IndexResult:
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-
-
-def _q(name: str) -> str:
-    """Quote an SQL identifier."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 def _as_table(batches: Iterable[pa.RecordBatch] | pa.Table | pa.RecordBatch) -> pa.Table:
@@ -567,7 +564,7 @@ def index_partition(
     return IndexResult(segments, stats, dim_names)
 
 
-def renumber_core(segments: Sequence[DataSegment], deep_storage: Any | None = None) -> list[DataSegment]:
+def renumber_core(segments: Sequence[DataSegment], deep_storage: DeepStorage | None = None) -> list[DataSegment]:
     """Make one core set per (dataSource, interval, version): partitions renumbered 0..N−1 in the
     order of their current numbers, each with ``partitions = N``.
 

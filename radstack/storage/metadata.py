@@ -23,11 +23,14 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.storage.segments import DataSegment
 
@@ -232,7 +235,7 @@ class MetadataStore:
         return cls(engine)
 
     @classmethod
-    def from_settings(cls, settings: Any, *, create: bool = True) -> MetadataStore:
+    def from_settings(cls, settings: Settings, *, create: bool = True) -> MetadataStore:
         store = cls.from_url(settings.metadata_url)
         if create:
             store.create_tables()
@@ -626,10 +629,8 @@ class MetadataStore:
     # ---- config and state -----------------------------------------------------------------------
 
     def _upsert(self, conn: Connection, table: sa.Table, values: dict[str, Any], keys: list[str]) -> None:
-        if self.dialect == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        elif self.dialect == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        if self.dialect in ("postgresql", "sqlite"):
+            dialect_insert = postgresql_insert if self.dialect == "postgresql" else sqlite_insert
         else:  # pragma: no cover - other backends: update, then insert
             if conn.execute(
                 sa.update(table).where(*(table.c[k] == values[k] for k in keys)).values(**values)

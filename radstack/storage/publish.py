@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segment_format import DESCRIPTOR_FILE, segment_descriptor_key
 from radstack.storage.segments import DataSegment
 
@@ -34,7 +35,7 @@ def descriptor_bytes(segment: DataSegment) -> bytes:
     return orjson.dumps(segment.to_json(), option=orjson.OPT_INDENT_2)
 
 
-def descriptor_key(deep_storage: Any, segment: DataSegment) -> str:
+def descriptor_key(deep_storage: DeepStorage, segment: DataSegment) -> str:
     """Where ``descriptor.json`` goes: beside the data its ``loadSpec`` points at (when the deep
     storage can map a loadSpec back to a key), else under ``segments/{segment_path(id)}/``."""
     to_key = getattr(deep_storage, "key_for_load_spec", None)

@@ -20,7 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+
+from radstack.storage.metadata import MetadataStore
 
 RAW_PREFIX = "raw"
 MANIFEST_DIR = "_manifests"
@@ -81,7 +82,7 @@ def stats_key(group: str) -> str:
     return f"archiver.stats.{group}"
 
 
-def archive_watermark(metadata: Any, topic: str) -> int | None:
+def archive_watermark(metadata: MetadataStore, topic: str) -> int | None:
     """The stored watermark of ``topic`` in epoch millis, or None when the archiver never ran."""
     state = metadata.get_state(watermark_key(topic))
     return int(state["watermark"]) if state and state.get("watermark") is not None else None

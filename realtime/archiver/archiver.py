@@ -35,6 +35,8 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 
 from radstack.clock import now_millis
 from radstack.metrics import record_archive
+from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import data_key, manifest_key
 from realtime.archiver.records import ColumnBuffer, to_table
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
@@ -92,8 +94,8 @@ class Archiver:
     def __init__(
         self,
         config: ArchiverConfig,
-        deep_storage: Any,
-        metadata: Any | None = None,
+        deep_storage: DeepStorage,
+        metadata: MetadataStore | None = None,
         *,
         fault: str | None = None,
     ) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
 
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.raw_archive import manifest_prefix
 
 log = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ class RecoveryResult:
     stale: int = 0  # manifests left over after a commit
 
 
-def recover_partition(deep_storage: Any, topic: str, partition: int, committed: int | None) -> RecoveryResult:
+def recover_partition(deep_storage: DeepStorage, topic: str, partition: int, committed: int | None) -> RecoveryResult:
     """Resolve every manifest of one partition against its committed offset (None: nothing committed)."""
     keys = sorted(k for k in deep_storage.list(manifest_prefix(topic, partition)) if k.endswith(".json"))
     resume: int | None = None
@@ -68,7 +68,7 @@ def recover_partition(deep_storage: Any, topic: str, partition: int, committed: 
     return RecoveryResult(resume, commit, completed, undone, stale)
 
 
-def delete_committed_manifests(deep_storage: Any, topic: str, partition: int, committed: int) -> int:
+def delete_committed_manifests(deep_storage: DeepStorage, topic: str, partition: int, committed: int) -> int:
     """Delete manifests of flushes whose offsets are all below ``committed``."""
     n = 0
     for key in deep_storage.list(manifest_prefix(topic, partition)):

@@ -19,13 +19,14 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import stats_key, watermark_key
 
 SAVE_EVERY_SECONDS = 2.0
 
 
 class WatermarkTracker:
-    def __init__(self, group: str, metadata: Any | None) -> None:
+    def __init__(self, group: str, metadata: MetadataStore | None) -> None:
         self.group = group
         self.metadata = metadata
         self.partitions: dict[tuple[str, int], int] = {}

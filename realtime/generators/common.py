@@ -12,6 +12,7 @@ bytes, so later tests can recompute the exact truth independently.
 
 from __future__ import annotations
 
+import bisect
 import math
 import random
 import time
@@ -91,7 +92,6 @@ def weighted(rng: random.Random, items: list[Any], weights: list[float]) -> Call
     for w in weights:
         total += w
         cum.append(total)
-    import bisect
 
     def pick() -> Any:
         return items[bisect.bisect_right(cum, rng.random() * total)]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka import Producer
+
 from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, RAW_COLUMN, REASON_COLUMN, TOPIC_COLUMN
 from radstack.spec import DatasourceSpec
 
@@ -32,7 +34,6 @@ def dlq_topics(spec: DatasourceSpec, topics: list[str]) -> list[str]:
 
 
 def _producer(bootstrap_servers: str) -> Any:
-    from confluent_kafka import Producer
 
     p = _producers.get(bootstrap_servers)
     if p is None:

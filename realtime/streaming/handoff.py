@@ -25,11 +25,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from radstack.intervals import Interval
 from radstack.pipeline.segments import interval_start_version
 from radstack.pipeline.window import interval_closed
 from radstack.spec import TIME_COLUMN, DatasourceSpec, TimestampSpec
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.segment_format import read_segment_table
 
@@ -49,8 +53,8 @@ def is_realtime_version(interval: Interval, version: str) -> bool:
 
 
 def handoff_closed_intervals(
-    metadata: Any,
-    deep_storage: Any,
+    metadata: MetadataStore,
+    deep_storage: DeepStorage,
     spec: DatasourceSpec,
     *,
     watermark_ms: int | None,
@@ -73,9 +77,8 @@ def handoff_closed_intervals(
     return done
 
 
-def merge_interval(metadata: Any, deep_storage: Any, spec: DatasourceSpec, interval: Interval, realtime: list[Any]) -> bool:
+def merge_interval(metadata: MetadataStore, deep_storage: DeepStorage, spec: DatasourceSpec, interval: Interval, realtime: list[Any]) -> bool:
     """Merge ``realtime`` (the used real-time partitions of ``interval``) into the handoff version."""
-    import pyarrow as pa
 
 
     hv = handoff_version(interval)

@@ -23,11 +23,15 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, RAW_COLUMN, REASON_COLUMN, TOPIC_COLUMN
 from radstack.pipeline.segments import index_table, interval_start_version
 from radstack.pipeline.window import late_mask
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import IngestStats
 from radstack.storage.segments import DataSegment
 from realtime.streaming.dlq import produce_dead_letters
@@ -86,7 +90,6 @@ class BatchOutcome:
 
 
 def _mask_and(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> Any:
-    import pyarrow.compute as pc
 
     return pc.and_(pc.fill_null(a, False), pc.fill_null(b, False))
 
@@ -96,7 +99,7 @@ def process_partition(
     spec: DatasourceSpec,
     *,
     threshold_ms: int | None,
-    deep_storage: Any,
+    deep_storage: DeepStorage,
     bootstrap_servers: str,
     first_partition: int,
     partition_id: int,
@@ -106,7 +109,6 @@ def process_partition(
     """Count, dead-letter and index one Spark partition of a micro-batch (see the module doc).
     ``write_dead_letters`` (default :func:`realtime.streaming.dlq.produce_dead_letters`) gets the
     invalid rows and returns how many it delivered."""
-    import pyarrow.compute as pc
 
 
     write = write_dead_letters or produce_dead_letters
@@ -177,7 +179,6 @@ def process_micro_batch(
     spec_ = spec
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
         from pyspark import TaskContext  # lazy: only Spark code paths load pyspark
 
 

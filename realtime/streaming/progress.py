@@ -9,11 +9,13 @@ running totals of what Spark's stateful operators dropped (``numDroppedDuplicate
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from radstack.clock import now_millis
+from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import format_instant, parse_instant
 from radstack.storage.metadata import MetadataStore
@@ -26,7 +28,6 @@ def _json(p: Any) -> dict[str, Any]:
         return p
     j = getattr(p, "json", None)
     if callable(j):
-        import json
 
         return json.loads(j())
     return dict(p)
@@ -34,7 +35,6 @@ def _json(p: Any) -> dict[str, Any]:
 
 def _offsets(raw: Any) -> dict[str, dict[str, int]]:
     if isinstance(raw, str):
-        import json
 
         try:
             raw = json.loads(raw)
@@ -148,7 +148,7 @@ def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | No
     }
 
 
-def streaming_status(settings: Any, metadata: Any = None) -> dict[str, dict[str, Any]]:
+def streaming_status(settings: Settings, metadata: MetadataStore = None) -> dict[str, dict[str, Any]]:
     """``status_view`` per datasource that has streaming state in the metadata store."""
 
     own = metadata is None
@@ -169,7 +169,7 @@ def streaming_status(settings: Any, metadata: Any = None) -> dict[str, dict[str,
             md.close()
 
 
-def streaming_health(settings: Any, max_age_seconds: float = 60.0) -> bool:
+def streaming_health(settings: Settings, max_age_seconds: float = 60.0) -> bool:
     """True when every streaming datasource reported progress within ``max_age_seconds``."""
 
     try:

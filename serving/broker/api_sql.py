@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
@@ -81,7 +82,6 @@ async def post_sql(request: Request) -> Response:
     if not isinstance(parameters, list):
         raise DruidError("'parameters' must be a JSON array")
     broker = _broker(request)
-    from starlette.concurrency import run_in_threadpool
 
     return await run_in_threadpool(_run, request, broker, query, fmt, header, types_header,
                                    sql_types_header, context, parameters)

@@ -14,11 +14,13 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
+from radstack.config import Settings
+from radstack.expressions import quote_identifier as _q
 from radstack.storage.deep_storage import fetch_load_spec
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
@@ -81,8 +83,8 @@ class SegmentCache:
         self,
         db: duckdb.DuckDBPyConnection,
         cache_dir: Path,
-        settings: Any = None,
-        deep_storage: Any = None,
+        settings: Settings | None = None,
+        deep_storage: DeepStorage = None,
     ) -> None:
         self._db = db
         self.cache_dir = Path(cache_dir)
@@ -222,6 +224,3 @@ def _find_parquet(path: Path) -> Path | None:
         return found[0] if found else None
     return None
 
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'

@@ -19,8 +19,11 @@ from typing import Any
 
 import duckdb
 
-from radstack.config import CoordinatorSettings, ServerSettings
+from radstack.config import CoordinatorSettings, ServerSettings, Settings
+from radstack.expressions import quote_identifier as quote_ident
 from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
+from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from serving.broker.query_manager import QueryManager
@@ -29,10 +32,6 @@ from serving.broker.segment_cache import LoadedSegment, SegmentCache, SegmentLoa
 log = logging.getLogger(__name__)
 
 _GEN_TABLE = "__rs_generation"
-
-
-def quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def ts_literal(ms: int) -> str:
@@ -126,7 +125,7 @@ class BrokerState:
 class BrokerService:
     """Segment cache + timeline + per-datasource views, shared by the native and SQL engines."""
 
-    def __init__(self, settings: Any, metadata: Any = None, deep_storage: Any = None) -> None:
+    def __init__(self, settings: Settings, metadata: MetadataStore = None, deep_storage: DeepStorage = None) -> None:
         self.settings = settings
         self.metadata = metadata
         self.deep_storage = deep_storage

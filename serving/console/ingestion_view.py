@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from radstack.clock import now_millis
 from radstack.intervals import format_instant
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.timeline import timelines_by_data_source
 from serving.console.timeline_view import segment_kind
 
@@ -27,7 +28,7 @@ ROW_COUNTERS = ("processed", "processedBytes", "processedWithError", "thrownAway
 
 
 
-def state_entries(metadata: Any, prefixes: Sequence[str] = PREFIXES) -> list[dict[str, Any]]:
+def state_entries(metadata: MetadataStore, prefixes: Sequence[str] = PREFIXES) -> list[dict[str, Any]]:
     """``[{key, value, updated}]`` for the state keys starting with one of ``prefixes``, by key."""
     t = metadata.t_state
     cond = sa.or_(*(t.c.key.startswith(p, autoescape=True) for p in prefixes))
@@ -94,7 +95,7 @@ def ingestion_view(ctx: Any) -> dict[str, Any]:
             "archiver": {"stats": stats, "watermarks": watermarks}, "tasks": task_summaries(ctx)}
 
 
-def datasource_summaries(metadata: Any, now_ms: int | None = None) -> list[dict[str, Any]]:
+def datasource_summaries(metadata: MetadataStore, now_ms: int | None = None) -> list[dict[str, Any]]:
     """Per datasource: served rows/size/segments, time range, kinds, ingestion rate and freshness.
 
     ``ingestionRate`` is rows per second published in the last five minutes (by the segments'

@@ -22,6 +22,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
+import boto3
+import httpx
+from botocore.config import Config
+from hdfs import InsecureClient
+
 from radstack.config import Settings
 
 SOURCE_TYPES = ("local", "inline", "http", "s3", "hdfs", "archive")  # archive: radstack's raw archive, via Spark (batch/)
@@ -150,7 +155,6 @@ class _HttpStream(io.RawIOBase):
     """A readable stream over a streamed httpx response."""
 
     def __init__(self, url: str, auth: tuple[str, str] | None) -> None:
-        import httpx
 
         self._client = httpx.Client(follow_redirects=True, timeout=httpx.Timeout(60.0))
         self._cm = self._client.stream("GET", url, auth=auth)
@@ -207,7 +211,6 @@ def _http(spec: Mapping[str, Any]) -> list[InputEntity]:
 
 
 def _s3_client(spec: Mapping[str, Any], settings: Settings) -> Any:
-    import boto3
 
     ds = settings.deep_storage
     endpoint = (spec.get("endpointConfig") or {}).get("url") or ds.endpoint_url or None
@@ -217,7 +220,6 @@ def _s3_client(spec: Mapping[str, Any], settings: Settings) -> Any:
     if props.get("accessKeyId"):
         kwargs["aws_access_key_id"] = _password(props["accessKeyId"])
         kwargs["aws_secret_access_key"] = _password(props.get("secretAccessKey"))
-    from botocore.config import Config
 
     return boto3.client("s3", config=Config(s3={"addressing_style": "path"}), **kwargs)
 
@@ -272,7 +274,6 @@ class _BotoStream(io.RawIOBase):
 
 
 def _hdfs(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
-    from hdfs import InsecureClient
 
     ds = settings.deep_storage
     url = ds.namenode_url

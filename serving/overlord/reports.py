@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from radstack.clock import now_millis
 
 ROW_STAT_KEYS = ("processed", "processedBytes", "processedWithError", "thrownAway", "unparseable")
@@ -95,7 +97,6 @@ class RowStats:
 
 
 def _to_text(raw: Any) -> str:
-    import orjson
 
     try:
         return orjson.dumps(raw, default=str).decode()

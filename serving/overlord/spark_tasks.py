@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from radstack.config import Settings
 from radstack.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_sources import resolve_input_source
@@ -31,14 +32,14 @@ DEFAULT_SPARK_MIN_BYTES = 256 * 1024 * 1024
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def _input_bytes(spec: Any, settings: Any) -> int:
+def _input_bytes(spec: Any, settings: Settings) -> int:
     try:
         return sum(int(e.size or 0) for e in resolve_input_source(spec.input_source, settings))
     except Exception:  # noqa: BLE001 - cannot list: let the native path report the error
         return 0
 
 
-def runs_on_spark(spec: Any, settings: Any) -> bool:
+def runs_on_spark(spec: Any, settings: Settings) -> bool:
     """Whether an index task should run as a Spark job (see the module docs)."""
     src = spec.input_source or {}
     typ = src.get("type")

@@ -21,6 +21,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from radstack.expressions import quote_identifier
+
 _SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE"}
 
 
@@ -67,7 +69,7 @@ class StagedInput:
             cols = con.sql(f"DESCRIBE SELECT * FROM {rel}").fetchall()
             select = []
             for name, typ, *_ in cols:
-                q = '"' + name.replace('"', '""') + '"'
+                q = quote_identifier(name)
                 target = _SQL_TYPES.get((casts or {}).get(name, ""))
                 if target and typ.upper() in ("VARCHAR", "BOOLEAN"):
                     select.append(f"TRY_CAST({q} AS {target}) AS {q}")

@@ -33,7 +33,9 @@ import pyarrow as pa
 from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
 from serving.jobs import BatchJobs
@@ -74,7 +76,7 @@ class TaskState:
 class TaskRunner:
     """Runs submitted index tasks on ``max_running`` worker threads."""
 
-    def __init__(self, settings: Settings, metadata: Any, deep_storage: Any, *, max_running: int | None = None,
+    def __init__(self, settings: Settings, metadata: MetadataStore, deep_storage: DeepStorage, *, max_running: int | None = None,
                  jobs: BatchJobs | None = None) -> None:
         self.settings = settings
         self.jobs = jobs or BatchJobs()

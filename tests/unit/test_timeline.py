@@ -1,4 +1,4 @@
-"""VersionedIntervalTimeline: Druid's MVCC semantics (druid-compat.md §5), table-driven."""
+"""VersionedIntervalTimeline: Druid's MVCC semantics (docs/segments-and-timeline.md, "The timeline (MVCC)"), table-driven."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ import orjson
 import typer
 from rich.console import Console
 
-from radstack.config import ConfigError, load_settings
+from radstack.config import ConfigError, Settings, load_settings
 from radstack.datasources import get_spec
 from radstack.intervals import Interval, TimeParseError
 from radstack.spec import SpecError
@@ -41,7 +41,7 @@ class Only(StrEnum):
     index_parallel = "index_parallel"
 
 
-def build_specs(settings: Any, datasource: str, interval: str | None, kafka: str | None = None) -> dict[str, Any]:
+def build_specs(settings: Settings, datasource: str, interval: str | None, kafka: str | None = None) -> dict[str, Any]:
     """The specs of ``radctl druid specs`` (raises ``KeyError``/``ValueError`` on bad input)."""
 
     spec = get_spec(settings, datasource)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+import uvicorn
 
 from radstack.config import load_settings
 from radstack.operations.server import create_server_app
@@ -16,7 +17,6 @@ def serve(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Start the embedded Druid-compatible server."""
-    import uvicorn
 
 
     overrides: dict = {"server": {}}

@@ -47,14 +47,14 @@ __all__ = [
 ]
 
 
-def deep_storage_settings(settings: Settings | DeepStorageSettings | Mapping[str, Any]) -> DeepStorageSettings:
-    """The ``deep_storage`` section of ``settings``: the :class:`Settings`, the section itself, the
+def deep_storage_settings(source: Settings | DeepStorageSettings | Mapping[str, Any]) -> DeepStorageSettings:
+    """The ``deep_storage`` section of ``source``: the :class:`Settings`, the section itself, the
     section as a plain mapping (how Spark executors receive it) or a whole settings mapping."""
-    if isinstance(settings, Settings):
-        return settings.deep_storage
-    if isinstance(settings, DeepStorageSettings):
-        return settings
-    section = settings["deep_storage"] if isinstance(settings.get("deep_storage"), Mapping) else settings
+    if isinstance(source, Settings):
+        return source.deep_storage
+    if isinstance(source, DeepStorageSettings):
+        return source
+    section = source["deep_storage"] if isinstance(source.get("deep_storage"), Mapping) else source
     try:
         return DeepStorageSettings.model_validate(dict(section))
     except ValidationError as e:

@@ -12,6 +12,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from radstack.storage.metadata import MetadataStore
 from serving.broker.sql import information_schema, sys_tables, udfs
 from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
@@ -66,7 +67,7 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
     return Catalog.from_broker(broker)
 
 
-def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata: Any,
+def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata: MetadataStore,
                   server: ServerInfo) -> pa.Table:
     schema, table = key
     if schema == "INFORMATION_SCHEMA":
@@ -123,7 +124,7 @@ def execute(
     *,
     context: dict[str, Any] | None = None,
     parameters: list[dict[str, Any]] | None = None,
-    metadata: Any = None,
+    metadata: MetadataStore = None,
     running: Any = None,
     server: ServerInfo | None = None,
     batch_rows: int = BATCH_ROWS,

@@ -9,6 +9,7 @@ import orjson
 import pyarrow as pa
 
 from radstack.intervals import format_instant
+from radstack.storage.metadata import MetadataStore
 
 S, L = pa.string(), pa.int64()
 
@@ -110,7 +111,7 @@ def server_segments_table(broker: Any, host: str, port: int) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SERVER_SEGMENTS)
 
 
-def tasks_table(metadata: Any) -> pa.Table:
+def tasks_table(metadata: MetadataStore) -> pa.Table:
     rows = []
     tasks = metadata.list_tasks() if metadata is not None and hasattr(metadata, "list_tasks") else []
     for t in tasks:
