@@ -20,9 +20,9 @@ from pathlib import Path
 import pyarrow.dataset as pads
 from confluent_kafka import Consumer, Producer
 
+from operations.kafka_broker import KafkaBroker
+from operations.processes import free_port
 from radstack.intervals import format_instant
-from radstack.operations.kafka_broker import KafkaBroker
-from radstack.operations.processes import free_port
 from radstack.storage.deep_storage.local import LocalDeepStorage
 from realtime.archiver import Archiver, ArchiverConfig
 from realtime.topics import ensure_topics

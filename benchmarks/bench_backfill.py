@@ -8,7 +8,7 @@
    (:func:`tests.fixtures.batch.write_archive`: the archiver's own record builder and layout) —
    ``--events`` impressions spread over the first ``--data-minutes`` minutes of 2026-11-20 — and the
    archiver watermark set past the day (the interval is closed).
-2. ``python -m radstack backfill --interval 2026-11-20T00:00Z/PT{minutes}M --datasource ads --via local
+2. ``radctl backfill --interval 2026-11-20T00:00Z/PT{minutes}M --datasource ads --via local
    --json`` in a child process (JVM start included), run from ``--repo`` (default: this checkout; pass
    an older checkout to time the code before a change).
 
@@ -80,7 +80,7 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env.update({"RADSTACK_HOME": str(home), "PYTHONPATH": str(a.repo), "COLUMNS": "200"})
     interval = f"{DAY}/PT{a.minutes}M"
-    argv = [sys.executable, "-m", "radstack", "backfill", "--interval", interval, "--datasource", "ads",
+    argv = [sys.executable, "-m", "operations", "backfill", "--interval", interval, "--datasource", "ads",
             "--via", "local", "--json"]  # fmt: skip
     print(f"{' '.join(argv[1:])}  (from {a.repo})", flush=True)
     t = time.monotonic()

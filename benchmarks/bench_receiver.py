@@ -24,8 +24,8 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from radstack.operations.kafka_broker import KafkaBroker
-from radstack.operations.processes import (  # noqa: E402
+from operations.kafka_broker import KafkaBroker
+from operations.processes import (  # noqa: E402
     free_port,  # noqa: E402
     http_ok,
     radctl_argv,

@@ -232,9 +232,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)
 
+    from operations.kafka_broker import KafkaBroker
+    from operations.processes import free_port
     from radstack.config import load_settings
-    from radstack.operations.kafka_broker import KafkaBroker
-    from radstack.operations.processes import free_port
     from radstack.pipeline.spark_session import build_spark_session
 
     with tempfile.TemporaryDirectory(prefix="radstack-bench-stream-") as tmp:

@@ -9,7 +9,7 @@
 2. Starts a :class:`BrokerService` (segments loaded into memory) and measures ``COUNT(*)`` and
    ``SUM(m)`` over an interval holding all rows, through the datasource view, against raw DuckDB over
    the same Parquet files, in rows/second/core (the paper: Druid 53.5 M and 36.2 M rows/s/core).
-3. Starts the real server (``radstack.operations.server.create_server_app`` under uvicorn, in its own process group, logs
+3. Starts the real server (``operations.server.create_server_app`` under uvicorn, in its own process group, logs
    to ``{home}/logs/bench-server.log``) and times a dashboard mix over HTTP: timeseries by hour, topN
    10 on the 100,000-value dimension, groupBy two dimensions with a filter, and the Druid SQL
    equivalents; prints p50/p99 per query.
@@ -32,7 +32,7 @@ import httpx
 import numpy as np
 import pyarrow as pa
 
-from radstack.operations.processes import free_port
+from operations.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -161,7 +161,7 @@ def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log = open(logs / "bench-server.log", "wb")  # noqa: SIM115 - lives as long as the server
-    code = ("import uvicorn; from radstack.config import load_settings; from radstack.operations.server import create_server_app as create_app; "
+    code = ("import uvicorn; from radstack.config import load_settings; from operations.server import create_server_app as create_app; "
             f"uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')")
     env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env,

@@ -143,7 +143,7 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
             @task(task_id="rebuild")
             def rebuild_local(**context: Any) -> str:
                 interval = _interval(context)
-                proc = _run([radstack_python(), "-m", "radstack", "backfill", "--via", "local", "--json",
+                proc = _run([radstack_python(), "-m", "operations", "backfill", "--via", "local", "--json",
                              "--force", "--interval", interval, "--datasource", name])  # fmt: skip
                 if proc.returncode != 0:
                     raise RuntimeError(f"rebuild of {name} {interval} failed (exit {proc.returncode}); see the log above")

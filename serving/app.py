@@ -233,7 +233,7 @@ def _open_context(settings: Settings, jobs: BatchJobs) -> ServerContext:
 
 def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``).
-    ``jobs``: the batch layer's entry points (:func:`radstack.operations.server.create_server_app`
+    ``jobs``: the batch layer's entry points (:func:`operations.server.create_server_app`
     passes radstack's); without them compaction runs in process and index tasks natively."""
     jobs = jobs or BatchJobs()
 

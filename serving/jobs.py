@@ -3,7 +3,7 @@
 serving/ never imports batch/ (docs/architecture.md: realtime, batch and serving sit side by side).
 Three things of the server still run batch work, as Druid's Overlord and Coordinator start tasks they
 do not contain: a compaction interval large enough for Spark, an index task whose input is the raw
-archive or a large remote file, and the console's backfill button. :func:`radstack.operations.server.
+archive or a large remote file, and the console's backfill button. :func:`operations.server.
 create_server_app` fills :class:`BatchJobs` with batch/'s implementations; a server built without them
 (``BatchJobs()``) compacts in process and runs every index task natively.
 """

@@ -17,8 +17,8 @@ import httpx
 import orjson
 import pytest
 
+from operations.processes import free_port
 from radstack.intervals import format_instant, parse_instant
-from radstack.operations.processes import free_port
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.integration.test_airflow_dags import AIRFLOW_PY, REPO, SPEC
 
@@ -95,7 +95,7 @@ def test_backfill_via_airflow_rest(settings, radstack_home: Path, airflow_standa
     # the DAG processor needs a moment to parse the new datasource's DAG
     deadline = time.monotonic() + 90
     while True:
-        proc = subprocess.run([sys.executable, "-m", "radstack", "backfill", "--interval", "2026-11-20T00/PT2H",
+        proc = subprocess.run([sys.executable, "-m", "operations", "backfill", "--interval", "2026-11-20T00/PT2H",
                                "--datasource", "web", "--wait", "--json"],
                               env=env, capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
         if proc.returncode != 3 or "404" not in proc.stderr or time.monotonic() > deadline:
@@ -110,6 +110,6 @@ def test_backfill_via_airflow_rest(settings, radstack_home: Path, airflow_standa
 
     # a wrong password is a clear error, exit 3
     bad = dict(env, RADSTACK_AIRFLOW__PASSWORD="wrong")
-    proc = subprocess.run([sys.executable, "-m", "radstack", "backfill", "--interval", "2026-11-20T00/PT1H",
+    proc = subprocess.run([sys.executable, "-m", "operations", "backfill", "--interval", "2026-11-20T00/PT1H",
                            "--datasource", "web"], env=bad, capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert proc.returncode == 3 and "refused the credentials" in " ".join(proc.stderr.split())

@@ -110,7 +110,7 @@ def _archiver_process(home: Path, bootstrap: str, topic: str, fault: str | None 
         env["RADSTACK_ARCHIVER_FAULT"] = fault
     log = open(home / f"archiver-{time.time_ns()}.log", "wb")  # noqa: SIM115 - closed with the process
     return subprocess.Popen(
-        [sys.executable, "-m", "radstack", "archiver", "--idle-exit", "6"],
+        [sys.executable, "-m", "operations", "archiver", "--idle-exit", "6"],
         env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
 

@@ -152,7 +152,7 @@ def test_backfill_replaces_the_realtime_answer_with_the_truth(
         env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
         env.update({"RADSTACK_HOME": str(radstack_home), "RADSTACK_SPARK__SHUFFLE_PARTITIONS": "2"})
         proc = subprocess.run(
-            [sys.executable, "-m", "radstack", "backfill", "--interval", interval.iso(), "--datasource",
+            [sys.executable, "-m", "operations", "backfill", "--interval", interval.iso(), "--datasource",
              "ads_clicks", "--via", "local", "--json"],
             env=env, capture_output=True, text=True, timeout=900, check=False,
         )  # fmt: skip

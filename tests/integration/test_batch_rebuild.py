@@ -332,7 +332,7 @@ def test_chunk_summaries_match_chunk_summary(web, batch_spark) -> None:  # type:
 def test_cli_prints_one_line_per_group_and_folds_empty_chunks(web, batch_spark, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
-    from radstack.operations.cli import app
+    from operations.cli import app
 
     settings, md, storage = web
     (settings.datasources_dir / "web.yaml").write_text(MINUTE_SPEC)

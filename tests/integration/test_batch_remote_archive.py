@@ -55,7 +55,7 @@ def _run_backfill(radstack_home: Path, ds_settings: dict[str, str]) -> tuple[lis
     with MetadataStore.from_settings(settings) as md:
         set_watermark(md, "web", T0 + 3 * HOUR)
     proc = subprocess.run(
-        [sys.executable, "-m", "radstack", "backfill", "--interval", "2026-11-20T00/PT2H", "--datasource", "web",
+        [sys.executable, "-m", "operations", "backfill", "--interval", "2026-11-20T00/PT2H", "--datasource", "web",
          "--via", "local", "--json"],
         env=_env_for(radstack_home, ds_settings), capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip

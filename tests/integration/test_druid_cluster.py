@@ -228,7 +228,7 @@ def load_into_radstack(srv: Any, tmp_path: Path, events: list[dict[str, Any]] | 
 def test_radctl_druid_submit_against_radstack_task_api(radstack_server: Any, tmp_path: Path) -> None:
     """`radctl druid specs` + `radctl druid submit --wait` with radstack itself as the Overlord: the
     generated Parquet re-index replaces the interval with a new version and the answers stay the same."""
-    from radstack.operations.cli import app
+    from operations.cli import app
 
     install_spec(radstack_server.home)
     load_into_radstack(radstack_server, tmp_path)
@@ -264,7 +264,7 @@ def test_radctl_druid_submit_against_radstack_task_api(radstack_server: Any, tmp
 @pytest.mark.slow
 @pytest.mark.druid
 def test_druid_is_the_oracle(radstack_server: Any, local_druid: Any, tmp_path: Path) -> None:
-    from radstack.operations.commands.druid import build_specs
+    from operations.commands.druid import build_specs
 
     install_spec(radstack_server.home)
     load_into_radstack(radstack_server, tmp_path)
@@ -328,7 +328,7 @@ def test_druid_accepts_the_generated_supervisor_spec(local_druid: Any) -> None:
     """Druid parses and starts the generated Kafka supervisor (its spec is checked by Druid's own
     Jackson model); no Kafka is needed for that — it points at a closed loopback port — and it is
     terminated again."""
-    from radstack.operations.processes import free_port
+    from operations.processes import free_port
     from serving.druid_cluster.specs import kafka_supervisor_spec
 
     schema = {**load_datasource_spec(ADS_SPEC).data_schema.to_json(), "dataSource": "ads_stream"}

@@ -10,9 +10,9 @@ import httpx
 import orjson
 import pytest
 
+from operations.kafka_broker import BrokerError, KafkaBroker
+from operations.processes import free_port, port_in_use
 from radstack.config import load_settings
-from radstack.operations.kafka_broker import BrokerError, KafkaBroker
-from radstack.operations.processes import free_port, port_in_use
 from realtime.producer import BatchProducer
 from realtime.topics import ensure_topics, list_topics
 from tests.fixtures.kafka import consume, running_receiver

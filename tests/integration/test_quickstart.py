@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from radstack.operations.processes import free_port
+from operations.processes import free_port
 
 pytestmark = pytest.mark.slow
 

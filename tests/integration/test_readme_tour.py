@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from radstack.operations.processes import free_port
+from operations.processes import free_port
 from tests.readme_commands import ROOT, tour_commands
 
 pytestmark = pytest.mark.slow
@@ -133,7 +133,7 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
         sh.run(cmds[9])  # radctl down
         assert not list((home / "run").glob("*.pid"))
     finally:
-        subprocess.run([sys.executable, "-c", "from radstack.operations.cli import app; app()", "down"], env=env,
+        subprocess.run([sys.executable, "-c", "from operations.cli import app; app()", "down"], env=env,
                        capture_output=True, timeout=180)  # fmt: skip
 
 

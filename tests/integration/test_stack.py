@@ -16,7 +16,7 @@ import httpx
 import orjson
 import pytest
 
-from radstack.operations.processes import free_port, pid_alive, port_in_use
+from operations.processes import free_port, pid_alive, port_in_use
 from tests.fixtures.kafka import consume
 
 pytestmark = pytest.mark.slow
@@ -35,8 +35,8 @@ def _serving_runs(home: Path) -> bool:
     try:
         from fastapi.testclient import TestClient
 
+        from operations.server import create_server_app as create_app
         from radstack.config import load_settings
-        from radstack.operations.server import create_server_app as create_app
 
         with TestClient(create_app(load_settings(env={"RADSTACK_HOME": str(home)}))) as c:
             return c.get("/status/health").status_code == 200
@@ -46,7 +46,7 @@ def _serving_runs(home: Path) -> bool:
 
 def _radctl(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from radstack.operations.cli import app; app()", *args],
+        [sys.executable, "-c", "from operations.cli import app; app()", *args],
         env=env,
         capture_output=True,
         text=True,

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 def _start(home: Path, env_extra: dict[str, str], *args: str) -> subprocess.Popen[bytes]:
-    from radstack.operations.processes import radctl_argv
+    from operations.processes import radctl_argv
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env.update(RADSTACK_HOME=str(home), **env_extra)

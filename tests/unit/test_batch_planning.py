@@ -195,7 +195,7 @@ def test_plan_backfill_errors(settings) -> None:  # type: ignore[no-untyped-def]
 def test_cli_errors(settings, radstack_home: Path) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
-    from radstack.operations.cli import app
+    from operations.cli import app
 
     _write_spec(settings)
     r = CliRunner().invoke(app, ["backfill", "--interval", "2026-13-45/P1D", "--via", "local"])

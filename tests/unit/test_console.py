@@ -78,7 +78,7 @@ def test_timeline_view_window_clips_served_pieces() -> None:
 
 @pytest.fixture
 def console_client(radstack_home: Path) -> Iterator[Callable[[dict[str, Any] | None], TestClient]]:
-    from radstack.operations.server import create_server_app as create_app
+    from operations.server import create_server_app as create_app
     from tests.fixtures.server import server_settings
 
     clients: list[TestClient] = []

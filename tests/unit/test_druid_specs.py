@@ -196,7 +196,7 @@ def test_druid_specs_bundle(ads: Any) -> None:
 def test_radctl_druid_specs(settings: Any, radstack_home: Path) -> None:
     import shutil
 
-    from radstack.operations.cli import app
+    from operations.cli import app
     from radstack.storage.metadata import MetadataStore
 
     (radstack_home / "datasources").mkdir()

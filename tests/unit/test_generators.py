@@ -130,7 +130,7 @@ def test_rate_limiter_limits():
 
 
 def test_generate_command_to_file(tmp_path: Path, radstack_home: Path):
-    from radstack.operations.cli import app
+    from operations.cli import app
 
     out = tmp_path / "gen"
     args = ["generate", "netflow", "--events", "1500", "--seed", "5", "--to", "file", "--out", str(out), "-q"]
@@ -187,7 +187,7 @@ def test_parse_invalid_body():
 
 
 def test_cluster_ids_never_look_like_options():
-    from radstack.operations.kafka_broker import new_cluster_id
+    from operations.kafka_broker import new_cluster_id
 
     ids = [new_cluster_id() for _ in range(3000)]
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)

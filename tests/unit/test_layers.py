@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBPACKAGES = {"storage", "pipeline", "operations"}
+SUBPACKAGES = {"storage", "pipeline"}
 
 
 def _contracts() -> dict[str, dict]:
@@ -20,7 +20,7 @@ def _contracts() -> dict[str, dict]:
 def test_core_layer_lists_every_core_module() -> None:
     layers = _contracts()["layers"]["layers"]
     core = {m.strip() for m in layers[-1].split(":")}
-    on_disk = {f"radstack.{p.stem}" for p in (ROOT / "radstack").glob("*.py") if p.stem not in ("__init__", "__main__")}
+    on_disk = {f"radstack.{p.stem}" for p in (ROOT / "radstack").glob("*.py") if p.stem != "__init__"}
     assert core == on_disk
 
 
@@ -29,4 +29,10 @@ def test_every_radstack_subpackage_is_a_layer() -> None:
     packages = {f"radstack.{p.parent.name}" for p in (ROOT / "radstack").glob("*/__init__.py")}
     assert packages == {f"radstack.{s}" for s in SUBPACKAGES}
     assert packages <= named
-    assert {"realtime", "batch", "serving"} <= named
+    assert {"realtime", "batch", "serving", "operations"} <= named
+
+
+def test_every_top_level_package_is_a_root_of_the_contracts() -> None:
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+    packages = {p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name != "tests"}
+    assert packages == set(cfg["root_packages"])

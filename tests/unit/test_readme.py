@@ -76,7 +76,7 @@ def test_radctl_lines_parse_against_the_cli(cmd: str) -> None:
     """Each README `radctl …` names a real command and real options (parsed by click itself)."""
     import typer
 
-    from radstack.operations.cli import app
+    from operations.cli import app
 
     group = typer.main.get_command(app)  # typer's click: groups are the commands with resolve_command
     args = shlex.split(cmd)[1:]

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from radstack.operations.server import create_server_app as create_app
+from operations.server import create_server_app as create_app
 from tests.fixtures.server import server_settings
 
 USERS = [{"name": "ann", "password": "s3cret", "role": "admin"},

@@ -32,8 +32,8 @@ from typing import Any
 
 import httpx
 
+from operations.processes import free_port
 from radstack import jvm
-from radstack.operations.processes import free_port
 
 __all__ = ["DruidError", "ServiceSpec", "LocalDruid", "ensure_druid_jars", "JAVA17_FLAGS", "SERVICES"]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 import uvicorn
 
+from operations.server import create_server_app
 from radstack.config import load_settings
-from radstack.operations.server import create_server_app
 
 
 def serve(

@@ -20,10 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from radstack.config import Settings
-from radstack.datasources import load_catalog
-from radstack.operations.kafka_broker import KafkaBroker, metadata_ok
-from radstack.operations.processes import (
+from operations.kafka_broker import KafkaBroker, metadata_ok
+from operations.processes import (
     http_ok,
     pid_alive,
     port_in_use,
@@ -33,6 +31,8 @@ from radstack.operations.processes import (
     stop_process_group,
     tail,
 )
+from radstack.config import Settings
+from radstack.datasources import load_catalog
 from realtime.archiver.settings import archiver_config
 from realtime.streaming.progress import streaming_health
 from realtime.topics import consumer_lag, ensure_topics, list_topics, topic_specs

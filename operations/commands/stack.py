@@ -11,10 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from operations import stack
+from operations.kafka_broker import KafkaBroker
+from operations.processes import port_in_use
 from radstack.config import load_settings
-from radstack.operations import stack
-from radstack.operations.kafka_broker import KafkaBroker
-from radstack.operations.processes import port_in_use
 from realtime.receiver import serve
 from realtime.streaming.progress import streaming_status
 from realtime.topics import ensure_topics, list_topics, topic_specs

@@ -9,8 +9,8 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from batch.compaction_job import compact_with_spark
+from operations.backfill_api import router as backfill_router
 from radstack.config import Settings
-from radstack.operations.backfill_api import router as backfill_router
 from serving.app import create_app
 from serving.jobs import BatchJobs
 

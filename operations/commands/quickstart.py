@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from radstack.operations.quickstart import QuickstartError, QuickstartOptions, run
+from operations.quickstart import QuickstartError, QuickstartOptions, run
 
 
 def quickstart(

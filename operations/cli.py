@@ -1,12 +1,12 @@
 """``radctl``: the one command-line entry point. It only registers commands; each lives in the module
-of :mod:`radstack.operations.commands` named after what it does, which parses its arguments and calls
+of :mod:`operations.commands` named after what it does, which parses its arguments and calls
 the layer that does the work."""
 
 from __future__ import annotations
 
 import typer
 
-from radstack.operations.commands import (
+from operations.commands import (
     archiver,
     backfill,
     compact,

@@ -115,7 +115,7 @@ def radctl_argv(*args: str) -> list[str]:
     script = Path(sys.executable).parent / "radctl"
     if script.exists():
         return [str(script), *args]
-    return [sys.executable, "-c", "from radstack.operations.cli import app; app()", *args]
+    return [sys.executable, "-c", "from operations.cli import app; app()", *args]
 
 
 # -- the process table ----------------------------------------------------------------------------

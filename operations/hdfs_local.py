@@ -2,7 +2,7 @@
 
 Used by the test suite (``tests/fixtures/hdfs.py``) and by developers who want a local HDFS:
 
-    python -m radstack.operations.hdfs_local [DIR]      # runs until Ctrl-C, prints the URLs
+    python -m operations.hdfs_local [DIR]      # runs until Ctrl-C, prints the URLs
 
 Everything binds to 127.0.0.1 on free ports picked at start: the RPC port (``fs.defaultFS``), the
 NameNode HTTP port (WebHDFS, ``/jmx``) and the DataNode's transfer/HTTP/IPC ports. The DataNode
@@ -31,8 +31,8 @@ from xml.sax.saxutils import escape
 
 from hdfs import HdfsError, InsecureClient
 
+from operations.processes import free_port
 from radstack import jvm
-from radstack.operations.processes import free_port
 
 
 class HdfsClusterError(RuntimeError):

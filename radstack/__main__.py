@@ -1,5 +1,0 @@
-"""``python -m radstack`` runs ``radctl``."""
-
-from radstack.operations.cli import app
-
-app()
