@@ -31,6 +31,8 @@ from typing import Any
 import yaml
 from confluent_kafka import Consumer, Producer
 
+from radstack.config import Settings
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "ads" / "ads.yaml"
 
 
@@ -90,7 +92,7 @@ def bare_consume(bootstrap: str, topic: str, n: int) -> float:
     return got / dt if dt > 0 else float("nan")
 
 
-def throughput(settings: Any, spark: Any, bootstrap: str, n: int, max_offsets: int) -> dict[str, float]:
+def throughput(settings: Settings, spark: Any, bootstrap: str, n: int, max_offsets: int) -> dict[str, float]:
     from realtime.streaming.job import StreamingJob, stream_options
     from realtime.topics import ensure_topics
 
@@ -134,7 +136,7 @@ def send_at_rate(p: Producer, topic: str, events: Any, n: int, rate: int) -> lis
     return produced
 
 
-def freshness(settings: Any, spark: Any, bootstrap: str, rate: int, seconds: float, trigger: float,
+def freshness(settings: Settings, spark: Any, bootstrap: str, rate: int, seconds: float, trigger: float,
               warmup: float) -> dict[str, float]:
     from radstack.storage.deep_storage import open_deep_storage
     from realtime.streaming.job import StreamingJob, stream_options

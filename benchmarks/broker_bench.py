@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 
 from operations.processes import free_port
+from radstack.config import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -70,7 +71,7 @@ def generate(rows: int, seed: int = 7) -> pa.Table:
     return pa.table(cols)
 
 
-def load(settings: Any, rows: int) -> None:
+def load(settings: Settings, rows: int) -> None:
     from radstack.spec import parse_data_schema
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.indexer import index_partition
@@ -105,7 +106,7 @@ def timed(fn: Any, repeat: int) -> float:
     return statistics.median(times)
 
 
-def scan_rates(settings: Any, cores: int, repeat: int) -> list[dict[str, Any]]:
+def scan_rates(settings: Settings, cores: int, repeat: int) -> list[dict[str, Any]]:
     from radstack.intervals import Interval
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.metadata import MetadataStore

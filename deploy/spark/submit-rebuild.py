@@ -21,13 +21,13 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO))  # run from a checkout: the packages sit beside deploy/
+
+from batch.spark_submit import is_cluster_master, spark_submit_command  # noqa: E402
+from radstack.config import load_settings  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    from batch.spark_submit import is_cluster_master, spark_submit_command
-    from radstack.config import load_settings
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", "-c", help="radstack.yaml (default: $RADSTACK_CONFIG, ./radstack.yaml)")
     p.add_argument("--datasource", "-d", required=True)

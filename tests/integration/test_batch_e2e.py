@@ -23,6 +23,7 @@ import httpx
 import orjson
 import pytest
 
+from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
 from tests.fixtures.streaming import EXAMPLES
 
@@ -82,7 +83,7 @@ def _wait(pred: Any, timeout: float, what: str) -> Any:
 
 
 def test_backfill_replaces_the_realtime_answer_with_the_truth(
-    settings: Any, radstack_home: Path, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str],
+    settings: Settings, radstack_home: Path, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str],
     tmp_path: Path,
 ) -> None:
     import yaml

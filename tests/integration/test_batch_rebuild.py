@@ -14,6 +14,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
+from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
 from tests.fixtures.batch import set_watermark, write_archive
 
@@ -217,7 +218,7 @@ def _minute_truth(events: list[dict[str, Any]], chunk: Interval) -> tuple[int, i
     return len(t), sum(t.values())
 
 
-def _with(settings: Any, **batch: Any) -> Any:
+def _with(settings: Settings, **batch: Any) -> Any:
     from radstack.config import load_settings
 
     return load_settings(env={"RADSTACK_HOME": str(settings.home)}, overrides={"batch": batch})

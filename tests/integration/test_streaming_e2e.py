@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from radstack.config import Settings
 from radstack.intervals import format_instant
 from tests.fixtures.streaming import ads_spec, produce_ads, rolled_up, segment_rows, sql_count
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.slow
 DIMS = ["publisher", "advertiser", "gender", "city"]
 
 
-def _job(settings: Any, spec: Any, spark: Any, bootstrap: str, **kw: Any) -> Any:
+def _job(settings: Settings, spec: Any, spark: Any, bootstrap: str, **kw: Any) -> Any:
     from realtime.streaming.job import StreamingJob, stream_options
 
     opts = stream_options(settings, bootstrap_servers=bootstrap, available_now=True, **kw)
@@ -23,7 +24,7 @@ def _job(settings: Any, spec: Any, spark: Any, bootstrap: str, **kw: Any) -> Any
 
 
 def test_exact_count_without_duplicates_or_late_events(
-    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+    settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
 ) -> None:
     from radstack.intervals import format_instant
     from realtime.streaming.sink import progress_key, state_key
@@ -67,7 +68,7 @@ def test_exact_count_without_duplicates_or_late_events(
 
 
 def test_duplicates_and_late_events_are_counted(
-    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+    settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
 ) -> None:
     from realtime.streaming.sink import progress_key, state_key
 
@@ -92,7 +93,7 @@ def test_duplicates_and_late_events_are_counted(
 
 
 def test_streaming_and_batch_give_identical_rolled_up_rows(
-    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+    settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
 ) -> None:
     import pyarrow.parquet as pq
 
@@ -125,7 +126,7 @@ def test_streaming_and_batch_give_identical_rolled_up_rows(
 
 
 def test_handoff_merges_closed_intervals_atomically(
-    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+    settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
 ) -> None:
     from realtime.streaming.handoff import handoff_version
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from radstack.config import Settings
 from tests.fixtures.streaming import ads_spec, produce_ads, segment_rows
 
 pytestmark = pytest.mark.slow
@@ -28,7 +29,7 @@ def _roll(rows: list[dict[str, Any]], before_ms: int) -> dict[tuple[Any, ...], t
 
 
 def test_stream_join_matches_batch_join_where_the_watermark_has_passed(
-    settings: Any, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+    settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
 ) -> None:
     import pyarrow.parquet as pq
 

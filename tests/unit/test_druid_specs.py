@@ -13,7 +13,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from radstack.config import DeepStorageSettings
+from radstack.config import DeepStorageSettings, Settings
 from radstack.intervals import Interval, parse_instant
 from radstack.spec import load_datasource_spec
 from radstack.storage.segments import DataSegment, ShardSpec
@@ -193,7 +193,7 @@ def test_druid_specs_bundle(ads: Any) -> None:
 # ---- radctl druid specs --------------------------------------------------------------------------
 
 
-def test_radctl_druid_specs(settings: Any, radstack_home: Path) -> None:
+def test_radctl_druid_specs(settings: Settings, radstack_home: Path) -> None:
     import shutil
 
     from operations.cli import app
