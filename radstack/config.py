@@ -227,6 +227,34 @@ class JvmSettings(Section):
     dir: str = Field("", description="where `make jvm` copies the Maven Central jars; empty → .jvm of the checkout")
 
 
+class LocalInputSettings(Section):
+    allowed_dirs: list[str] = Field(
+        default_factory=list,
+        description="directories `local` input sources may read (after symlinks and ..); empty → {home}/data and the checkout's examples/")
+
+
+class HttpInputSettings(Section):
+    allowed_protocols: list[str] = Field(default_factory=lambda: ["http", "https"],
+                                         description="URI schemes `http` input sources may use")
+    allow_private_addresses: bool = Field(
+        False, description="let `http` inputs reach loopback, private, link-local and reserved addresses (off: no SSRF)")
+    allowed_hosts: list[str] = Field(default_factory=list,
+                                     description="host names or IPs `http` inputs may reach even when they are private")
+
+
+class IngestionSettings(Section):
+    local: LocalInputSettings = Field(default_factory=LocalInputSettings)
+    http: HttpInputSettings = Field(default_factory=HttpInputSettings)
+    s3_buckets: list[str] = Field(default_factory=list,
+                                  description="buckets `s3` inputs may read besides deep_storage.bucket")
+    s3_endpoints: list[str] = Field(default_factory=list,
+                                    description="endpointConfig.url values `s3` inputs may name besides deep_storage.endpoint_url")
+    hdfs_paths: list[str] = Field(default_factory=list,
+                                  description="HDFS path prefixes `hdfs` inputs may read besides deep_storage.path")
+    password_env_variables: list[str] = Field(
+        default_factory=list, description="environment variables an `environment` password provider may name (none by default)")
+
+
 class DatasourcesSettings(Section):
     dir: str = Field("", description="directory of datasource specs (*.yaml / *.json); empty → {home}/datasources")
 
@@ -253,6 +281,7 @@ class Settings(Section):
     streaming: StreamingSettings = Field(default_factory=StreamingSettings)
     jvm: JvmSettings = Field(default_factory=JvmSettings)
     datasources: DatasourcesSettings = Field(default_factory=DatasourcesSettings)
+    ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
 
     _source: Path | None = PrivateAttr(default=None)
 
@@ -285,6 +314,17 @@ class Settings(Section):
     @property
     def jvm_dir(self) -> Path:
         return _expand(self.jvm.dir) if self.jvm.dir else REPO_ROOT / ".jvm"
+
+    @property
+    def data_dir(self) -> Path:
+        """Where input files for tasks go by default (``ingestion.local.allowed_dirs`` empty)."""
+        return self.home / "data"
+
+    @property
+    def local_input_dirs(self) -> list[Path]:
+        """The directories ``local`` input sources may read, resolved."""
+        dirs = self.ingestion.local.allowed_dirs
+        return [_expand(d) for d in dirs] if dirs else [self.data_dir.resolve(), (REPO_ROOT / "examples").resolve()]
 
     @property
     def datasources_dir(self) -> Path:

@@ -14,6 +14,7 @@ from radstack.storage.metadata import TaskExistsError
 from serving.errors import DruidError, invalid_input, not_found
 from serving.kill import parse_kill_task
 from serving.overlord.compact_task import parse_compact_task
+from serving.overlord.input_policy import InputForbidden, check_input_source
 from serving.overlord.task_spec import TaskSpecError, parse_task
 
 router = APIRouter(prefix="/druid/indexer/v1")
@@ -55,6 +56,12 @@ async def submit_task(request: Request) -> dict[str, str]:
         spec = _parser(body)(body, now_millis())
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
+    input_source = getattr(spec, "input_source", None)
+    if input_source is not None:
+        try:
+            await run_in_threadpool(check_input_source, input_source, ctx.settings)
+        except InputForbidden as e:
+            raise DruidError(str(e), category="FORBIDDEN", context={"field": "spec.ioConfig.inputSource"}) from e
 
     try:
         await run_in_threadpool(ctx.task_runner.submit, spec)

@@ -28,6 +28,7 @@ from botocore.config import Config
 from hdfs import InsecureClient
 
 from radstack.config import Settings
+from serving.overlord.input_policy import check_local_file, check_password, check_url
 
 SOURCE_TYPES = ("local", "inline", "http", "s3", "hdfs", "archive")  # archive: radstack's raw archive, via Spark (batch/)
 
@@ -111,12 +112,12 @@ def resolve_input_source(spec: Mapping[str, Any], settings: Settings) -> list[In
     """List the entities of a (validated) input source, in a stable order."""
     typ = spec["type"]
     if typ == "local":
-        return _local(spec)
+        return _local(spec, settings)
     if typ == "inline":
         data = spec["data"].encode("utf-8")
         return [InputEntity("inline", lambda: io.BytesIO(data), len(data))]
     if typ == "http":
-        return _http(spec)
+        return _http(spec, settings)
     if typ == "s3":
         return _s3(spec, settings)
     if typ == "hdfs":
@@ -129,21 +130,22 @@ def resolve_input_source(spec: Mapping[str, Any], settings: Settings) -> list[In
 # -- local ---------------------------------------------------------------------------------------
 
 
-def _local(spec: Mapping[str, Any]) -> list[InputEntity]:
+def _local(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
+    """The files, each checked against ``ingestion.local.allowed_dirs`` after symlinks and ``..``."""
     paths: list[Path]
     if spec.get("files") is not None:
-        paths = [Path(p) for p in _str_list(spec["files"], "files")]
+        paths = [check_local_file(p, settings) for p in _str_list(spec["files"], "files")]
         missing = [str(p) for p in paths if not p.is_file()]
         if missing:
             raise FileNotFoundError(f"local input source: no such file(s): {', '.join(missing)}")
     else:
-        base = Path(spec["baseDir"]).expanduser()
+        base = check_local_file(spec["baseDir"], settings)
         if not base.is_dir():
             raise FileNotFoundError(f"local input source: baseDir {str(base)!r} is not a directory")
         pattern = spec.get("filter") or "*"
         # Druid matches the filter against file names, walking baseDir recursively.
         paths = sorted(
-            p for p in base.rglob("*") if p.is_file() and fnmatch.fnmatchcase(p.name, pattern)
+            check_local_file(p, settings) for p in base.rglob("*") if p.is_file() and fnmatch.fnmatchcase(p.name, pattern)
         )
     return [InputEntity(str(p), (lambda p=p: open(p, "rb")), p.stat().st_size) for p in paths]
 
@@ -154,9 +156,12 @@ def _local(spec: Mapping[str, Any]) -> list[InputEntity]:
 class _HttpStream(io.RawIOBase):
     """A readable stream over a streamed httpx response."""
 
-    def __init__(self, url: str, auth: tuple[str, str] | None) -> None:
+    def __init__(self, url: str, auth: tuple[str, str] | None, settings: Settings) -> None:
+        def check(request: httpx.Request) -> None:  # every hop, redirects included
+            check_url(str(request.url), settings)
 
-        self._client = httpx.Client(follow_redirects=True, timeout=httpx.Timeout(60.0))
+        self._client = httpx.Client(follow_redirects=True, timeout=httpx.Timeout(60.0),
+                                    event_hooks={"request": [check]})
         self._cm = self._client.stream("GET", url, auth=auth)
         resp = self._cm.__enter__()
         if resp.status_code >= 400:
@@ -187,7 +192,8 @@ class _HttpStream(io.RawIOBase):
         super().close()
 
 
-def _password(value: Any) -> str | None:
+def _password(value: Any, settings: Settings, field: str) -> str | None:
+    check_password(value, settings, field)
     if value is None or isinstance(value, str):
         return value
     if isinstance(value, Mapping):  # Druid PasswordProvider: {"type":"default","password":…} or env
@@ -197,12 +203,12 @@ def _password(value: Any) -> str | None:
     return str(value)
 
 
-def _http(spec: Mapping[str, Any]) -> list[InputEntity]:
+def _http(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
     user = spec.get("httpAuthenticationUsername")
-    password = _password(spec.get("httpAuthenticationPassword"))
+    password = _password(spec.get("httpAuthenticationPassword"), settings, "httpAuthenticationPassword")
     auth = (user, password or "") if user else None
     return [
-        InputEntity(u, lambda u=u: io.BufferedReader(_HttpStream(u, auth), buffer_size=1 << 16))
+        InputEntity(u, lambda u=u: io.BufferedReader(_HttpStream(u, auth, settings), buffer_size=1 << 16))
         for u in _str_list(spec["uris"], "uris")
     ]
 
@@ -218,8 +224,9 @@ def _s3_client(spec: Mapping[str, Any], settings: Settings) -> Any:
     props = spec.get("properties") or {}
     kwargs: dict[str, Any] = {"endpoint_url": endpoint, "region_name": region}
     if props.get("accessKeyId"):
-        kwargs["aws_access_key_id"] = _password(props["accessKeyId"])
-        kwargs["aws_secret_access_key"] = _password(props.get("secretAccessKey"))
+        kwargs["aws_access_key_id"] = _password(props["accessKeyId"], settings, "properties.accessKeyId")
+        kwargs["aws_secret_access_key"] = _password(props.get("secretAccessKey"), settings,
+                                                    "properties.secretAccessKey")
 
     return boto3.client("s3", config=Config(s3={"addressing_style": "path"}), **kwargs)
 

@@ -123,7 +123,7 @@ def test_status_endpoints(radstack_server: Any) -> None:
 
 
 def test_rollup_tutorial_local_source_yields_documented_rows(radstack_server: Any, tmp_path: Path) -> None:
-    base = tmp_path / "quickstart" / "tutorial"
+    base = radstack_server.settings.data_dir / "quickstart" / "tutorial"  # local inputs: {home}/data by default
     base.mkdir(parents=True)
     (base / "rollup-data.json").write_text("\n".join(json.dumps(e) for e in ROLLUP_EVENTS) + "\n")
     (base / "other.json").write_text('{"timestamp":"2018-01-01T05:00:00Z","srcIP":"9.9.9.9"}\n')  # filtered out
@@ -152,8 +152,8 @@ def test_rollup_tutorial_local_source_yields_documented_rows(radstack_server: An
 
 def test_csv_and_parquet_tasks(radstack_server: Any, tmp_path: Path) -> None:
     url = radstack_server.url
-    csv_dir = tmp_path / "csv"
-    csv_dir.mkdir()
+    csv_dir = radstack_server.settings.data_dir / "csv"
+    csv_dir.mkdir(parents=True)
     (csv_dir / "a.csv").write_text("ts,page,added\n2020-01-01T00:10:00Z,home,3\n2020-01-01T00:20:00Z,home,4\n"
                                    "2020-01-02T08:00:00Z,about,10\n")
     _, st = run_task(url, simple_task("csv_ds", {"type": "local", "baseDir": str(csv_dir), "filter": "*.csv"},
@@ -164,7 +164,7 @@ def test_csv_and_parquet_tasks(radstack_server: Any, tmp_path: Path) -> None:
     rows = read_segment_rows(radstack_server, segs[0], tmp_path)
     assert [(r["page"], r["count"], r["added"]) for r in rows] == [("home", 2, 7)]
 
-    pq_path = tmp_path / "in.parquet"
+    pq_path = radstack_server.settings.data_dir / "in.parquet"
     pq.write_table(pa.table({"ts": ["2020-03-01T01:00:00Z", "2020-03-01T01:30:00Z", "2020-03-01T02:00:00Z"],
                              "page": ["x", "x", "y"], "added": [1, 2, 5]}), pq_path)
     _, st = run_task(url, simple_task("pq_ds", {"type": "local", "files": [str(pq_path)]}, {"type": "parquet"}))
@@ -312,8 +312,14 @@ def slow_http() -> Iterator[str]:
         srv.server_close()
 
 
-def test_shutdown_stops_a_task_and_publishes_nothing(radstack_server: Any, slow_http: str) -> None:
-    url = radstack_server.url
+def test_shutdown_stops_a_task_and_publishes_nothing(radstack_home: Path, slow_http: str) -> None:
+    from tests.fixtures.server import running_server
+
+    with running_server(radstack_home, {"ingestion": {"http": {"allowed_hosts": ["127.0.0.1"]}}}) as srv:
+        _shutdown_stops_a_task(srv.url, slow_http)
+
+
+def _shutdown_stops_a_task(url: str, slow_http: str) -> None:
     tid = submit(url, simple_task("slow", {"type": "http", "uris": [slow_http]}, {"type": "json"}))
     deadline = time.monotonic() + 10
     while httpx.get(f"{url}/druid/indexer/v1/task/{tid}/reports").json()["ingestionStatsAndErrors"][
@@ -346,7 +352,8 @@ def test_s3_input_source(radstack_home: Path, moto_server: str, monkeypatch: pyt
     lines = [json.dumps({"ts": f"2024-02-0{d}T10:00:00Z", "page": f"p{d}", "added": d}) for d in (1, 2)]
     s3.put_object(Bucket="raw-events", Key="in/part-1.json", Body=lines[0].encode())
     s3.put_object(Bucket="raw-events", Key="in/part-2.json", Body=lines[1].encode())
-    with running_server(radstack_home, {"deep_storage": {"endpoint_url": moto_server}}) as srv:
+    with running_server(radstack_home, {"deep_storage": {"endpoint_url": moto_server},
+                                        "ingestion": {"s3_buckets": ["raw-events"]}}) as srv:
         _, st = run_task(srv.url, simple_task("s3ds", {"type": "s3", "prefixes": ["s3://raw-events/in/"]},
                                               {"type": "json"}))
         assert st["status"] == "SUCCESS", st

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from radstack.config import Settings
 from serving.overlord.input_formats import read_batches, rows_to_batch
 from serving.overlord.input_sources import (
     InputEntity,
@@ -103,7 +104,8 @@ def test_local_source_filter_is_recursive_on_file_names(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     for p in ("a.json", "sub/b.json", "c.csv"):
         (tmp_path / p).write_text("{}\n")
-    ents = resolve_input_source({"type": "local", "baseDir": str(tmp_path), "filter": "*.json"}, None)  # type: ignore[arg-type]
+    settings = Settings.model_validate({"ingestion": {"local": {"allowed_dirs": [str(tmp_path)]}}})
+    ents = resolve_input_source({"type": "local", "baseDir": str(tmp_path), "filter": "*.json"}, settings)
     assert sorted(Path(e.name).name for e in ents) == ["a.json", "b.json"]
 
 

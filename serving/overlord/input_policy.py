@@ -1,0 +1,190 @@
+"""Which places a task's ``inputSource`` may read: the server's side of Druid's input-source security.
+
+Druid guards its ingestion with ``druid.ingestion.http.allowedProtocols`` and input-source permissions;
+radstack is stricter by default, because a task is read by the server process with the server's own
+rights:
+
+- ``local``: only files under ``ingestion.local.allowed_dirs`` (default ``{home}/data`` and the checkout's
+  ``examples/``), checked on the resolved path, after symlinks and ``..``, both when the task is submitted
+  and again for every file when it runs.
+- ``http``: only ``ingestion.http.allowed_protocols``, and never a loopback, private, link-local, multicast
+  or reserved address (every address the host resolves to, and every redirect hop) unless
+  ``ingestion.http.allow_private_addresses`` or the host is in ``ingestion.http.allowed_hosts``.
+- ``s3``: the deep-storage bucket and endpoint, plus ``ingestion.s3_buckets`` / ``ingestion.s3_endpoints``.
+- ``hdfs``: paths under ``deep_storage.path`` on the deep-storage NameNode, plus ``ingestion.hdfs_paths``.
+- ``environment`` password providers: only variables listed in ``ingestion.password_env_variables``.
+
+A refusal is :class:`InputForbidden` (the API answers Druid's error JSON with 403) whose message names the
+setting that would allow it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import posixpath
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from radstack.config import Settings
+
+__all__ = [
+    "InputForbidden",
+    "check_input_source",
+    "check_local_file",
+    "check_password",
+    "check_url",
+]
+
+
+class InputForbidden(PermissionError):
+    """An input source names a place this server may not read; the message says which setting allows it."""
+
+
+def _str_list(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+# -- local ----------------------------------------------------------------------------------------
+
+
+def _resolved(path: str | Path) -> Path:
+    try:
+        return Path(path).expanduser().resolve(strict=False)
+    except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, an embedded NUL
+        raise InputForbidden(f"local input source: cannot resolve {str(path)!r}: {e}") from None
+
+
+def check_local_file(path: str | Path, settings: Settings) -> Path:
+    """The resolved ``path`` when it lies under an allowed directory, else :class:`InputForbidden`."""
+    real = _resolved(path)
+    for allowed in settings.local_input_dirs:
+        if real == allowed or real.is_relative_to(allowed):
+            return real
+    dirs = ", ".join(str(d) for d in settings.local_input_dirs)
+    shown = repr(str(path)) if str(real) == str(path) else f"{str(path)!r} (resolved: {real})"
+    raise InputForbidden(f"local input source: {shown} is outside the allowed directories ({dirs}); "
+                         "add its directory to ingestion.local.allowed_dirs to allow it")
+
+
+# -- http -----------------------------------------------------------------------------------------
+
+
+def _addresses(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    try:
+        return [ipaddress.ip_address(host.strip("[]").split("%")[0])]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError, OSError) as e:
+        raise InputForbidden(f"http input source: cannot resolve host {host!r}: {e}") from None
+    return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]
+
+
+def _is_public(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_global and not addr.is_multicast
+
+
+def check_url(url: str, settings: Settings) -> None:
+    """Refuse ``url`` unless its scheme is allowed and its host is public (or explicitly allowed)."""
+    http = settings.ingestion.http
+    try:
+        parsed = urlparse(url)
+        host = parsed.hostname or ""
+    except ValueError as e:
+        raise InputForbidden(f"http input source: not a URL: {url!r} ({e})") from None
+    if parsed.scheme.lower() not in {p.lower() for p in http.allowed_protocols}:
+        raise InputForbidden(f"http input source: protocol {parsed.scheme!r} is not allowed "
+                             f"(allowed: {', '.join(http.allowed_protocols) or 'none'}; ingestion.http.allowed_protocols)")
+    if not host:
+        raise InputForbidden(f"http input source: {url!r} names no host")
+    if http.allow_private_addresses or host.lower() in {h.lower() for h in http.allowed_hosts}:
+        return
+    for addr in _addresses(host):
+        if not _is_public(addr):
+            raise InputForbidden(
+                f"http input source: {host} resolves to {addr}, a loopback, private, link-local or reserved "
+                "address; list the host in ingestion.http.allowed_hosts (or set "
+                "ingestion.http.allow_private_addresses) to allow it")
+
+
+# -- passwords ------------------------------------------------------------------------------------
+
+
+def check_password(value: Any, settings: Settings, field: str) -> None:
+    """An ``environment`` password provider may only name an allow-listed variable."""
+    if isinstance(value, Mapping) and value.get("type") == "environment":
+        var = str(value.get("variable", ""))
+        if var not in settings.ingestion.password_env_variables:
+            raise InputForbidden(f"{field}: the environment variable {var!r} is not one a task may read; "
+                                 "list it in ingestion.password_env_variables to allow it")
+
+
+# -- s3 / hdfs ------------------------------------------------------------------------------------
+
+
+def _check_s3(spec: Mapping[str, Any], settings: Settings) -> None:
+    ds = settings.deep_storage
+    buckets = {b for b in [ds.bucket, *settings.ingestion.s3_buckets] if b}
+    named: list[str] = []
+    if isinstance(spec.get("objects"), list):
+        named = [str(o.get("bucket", "")) for o in spec["objects"] if isinstance(o, Mapping)]
+    for key in ("uris", "prefixes"):
+        named += [urlparse(u).netloc for u in _str_list(spec.get(key))]
+    for bucket in named:
+        if bucket not in buckets:
+            raise InputForbidden(f"s3 input source: bucket {bucket!r} is not the deep-storage bucket; "
+                                 "list it in ingestion.s3_buckets to allow it")
+    endpoint = (spec.get("endpointConfig") or {}).get("url") if isinstance(spec.get("endpointConfig"), Mapping) else None
+    if endpoint and endpoint not in {e for e in [ds.endpoint_url, *settings.ingestion.s3_endpoints] if e}:
+        raise InputForbidden(f"s3 input source: endpoint {endpoint!r} is not the deep-storage endpoint; "
+                             "list it in ingestion.s3_endpoints to allow it")
+    props = spec.get("properties")
+    if isinstance(props, Mapping):
+        for k in ("accessKeyId", "secretAccessKey"):
+            check_password(props.get(k), settings, f"s3 input source: properties.{k}")
+
+
+def _hdfs_path(raw: str) -> str:
+    path = urlparse(raw).path if raw.startswith(("hdfs://", "webhdfs://")) else raw
+    return posixpath.normpath("/" + path.lstrip("/"))
+
+
+def _check_hdfs(spec: Mapping[str, Any], settings: Settings) -> None:
+    ds = settings.deep_storage
+    base = (ds.path or "/radstack") if ds.type == "hdfs" else ""
+    prefixes = [posixpath.normpath("/" + p.lstrip("/")) for p in [base, *settings.ingestion.hdfs_paths] if p]
+    for raw in _str_list(spec.get("paths")):
+        path = _hdfs_path(raw)
+        if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes):
+            raise InputForbidden(f"hdfs input source: {raw!r} is outside deep storage "
+                                 f"({', '.join(prefixes) or 'not on HDFS'}); list a prefix in ingestion.hdfs_paths to allow it")
+
+
+# -- all ------------------------------------------------------------------------------------------
+
+
+def check_input_source(spec: Mapping[str, Any], settings: Settings) -> None:
+    """Refuse a (structurally valid) input source that names a place this server may not read."""
+    typ = spec.get("type")
+    if typ == "local":
+        if spec.get("files") is not None:
+            for f in _str_list(spec["files"]):
+                check_local_file(f, settings)
+        else:
+            check_local_file(str(spec.get("baseDir", "")), settings)
+    elif typ == "http":
+        for u in _str_list(spec.get("uris")):
+            check_url(u, settings)
+        check_password(spec.get("httpAuthenticationPassword"), settings, "http input source: httpAuthenticationPassword")
+    elif typ == "s3":
+        _check_s3(spec, settings)
+    elif typ == "hdfs":
+        _check_hdfs(spec, settings)
