@@ -88,6 +88,11 @@ class ServerSettings(Section):
     default_query_timeout_ms: int = Field(300_000, description="a query's timeout when its context sets none")
     segment_cache_bytes: int = Field(8 * 1024**3, description="bytes of segments the broker keeps locally")
     duckdb_threads: int = Field(0, description="threads of the broker's DuckDB; 0 → DuckDB's default (all cores)")
+    max_sql_chars: int = Field(131_072, description="longest SQL text a query may have (400 above; planning is linear in it)")
+    max_query_depth: int = Field(
+        40, description="deepest nesting of parentheses, NOTs, subqueries, filters or expressions in a query (400 above)")
+    max_string_bytes: int = Field(
+        1024 * 1024, description="longest string REPEAT/LPAD/RPAD may build (400 above)")
     auth: AuthSettings = Field(default_factory=AuthSettings)
 
 

@@ -72,9 +72,11 @@ class Granularity:
                 return cls(kind="period", period=Period.parse(SIMPLE_PERIODS[low]), name=low)
             if low.upper().startswith("P"):
                 try:
-                    return cls(kind="period", period=Period.parse(value))
+                    period = Period.parse(value)
                 except TimeParseError as e:
                     raise GranularityError(str(e)) from e
+                _check_positive(period)
+                return cls(kind="period", period=period)
             raise GranularityError(f"unknown granularity {value!r}")
         if isinstance(value, dict):
             typ = str(value.get("type", "")).lower()
@@ -93,6 +95,7 @@ class Granularity:
                     period = Period.parse(str(value["period"]))
                 except TimeParseError as e:
                     raise GranularityError(str(e)) from e
+                _check_positive(period)
                 return cls(kind="period", period=period, time_zone=tz, origin=origin_ms)
             if typ == "duration":
                 try:
@@ -279,6 +282,11 @@ class Granularity:
             n += 1
             cur = p.add_to(origin_dt, int(n))
         return datetime_to_ms(cur)
+
+def _check_positive(period: Period) -> None:
+    if not (period.is_calendar or period.fixed_millis > 0):
+        raise GranularityError(f"period {period.iso()} must be positive")
+
 
 def _zone(name: str) -> ZoneInfo:
     if name.upper() in ("UTC", "Z", "ETC/UTC"):

@@ -41,6 +41,8 @@ def _ctx(request: Request) -> Any:
 
 
 def _static(name: str) -> FileResponse:
+    if "\x00" in name:  # no file name holds a NUL; resolving one raises
+        raise not_found(f"no console file [{name!r}]")
     path = (STATIC / name).resolve()
     if STATIC.resolve() not in path.parents or not path.is_file():
         raise not_found(f"no console file [{name}]")

@@ -6,11 +6,13 @@ concurrency limit), opens one consistent snapshot and dispatches on ``queryType`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from serving.broker.limits import check_json_depth, planning_guard
 from serving.broker.native.context import QueryContext
 from serving.broker.native.groupby import run_groupby
 from serving.broker.native.scan import run_scan
@@ -23,6 +25,8 @@ from serving.errors import DruidError, invalid_input
 
 if TYPE_CHECKING:
     from serving.broker.service import BrokerService
+
+log = logging.getLogger(__name__)
 
 # queryType → (runner, needs intervals, default granularity)
 QUERY_TYPES: dict[str, tuple[Callable[[QueryContext], list[dict[str, Any]]], bool, str]] = {
@@ -38,16 +42,16 @@ QUERY_TYPES: dict[str, tuple[Callable[[QueryContext], list[dict[str, Any]]], boo
 
 
 def query_id_of(query: dict[str, Any]) -> str | None:
-    ctx = query.get("context") or {}
-    qid = ctx.get("queryId")
-    return str(qid) if qid else None
+    ctx = query.get("context")
+    qid = ctx.get("queryId") if isinstance(ctx, dict) else None
+    return str(qid) if isinstance(qid, str | int) and not isinstance(qid, bool) and qid != "" else None
 
 
 def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None) -> list[dict[str, Any]]:
     if not isinstance(query, dict):
         raise invalid_input("A native query must be a JSON object")
     qtype = query.get("queryType")
-    if qtype not in QUERY_TYPES:
+    if not isinstance(qtype, str) or qtype not in QUERY_TYPES:
         raise invalid_input(
             f"Could not resolve type id '{qtype}' as a subtype of `org.apache.druid.query.Query`: "
             f"known type ids = {sorted(QUERY_TYPES)}"
@@ -58,16 +62,24 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
     context = query.get("context") or {}
     if not isinstance(context, dict):
         raise invalid_input("context must be a JSON object")
+    limits = service.settings.server
+    check_json_depth(query, max_depth=limits.max_query_depth)
     manager = service.queries
     qid = query_id or query_id_of(query) or manager.new_id()
     with manager.run(qid, manager.timeout_of(context)) as rq, service.snapshot() as (cursor, state):
         rq.attach(cursor)
-        ctx = QueryContext.create(query, state, cursor, rq, needs_intervals=needs_intervals,
-                                  default_granularity=default_gran)
         try:
-            return runner(ctx)
+            with planning_guard():
+                ctx = QueryContext.create(query, state, cursor, rq, needs_intervals=needs_intervals,
+                                          default_granularity=default_gran)
+                return runner(ctx)
         except DruidError:
             raise
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+            # A field of the wrong JSON type reached code that trusted it: the query is malformed (400).
+            # Logged with its traceback, since a planner bug would look the same.
+            log.warning("native query %s: %s: %s", qid, type(e).__name__, e, exc_info=True)
+            raise invalid_input(f"Malformed native query: {type(e).__name__}: {e}") from e
         except duckdb.InterruptException:
             rq.check()
             raise

@@ -23,6 +23,7 @@ class TranslationContext:
     system_tables: set[tuple[str, str]] = field(default_factory=set)  # (schema, table) used
     datasources: set[str] = field(default_factory=set)  # datasources read
     cte_names: set[str] = field(default_factory=set)
+    max_string_bytes: int = 1024 * 1024  # server.max_string_bytes: REPEAT/LPAD/RPAD beyond it → 400
 
     @property
     def time_zone(self) -> str:

@@ -12,7 +12,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from radstack.config import ServerSettings
 from radstack.storage.metadata import MetadataStore
+from serving.broker.limits import check_sql_text
 from serving.broker.sql import information_schema, sys_tables, udfs
 from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
@@ -144,7 +146,10 @@ def execute(
             cur, state = broker.connection(), None
             stack.callback(cur.close)
         catalog = catalog_of(broker, state)
-        tr = translate(sql, catalog, context=context, parameters=parameters)
+        limits = broker.settings.server if hasattr(broker, "settings") else ServerSettings()
+        check_sql_text(sql, max_chars=limits.max_sql_chars, max_depth=limits.max_query_depth)
+        tr = translate(sql, catalog, context=context, parameters=parameters,
+                       max_string_bytes=limits.max_string_bytes)
         if tr.udfs:
             setup = broker.connection()
             try:

@@ -61,7 +61,7 @@ OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
     "ARG_MIN", "ARG_MAX", "APPROX_COUNT_DISTINCT", "APPROX_QUANTILE", "CONTAINS", "LEFT", "LENGTH",
     "TRIM", "REGEXP_MATCHES", "DRUID_TIME_FLOOR", "DRUID_TIME_CEIL", "DRUID_TIME_SHIFT",
     "DRUID_TIME_FORMAT", "DRUID_TIME_PARSE", "DRUID_TIME_EXTRACT", "FLOOR", "CEIL", "TO_JSON",
-    "STRING_AGG", "LISTAGG", "XOR",
+    "STRING_AGG", "LISTAGG", "XOR", "ERROR", "OCTET_LENGTH", "ENCODE",  # last three: rules/string_limits.py
 }) | PASSTHROUGH
 
 _OPERATORS = (exp.Binary, exp.Connector, exp.Unary)

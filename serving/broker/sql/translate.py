@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radstack.clock import now_millis
+from serving.broker.limits import planning_guard
 from serving.broker.sql import functions, guard
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext
@@ -17,9 +18,11 @@ from serving.broker.sql.rules import apply_bottom_up
 from serving.broker.sql.rules.approx import approx
 from serving.broker.sql.rules.arithmetic import arithmetic
 from serving.broker.sql.rules.casts import casts
+from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.earliest_latest import earliest_latest
 from serving.broker.sql.rules.millis import millis
 from serving.broker.sql.rules.output_names import name_projections
+from serving.broker.sql.rules.string_limits import string_limits
 from serving.broker.sql.rules.strings import strings
 from serving.broker.sql.rules.tables import resolve_tables
 from serving.broker.sql.rules.time_extract import time_extract
@@ -40,7 +43,7 @@ TYPED_RULES = [arithmetic, casts]
 #: Function rewrites, children before parents.
 FUNCTION_RULES = [
     time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
-    millis, approx, earliest_latest, strings,
+    millis, approx, earliest_latest, strings, string_limits,
 ]
 
 
@@ -62,14 +65,22 @@ def translate(
     parameters: list[dict[str, Any]] | None = None,
     now_ms: int | None = None,
     system_schema: dict[str, dict[str, str]] | None = None,
+    max_string_bytes: int = 1024 * 1024,
 ) -> Translation:
     """Translate one Druid SQL query; raise :class:`serving.errors.DruidError` for anything refused."""
     ctx = TranslationContext(
         catalog=catalog,
         now_ms=now_millis() if now_ms is None else now_ms,
         query_context=dict(context or {}),
+        max_string_bytes=max_string_bytes,
     )
-    tree = guard.check_read_only(parse(sql))
+    with planning_guard():
+        return _translate(sql, ctx, parameters, system_schema)
+
+
+def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any]] | None,
+               system_schema: dict[str, dict[str, str]] | None) -> Translation:
+    tree = balance_connectors(guard.check_read_only(parse(sql)))
     tree = bind_parameters(tree, parameters or [])
     functions.check_input(tree)
     tree = resolve_tables(tree, ctx)
