@@ -161,12 +161,10 @@ def test_failed_and_killed_runs_leave_nothing(web, batch_spark, monkeypatch: pyt
     chunk = Interval(T0, T0 + HOUR)
 
     # a failure at the last moment (publish): nothing visible, its files gone
-    import radstack.storage.publish
-
     def boom(*a: Any, **k: Any) -> None:
         raise RuntimeError("metadata store down")
 
-    monkeypatch.setattr(radstack.storage.publish, "publish", boom)
+    monkeypatch.setattr(job, "publish", boom)  # the name the job module calls
     with pytest.raises(RuntimeError, match="metadata store down"):
         job.rebuild(settings, "web", chunk, spark=batch_spark)
     monkeypatch.undo()
@@ -276,16 +274,16 @@ def test_local_backfill_one_job_per_group_of_chunks(web, batch_spark, monkeypatc
         assert block == [(r.interval.start, "running") for r in g] + [(r.interval.start, "published") for r in g]
 
     # a failed group marks its chunks failed (nothing published) and the next group still runs
-    import radstack.storage.publish
+    import batch.rebuild_job as job
 
-    real_publish = radstack.storage.publish.publish
+    real_publish = job.publish
 
     def publish_fails_first_group(metadata: Any, deep_storage: Any, segments: Any, *a: Any, **k: Any) -> Any:
         if any(s.interval.start == T0 for s in segments):
             raise RuntimeError("metadata store down")
         return real_publish(metadata, deep_storage, segments, *a, **k)
 
-    monkeypatch.setattr(radstack.storage.publish, "publish", publish_fails_first_group)
+    monkeypatch.setattr(job, "publish", publish_fails_first_group)
     again = run_local(s30, plan_backfill(s30, "2026-11-20T00/PT1H", "web"), spark=batch_spark)
     monkeypatch.undo()
     assert [r.status for r in again] == ["failed"] * 30 + ["published"] * 30
