@@ -166,6 +166,11 @@ class ReceiverSettings(Section):
     host: str = Field("127.0.0.1", description="bind address of the HTTP event receiver")
     port: int = Field(8200, description="its port")
     max_body_bytes: int = Field(16 * 1024 * 1024, description="largest request body (413 above)")
+    max_event_bytes: int = Field(
+        1_000_000, description="largest single event (its JSON bytes); larger → 413. Kafka's message.max.bytes bounds it")
+    topics: list[str] = Field(
+        default_factory=list,
+        description="topics clients may write; empty → kafka.topics and the topics the datasource specs read (never internal or dead-letter topics)")
     timestamp_field: str = Field("timestamp", description="the event field checked for an event time")
     delivery_timeout_ms: int = Field(10_000, description="how long a POST waits for Kafka's acknowledgement")
     auth: AuthSettings = Field(default_factory=AuthSettings)

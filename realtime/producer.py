@@ -38,11 +38,19 @@ class KafkaUnavailable(RuntimeError):
     """Kafka cannot take the events now (broker down, queue full, delivery timed out): retry later."""
 
 
+class MessageTooLarge(ValueError):
+    """An event is larger than Kafka accepts (``message.max.bytes``): retrying cannot help."""
+
+
+TOO_LARGE_CODES = {KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE}
+
+
 @dataclass(frozen=True)
 class BatchResult:
     delivered: int
     failed: int
     error: str | None = None
+    too_large: bool = False  # Kafka refused an event as larger than message.max.bytes
 
     @property
     def ok(self) -> bool:
@@ -52,7 +60,7 @@ class BatchResult:
 class Batch:
     """The delivery state of one batch. Callbacks arrive on the poller thread."""
 
-    __slots__ = ("_lock", "_done", "_listeners", "remaining", "delivered", "failed", "error", "fatal")
+    __slots__ = ("_lock", "_done", "_listeners", "remaining", "delivered", "failed", "error", "fatal", "too_large")
 
     def __init__(self, size: int) -> None:
         self._lock = threading.Lock()
@@ -63,6 +71,7 @@ class Batch:
         self.failed = 0
         self.error: str | None = None
         self.fatal = False
+        self.too_large = False
         if size == 0:
             self._done.set()
 
@@ -76,6 +85,8 @@ class Batch:
                     self.error = f"{err.name()}: {err.str()}"
                 if err.fatal():
                     self.fatal = True
+                if err.code() in TOO_LARGE_CODES:
+                    self.too_large = True
             self.remaining -= 1
             finished = self.remaining == 0
         if finished:
@@ -108,7 +119,7 @@ class Batch:
         return self._done.is_set()
 
     def result(self) -> BatchResult:
-        return BatchResult(self.delivered, self.failed, self.error)
+        return BatchResult(self.delivered, self.failed, self.error, self.too_large)
 
     def wait(self, timeout: float | None = None) -> BatchResult:
         if not self._done.wait(timeout):
@@ -221,6 +232,8 @@ class BatchProducer:
             raise
         except KafkaException as e:
             batch.abandon(n - i, str(e))
+            if e.args and isinstance(e.args[0], KafkaError) and e.args[0].code() in TOO_LARGE_CODES:
+                raise MessageTooLarge(str(e)) from e
             raise KafkaUnavailable(str(e)) from e
         return batch
 

@@ -10,8 +10,14 @@ Responses (all JSON):
 - ``400 {"accepted": k, "rejected": [{"index": i, "reason": …}, …], …}`` — some events were invalid;
   the ``k`` valid ones of the same request **were delivered** (the body says so). Indexes are positions
   in the array, or among the non-blank lines for NDJSON.
-- ``401`` (Basic auth on and missing/wrong), ``404`` (unknown topic), ``413`` (body larger than
-  ``receiver.max_body_bytes``), ``503`` + ``Retry-After`` (Kafka unavailable: retry the request).
+- ``401`` (Basic auth on and missing/wrong), ``403`` (an internal ``__*`` or dead-letter topic: never
+  writable), ``404`` (a topic not on the allow-list: ``receiver.topics``, else ``kafka.topics`` and the
+  topics the datasource specs read), ``413`` (body larger than ``receiver.max_body_bytes``, or an event
+  larger than ``receiver.max_event_bytes`` / Kafka's ``message.max.bytes``: the body lists them; retrying
+  cannot help), ``503`` + ``Retry-After`` (only when Kafka is really unavailable: retry the request).
+
+Event times must fall in the years 1970–9999 (epoch millis 0 … 253402300799999); others are rejected
+with the reason, like any invalid event.
 
 ``GET /health`` (and Druid's ``/status/health``) answers ``true`` when the process is up.
 """
@@ -25,7 +31,7 @@ import math
 import re
 import time
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -34,10 +40,14 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from radstack.config import Settings
+from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
-from realtime.producer import BatchProducer, KafkaUnavailable
+from radstack.spec import SpecError
+from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
+from realtime.streaming.dlq import dlq_topic
 
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+MAX_EVENT_MILLIS = 253_402_300_800_000  # 10000-01-01T00:00:00Z: event times are years 1970-9999
 MAX_REPORTED_REJECTIONS = 1000
 TOPIC_CACHE_SECONDS = 30.0
 
@@ -55,27 +65,38 @@ def timestamp_error(value: Any) -> str | None:
     if isinstance(value, bool) or value is None:
         return f"timestamp must be epoch millis or an ISO-8601 string, got {orjson.dumps(value).decode()}"
     if isinstance(value, int):
-        return None
+        return _range_error(value)
     if isinstance(value, float):
-        return None if math.isfinite(value) else "timestamp is not a finite number"
+        return _range_error(value) if math.isfinite(value) else "timestamp is not a finite number"
     if isinstance(value, str):
-        if value.isdigit():
-            return None
-        try:  # fast path: what Python parses natively
-            datetime.fromisoformat(value)
-            return None
+        if value.isascii() and value.isdigit():
+            return _range_error(int(value) if len(value) <= 20 else MAX_EVENT_MILLIS, value)
+        if not value.isascii():
+            return f"unparseable timestamp {value[:100]!r}"
+        try:  # fast path: what Python parses natively (years 1-9999)
+            dt = datetime.fromisoformat(value)
+            in_range = dt.year >= 1970 and (dt.tzinfo is None or dt.astimezone(UTC).year >= 1970)
+            return None if in_range else _range_error(-1, value)
         except ValueError:
             pass
         try:
-            parse_instant(value)
-            return None
+            return _range_error(parse_instant(value), value)
         except (TimeParseError, ValueError, OverflowError):
             return f"unparseable timestamp {value[:100]!r}"
     return f"timestamp must be epoch millis or an ISO-8601 string, got a {type(value).__name__}"
 
 
-def parse_events(body: bytes, timestamp_field: str) -> tuple[list[bytes], list[dict[str, Any]]]:
-    """Split and validate a request body: (serialized valid events, rejections with index + reason).
+def _range_error(millis: float, shown: Any = None) -> str | None:
+    if 0 <= millis < MAX_EVENT_MILLIS:
+        return None
+    text = repr(shown) if shown is not None else (f"{millis:.6g}" if isinstance(millis, float) else str(millis))
+    return f"timestamp {text[:40]} is outside the years 1970-9999 (epoch millis 0 to {MAX_EVENT_MILLIS - 1})"
+
+
+def parse_events(body: bytes, timestamp_field: str,
+                 max_event_bytes: int = 0) -> tuple[list[bytes], list[dict[str, Any]]]:
+    """Split and validate a request body: (serialized valid events, rejections with index + reason;
+    an event over ``max_event_bytes`` is rejected with ``"tooLarge": true``).
 
     Raises ``_BadBody`` when the body as a whole is not JSON/NDJSON."""
     values: list[bytes] = []
@@ -112,12 +133,17 @@ def parse_events(body: bytes, timestamp_field: str) -> tuple[list[bytes], list[d
         if v is _MISSING:
             rejected.append({"index": i, "reason": f"missing timestamp field {ts!r}"})
             continue
-        if type(v) is not int:  # epoch millis ints are the common case: no further check
-            err = timestamp_error(v)
-            if err is not None:
-                rejected.append({"index": i, "reason": err})
-                continue
-        values.append(raw if raw is not None else dumps(event))
+        err = _range_error(v) if type(v) is int else timestamp_error(v)
+        if err is not None:
+            rejected.append({"index": i, "reason": err})
+            continue
+        value = raw if raw is not None else dumps(event)
+        if max_event_bytes and len(value) > max_event_bytes:
+            rejected.append({"index": i, "tooLarge": True, "reason": (
+                f"event is {len(value):,} bytes; the limit is {max_event_bytes:,} "
+                "(receiver.max_event_bytes, at most Kafka's message.max.bytes)")})
+            continue
+        values.append(value)
     return values, rejected
 
 
@@ -171,14 +197,16 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     auth_on = bool(settings.receiver.auth.enabled)
     users = list(settings.receiver.auth.users or [])
     delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
-    state: dict[str, Any] = {"producer": producer, "topics": {}}
+    max_event = int(settings.receiver.max_event_bytes)
+    state: dict[str, Any] = {"producer": producer, "topics": {}, "allowed": (0.0, frozenset(), frozenset())}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):  # type: ignore[no-untyped-def]
         owned = state["producer"] is None
         if owned:
             state["producer"] = BatchProducer(
-                settings.kafka.clients_bootstrap, delivery_timeout_ms=delivery_timeout_ms
+                settings.kafka.clients_bootstrap, delivery_timeout_ms=delivery_timeout_ms,
+                **{"message.max.bytes": max(1_000_000, max_event + 4096)},
             )
         try:
             yield
@@ -211,6 +239,31 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
             return True
         return bool(settings.kafka.auto_create_topics)
 
+    def _allowed() -> tuple[frozenset[str], frozenset[str]]:
+        """(writable topics, dead-letter topics), re-read from the datasource specs every 30 s."""
+        at, allowed, dead = state["allowed"]
+        if time.monotonic() - at < TOPIC_CACHE_SECONDS and allowed:
+            return allowed, dead
+        try:
+            specs = list(load_catalog(settings).values())
+        except (OSError, SpecError):
+            specs = []
+        spec_topics = {t for spec in specs for t in spec.processing.topics}
+        dead = frozenset(dlq_topic(spec, t) for spec in specs for t in spec.processing.topics)
+        allowed = frozenset(settings.receiver.topics or (set(settings.kafka.topics) | spec_topics))
+        state["allowed"] = (time.monotonic(), allowed, dead)
+        return allowed, dead
+
+    def _too_large(rejected: list[dict[str, Any]], accepted: int, detail: str | None = None) -> Response:
+        return _json(413, {
+            "error": "event too large", "accepted": accepted, "rejectedCount": len(rejected),
+            "rejected": rejected[:MAX_REPORTED_REJECTIONS],
+            "max_event_bytes": max_event,
+            "message": (detail or f"events larger than {max_event:,} bytes are refused") +
+                       "; retrying cannot help: split or shrink them" +
+                       (f"; {accepted} other event(s) of this request were delivered" if accepted else ""),
+        })
+
     @app.get("/health")
     @app.get("/status/health")
     async def health() -> Response:
@@ -222,11 +275,18 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Basic realm="radstack"'})
         if not TOPIC_RE.match(topic):
             return _json(400, {"error": "invalid topic name", "topic": topic, "accepted": 0})
+        allowed, dead = _allowed()
+        if topic.startswith("__") or topic in dead or topic.endswith(".dlq"):
+            return _json(403, {"error": "topic not writable", "topic": topic, "accepted": 0,
+                               "message": "internal and dead-letter topics are never written through the receiver"})
+        if topic not in allowed:
+            return _json(404, {"error": "unknown topic", "topic": topic, "accepted": 0,
+                               "message": "not a configured source topic (receiver.topics, kafka.topics, datasource specs)"})
         body = await _read_body(request, limit)
         if body is None:
             return _json(413, {"error": "Request Entity Too Large", "max_body_bytes": limit, "accepted": 0})
         try:
-            values, rejected = parse_events(body, ts_field)
+            values, rejected = parse_events(body, ts_field, max_event)
         except _BadBody as e:
             return _json(400, {"error": "invalid body", "reason": str(e), "accepted": 0, "rejected": []})
         p: BatchProducer = state["producer"]
@@ -237,11 +297,18 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
                 if not _topic_known(p, topic):
                     return _json(404, {"error": "unknown topic", "topic": topic, "accepted": 0})
                 result = await p.deliver_async(topic, values)
+            except MessageTooLarge as e:
+                return _too_large(rejected, 0, f"Kafka refused an event as too large ({e})")
             except KafkaUnavailable as e:
                 return _unavailable(str(e))
+            if not result.ok and result.too_large:
+                return _too_large(rejected, result.delivered, f"Kafka refused {result.failed} event(s) as larger "
+                                  f"than its message.max.bytes ({result.error})")
             if not result.ok:
                 return _unavailable(result.error or "delivery failed", result.delivered)
             accepted = result.delivered
+        if rejected and all(r.get("tooLarge") for r in rejected):
+            return _too_large(rejected, accepted)
         if rejected:
             return _json(
                 400,

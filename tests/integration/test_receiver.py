@@ -30,8 +30,9 @@ def _events(n: int, start: int = 1_767_225_600_000) -> list[dict]:
 
 
 @pytest.fixture
-def receiver_url(tmp_path: Path, kafka_bootstrap: str):  # type: ignore[no-untyped-def]
-    with running_receiver(_settings(tmp_path, kafka_bootstrap, max_body_bytes=200_000)) as url:
+def receiver_url(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):  # type: ignore[no-untyped-def]
+    settings = _settings(tmp_path, kafka_bootstrap, max_body_bytes=200_000, topics=[kafka_topic])
+    with running_receiver(settings) as url:
         yield url
 
 
@@ -119,7 +120,8 @@ def test_invalid_json_too_large_and_unknown_topic(receiver_url: str, kafka_topic
 
 def test_basic_auth(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
     s = _settings(
-        tmp_path, kafka_bootstrap, auth={"enabled": True, "users": [{"name": "ingest", "password": "s3cret"}]}
+        tmp_path, kafka_bootstrap, auth={"enabled": True, "users": [{"name": "ingest", "password": "s3cret"}]},
+        topics=[kafka_topic],
     )
     with running_receiver(s) as url:
         r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b'{"timestamp": 1}')
@@ -155,3 +157,44 @@ def test_consumer_group_resumes_at_committed_offset(
     assert len(second) == 180
     assert sorted(ns) == list(range(300))  # nothing read twice, nothing skipped
     assert {g.group: g for g in consumer_lag(kafka_bootstrap)}[group].lag == 0
+
+
+def test_topic_allow_list_event_size_and_time_range(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
+    """Internal and dead-letter topics are never writable; an event over receiver.max_event_bytes is a 413
+    that says retrying cannot help (it was a 503 "retry" before); event times outside 1970-9999 and
+    non-ASCII digits are rejected."""
+    from realtime.topics import ensure_topics
+
+    ensure_topics(kafka_bootstrap, {f"{kafka_topic}.dlq": 1})
+    s = _settings(tmp_path, kafka_bootstrap, topics=[kafka_topic, f"{kafka_topic}.dlq", "__consumer_offsets"],
+                  max_event_bytes=10_000, max_body_bytes=20_000_000)
+    with running_receiver(s) as url:
+        for topic in ("__consumer_offsets", f"{kafka_topic}.dlq"):
+            r = httpx.post(f"{url}/v1/events/{topic}", content=b'{"timestamp": 1}')
+            assert r.status_code == 403 and r.json()["accepted"] == 0, r.text
+        assert httpx.post(f"{url}/v1/events/impressions-x", content=b'{"timestamp": 1}').status_code == 404
+
+        big = orjson.dumps({"timestamp": 1, "pad": "x" * 1_000_000})
+        r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=big, timeout=30)
+        assert r.status_code == 413, r.text
+        assert "retrying cannot help" in r.json()["message"] and r.json()["rejected"][0]["tooLarge"]
+        assert "retry-after" not in r.headers
+        mixed = orjson.dumps([{"timestamp": 5, "id": "ok"}, {"timestamp": 6, "pad": "y" * 20_000}])
+        r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=mixed, timeout=30)
+        assert r.status_code == 413 and r.json()["accepted"] == 1 and [x["index"] for x in r.json()["rejected"]] == [1]
+
+        odd = [{"timestamp": 2**70}, {"timestamp": 1e300}, {"timestamp": "١٢٣"}, {"timestamp": -1},
+               {"timestamp": "99999999999999999999999"}, {"timestamp": "1969-12-31T23:59:59Z"},
+               {"timestamp": 253_402_300_800_000}, {"timestamp": "9999-12-31T23:59:59Z", "id": "last"}]
+        r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=_dumps_big_ints(odd), timeout=30)
+        assert r.status_code == 400 and r.json()["accepted"] == 1, r.text
+        assert [x["index"] for x in r.json()["rejected"]] == [0, 1, 2, 3, 4, 5, 6]
+        got = [orjson.loads(v) for v in consume(kafka_bootstrap, kafka_topic, "g-limits", 2, timeout=8)]
+        assert sorted(e.get("id", "") for e in got) == ["last", "ok"]
+
+
+def _dumps_big_ints(events: list[dict]) -> bytes:
+    """JSON with integers beyond 64 bits (orjson refuses them; a client may still send them)."""
+    import json
+
+    return json.dumps(events).encode()
