@@ -84,7 +84,11 @@ class ServerSettings(Section):
     host: str = Field("127.0.0.1", description="bind address of the Druid-compatible server")
     port: int = Field(8888, description="its port")
     max_body_bytes: int = Field(64 * 1024 * 1024, description="largest request body (413 above)")
-    max_concurrent_queries: int = Field(16, description="queries run at once; more wait")
+    max_concurrent_queries: int = Field(16, description="queries run at once; more wait in the queue")
+    max_queued_queries: int = Field(128, description="queries that may wait for a slot; more → 429")
+    query_queue_timeout_ms: int = Field(60_000, description="longest wait for a slot (and never past the query's timeout); then 429")
+    low_priority_percent: int = Field(
+        50, description="share of the slots queries with a negative context priority may hold (Druid's hilo lane)")
     default_query_timeout_ms: int = Field(300_000, description="a query's timeout when its context sets none")
     segment_cache_bytes: int = Field(8 * 1024**3, description="bytes of segments the broker keeps locally")
     duckdb_threads: int = Field(0, description="threads of the broker's DuckDB; 0 → DuckDB's default (all cores)")

@@ -81,6 +81,15 @@ BROKER_QUERY_SECONDS = Histogram(
 BROKER_QUERY_ERRORS = Counter(
     "radstack_broker_query_errors", "Failed queries by Druid error code (or HTTP status).", ["code"],
     registry=REGISTRY)
+BROKER_QUERIES_RUNNING = Gauge(
+    "radstack_broker_queries_running", "Queries holding one of server.max_concurrent_queries slots.",
+    registry=REGISTRY)
+BROKER_QUERY_QUEUE_DEPTH = Gauge(
+    "radstack_broker_query_queue_depth", "Queries waiting for a slot (at most server.max_queued_queries).",
+    registry=REGISTRY)
+BROKER_QUERY_QUEUE_WAIT = Histogram(
+    "radstack_broker_query_queue_wait_seconds", "How long queries waited for a slot before running.",
+    buckets=_LATENCY_BUCKETS, registry=REGISTRY)
 BROKER_SEGMENTS_SERVED = Gauge(
     "radstack_broker_segments_served", "Segments the broker currently serves.", ["datasource"],
     registry=REGISTRY)

@@ -249,6 +249,8 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         try:
             yield
         finally:
+            if ctx.broker is not None:
+                ctx.broker.queries.cancel_all()  # first: a long query must not hold the shutdown
             ctx.coordinator.stop()
             ctx.task_runner.stop()
             if ctx.broker is not None:

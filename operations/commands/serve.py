@@ -10,6 +10,10 @@ import uvicorn
 from operations.server import create_server_app
 from radstack.config import load_settings
 
+GRACEFUL_SHUTDOWN_SECONDS = 5
+"""On SIGTERM, requests in flight get this long; then the lifespan cancels running queries and tasks, so
+the process ends within 10 s."""
+
 
 def serve(
     host: str = typer.Option(None, help="Bind address (default: server.host, 127.0.0.1)."),
@@ -17,8 +21,6 @@ def serve(
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
 ) -> None:
     """Start the embedded Druid-compatible server."""
-
-
     overrides: dict = {"server": {}}
     if host:
         overrides["server"]["host"] = host
@@ -30,4 +32,5 @@ def serve(
         host=settings.server.host,
         port=int(settings.server.port),
         log_level="warning",
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )

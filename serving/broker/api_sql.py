@@ -95,7 +95,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     context = {**context, "sqlQueryId": qid}
     stack = contextlib.ExitStack()
     try:
-        running = stack.enter_context(manager.run(qid, manager.timeout_of(context)))
+        running = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context)))
         server = ServerInfo(request.url.hostname or "localhost", request.url.port or 80,
                             getattr(ctx, "started_ms", None))
         result = execute(broker, query, context=context, parameters=parameters,

@@ -1,15 +1,24 @@
-"""Running queries: ids, timeouts, a concurrency limit and cancellation.
+"""Running queries: ids, timeouts, admission (a bounded priority queue) and cancellation.
 
-Every query (native or SQL) runs inside :meth:`QueryManager.run`, which admits it (more than
-``server.max_concurrent_queries`` at once → 429 "Query capacity exceeded"), registers it under its id
-(``context.queryId`` / ``sqlQueryId`` or a generated UUID) and arms a timer for ``context.timeout`` ms
-(0 = none) that interrupts the DuckDB statement in flight (→ 504 "Query timeout").
-:meth:`QueryManager.cancel` interrupts it on request (→ 500 "Query cancelled"; ``DELETE`` answers 202).
+Every query (native or SQL) runs inside :meth:`QueryManager.run`. Like Druid's query scheduler it admits
+at most ``server.max_concurrent_queries`` at once; the others wait in a queue ordered by the context's
+``priority`` (higher first, then arrival), at most ``server.max_queued_queries`` of them and for at most
+``server.query_queue_timeout_ms`` (and never past the query's own timeout) — beyond either, 429 "Query
+capacity exceeded". Queries with a negative priority form Druid's "low" lane (``hilo`` laning): they
+hold at most ``server.low_priority_percent`` % of the slots, so a batch of background queries cannot
+starve dashboards. Each query is registered under its id (``context.queryId`` / ``sqlQueryId`` or a UUID)
+from the moment it arrives, and a timer for ``context.timeout`` ms (0 = none), counted from arrival,
+interrupts the DuckDB statement in flight (→ 504 "Query timeout"). :meth:`QueryManager.cancel` stops it,
+queued or running (→ 500 "Query cancelled"; ``DELETE`` answers 202). Queue depth, waits and running
+queries are Prometheus metrics.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
+import math
 import threading
 import time
 import uuid
@@ -19,6 +28,7 @@ from typing import Any
 
 import duckdb
 
+from radstack import metrics
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 
 
@@ -79,12 +89,20 @@ class RunningQuery:
 
 
 class QueryManager:
-    def __init__(self, max_concurrent: int = 16, default_timeout_ms: int = 300_000) -> None:
-        self.max_concurrent = max_concurrent
+    def __init__(self, max_concurrent: int = 16, default_timeout_ms: int = 300_000, *, max_queued: int = 128,
+                 queue_timeout_ms: int = 60_000, low_priority_percent: int = 50) -> None:
+        self.max_concurrent = max(1, max_concurrent)
         self.default_timeout_ms = default_timeout_ms
+        self.max_queued = max(0, max_queued)
+        self.queue_timeout_ms = queue_timeout_ms
+        self.max_low = max(1, math.ceil(self.max_concurrent * max(0, min(100, low_priority_percent)) / 100))
         self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._running: dict[str, RunningQuery] = {}
         self._active = 0
+        self._active_low = 0
+        self._waiting: list[tuple[int, int, RunningQuery, bool]] = []  # heap of (-priority, arrival, query, low)
+        self._arrivals = itertools.count()
 
     @staticmethod
     def new_id() -> str:
@@ -97,40 +115,102 @@ class QueryManager:
             return self.default_timeout_ms
         try:
             ms = int(raw)
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError) as e:
             raise DruidError(f"context.timeout must be a number of milliseconds, got {raw!r}") from e
         if ms < 0:
             raise DruidError(f"context.timeout must be >= 0, got {ms}")
         return ms
 
+    @staticmethod
+    def priority_of(context: dict[str, Any] | None) -> int:
+        """Druid's ``priority`` context key (default 0; higher runs first, negative is the low lane)."""
+        raw = (context or {}).get("priority", 0)
+        try:
+            return int(raw) if not isinstance(raw, bool) else 0
+        except (TypeError, ValueError, OverflowError) as e:
+            raise DruidError(f"context.priority must be an integer, got {raw!r}") from e
+
+    def _may_start(self, low: bool) -> bool:
+        return self._active < self.max_concurrent and (not low or self._active_low < self.max_low)
+
+    def _first_startable(self) -> RunningQuery | None:
+        """The waiting query that goes next: the best-ranked one whose lane has room."""
+        for _, _, rq, low in sorted(self._waiting):
+            if self._may_start(low):
+                return rq
+        return None
+
+    def _admit(self, rq: RunningQuery, low: bool, priority: int) -> None:
+        """Wait (bounded) for a slot; called with the lock held."""
+        if not self._waiting and self._may_start(low):
+            return
+        if len(self._waiting) >= self.max_queued:
+            raise capacity_exceeded(
+                f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded and "
+                f"{len(self._waiting)} queries already waiting (server.max_queued_queries). "
+                "Please try your query again later.")
+        entry = (-priority, next(self._arrivals), rq, low)
+        heapq.heappush(self._waiting, entry)
+        metrics.BROKER_QUERY_QUEUE_DEPTH.set(len(self._waiting))
+        limit_ms = self.queue_timeout_ms if rq.timeout_ms <= 0 else min(self.queue_timeout_ms, rq.timeout_ms)
+        deadline = rq.started + limit_ms / 1000.0
+        try:
+            while self._first_startable() is not rq:
+                if rq.state != "running":
+                    rq.check()
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if rq.timeout_ms > 0 and limit_ms >= rq.timeout_ms:
+                        rq.state = "timed_out"
+                        rq.check()
+                    raise capacity_exceeded(
+                        f"Query [{rq.query_id}] waited {limit_ms} ms for one of {self.max_concurrent} query slots "
+                        "(server.query_queue_timeout_ms). Please try your query again later.")
+                self._cond.wait(min(left, 1.0))
+        finally:
+            self._waiting.remove(entry)
+            heapq.heapify(self._waiting)
+            metrics.BROKER_QUERY_QUEUE_DEPTH.set(len(self._waiting))
+            self._cond.notify_all()
+
     @contextlib.contextmanager
-    def run(self, query_id: str | None = None, timeout_ms: int | None = None) -> Iterator[RunningQuery]:
+    def run(self, query_id: str | None = None, timeout_ms: int | None = None, priority: int = 0) -> Iterator[RunningQuery]:
         qid = query_id or self.new_id()
         tmo = self.default_timeout_ms if timeout_ms is None else timeout_ms
-        with self._lock:
-            if self._active >= self.max_concurrent:
-                raise capacity_exceeded(
-                    f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded. "
-                    "Please try your query again later."
-                )
-            self._active += 1
-            rq = RunningQuery(qid, tmo)
+        low = priority < 0
+        rq = RunningQuery(qid, tmo)
+        with self._cond:
             self._running[qid] = rq
+            try:
+                self._admit(rq, low, priority)
+            except BaseException:
+                if self._running.get(qid) is rq:
+                    del self._running[qid]
+                raise
+            self._active += 1
+            self._active_low += low
+            metrics.BROKER_QUERIES_RUNNING.set(self._active)
+        metrics.BROKER_QUERY_QUEUE_WAIT.observe(time.monotonic() - rq.started)
         timer: threading.Timer | None = None
         if tmo > 0:
-            timer = threading.Timer(tmo / 1000.0, rq.interrupt, args=("timed_out",))
+            remaining = max(0.0, tmo / 1000.0 - (time.monotonic() - rq.started))
+            timer = threading.Timer(remaining, rq.interrupt, args=("timed_out",))
             timer.daemon = True
             timer.start()
         try:
+            rq.check()
             yield rq
             rq.check()
         finally:
             if timer is not None:
                 timer.cancel()
-            with self._lock:
+            with self._cond:
                 self._active -= 1
+                self._active_low -= low
+                metrics.BROKER_QUERIES_RUNNING.set(self._active)
                 if self._running.get(qid) is rq:
                     del self._running[qid]
+                self._cond.notify_all()
 
     def cancel(self, query_id: str) -> bool:
         with self._lock:
@@ -138,6 +218,8 @@ class QueryManager:
         if rq is None:
             return False
         rq.interrupt("cancelled")
+        with self._cond:
+            self._cond.notify_all()  # a queued query stops waiting
         return True
 
     def cancel_all(self) -> None:
@@ -145,6 +227,8 @@ class QueryManager:
             running = list(self._running.values())
         for rq in running:
             rq.interrupt("cancelled")
+        with self._cond:
+            self._cond.notify_all()
 
     def running(self) -> list[str]:
         with self._lock:

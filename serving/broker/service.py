@@ -144,6 +144,9 @@ class BrokerService:
         self.queries = QueryManager(
             max_concurrent=server.max_concurrent_queries,
             default_timeout_ms=server.default_query_timeout_ms,
+            max_queued=server.max_queued_queries,
+            queue_timeout_ms=server.query_queue_timeout_ms,
+            low_priority_percent=server.low_priority_percent,
         )
         self.poll_seconds = float(coordinator.metadata_poll_seconds)
         self._state = BrokerState(0, {}, (), frozenset())

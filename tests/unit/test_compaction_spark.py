@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow.compute as pc
 import pytest
 
+from batch.compaction_job import compact_with_spark
 from radstack.intervals import parse_instant
 from radstack.storage.compaction import CompactionConfig, plan_compaction, run_compaction
 from radstack.storage.segment_format import read_segment_table
@@ -35,7 +36,7 @@ def test_spark_runner_equals_in_process(broker_env: Any) -> None:
     day2, day1 = plan_compaction(md.segments("flows"), cfg, now_ms=now)
 
     settings = broker_env.settings.with_overrides({"spark": {"shuffle_partitions": 3}})
-    spark_res = run_compaction(md, deep, day1, cfg, settings=settings, runner="spark")
+    spark_res = run_compaction(md, deep, day1, cfg, settings=settings, runner="spark", spark_compactor=compact_with_spark)
     local_res = run_compaction(md, deep, day2, cfg, settings=settings, runner="inprocess")
     assert spark_res.runner == "spark" and spark_res.rows_in == local_res.rows_in == 1440 * 6
     assert spark_res.rows_out == local_res.rows_out == 24 * 6

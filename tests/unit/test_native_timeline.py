@@ -115,7 +115,7 @@ def test_queries_never_see_two_versions_while_publishing(wiki: Any) -> None:
 def test_query_manager_capacity_and_cancel() -> None:
     import duckdb
 
-    qm = QueryManager(max_concurrent=1, default_timeout_ms=0)
+    qm = QueryManager(max_concurrent=1, default_timeout_ms=0, max_queued=0)  # no queue: 429 at once
     with qm.run("a"), pytest.raises(DruidError) as e, qm.run("b"):
         pass
     assert e.value.status == 429

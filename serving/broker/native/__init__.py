@@ -66,7 +66,7 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
     check_json_depth(query, max_depth=limits.max_query_depth)
     manager = service.queries
     qid = query_id or query_id_of(query) or manager.new_id()
-    with manager.run(qid, manager.timeout_of(context)) as rq, service.snapshot() as (cursor, state):
+    with manager.run(qid, manager.timeout_of(context), manager.priority_of(context)) as rq, service.snapshot() as (cursor, state):
         rq.attach(cursor)
         try:
             with planning_guard():
