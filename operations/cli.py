@@ -8,6 +8,7 @@ import typer
 
 from operations.commands import (
     archiver,
+    auth,
     backfill,
     compact,
     config,
@@ -27,6 +28,7 @@ app = typer.Typer(
 )
 
 app.command("archiver")(archiver.run_archiver)
+app.add_typer(auth.auth_app, name="auth")
 app.command("backfill")(backfill.backfill)
 app.command("compact")(compact.compact)
 app.command("config")(config.show_config)

@@ -76,8 +76,12 @@ class DeepStorageSettings(Section):
 
 class AuthSettings(Section):
     enabled: bool = Field(False, description="require HTTP Basic authentication")
-    users: list[dict[str, Any]] = Field(default_factory=list,
-                                        description="[{name, password, role}] (role read | admin on the server)")
+    users: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="[{name, password_hash, roles}]: hashes from `radctl auth hash-password`; roles read | admin | yours")
+    roles: dict[str, list[dict[str, Any]]] = Field(
+        default_factory=dict,
+        description="server: role → Druid permissions [{resource: {type, name regex}, action: READ|WRITE}]")
 
 
 class ServerSettings(Section):

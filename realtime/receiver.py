@@ -24,9 +24,6 @@ with the reason, like any invalid event.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
 import math
 import re
 import time
@@ -42,6 +39,7 @@ from fastapi.responses import Response
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
+from radstack.passwords import CredentialCache, basic_credentials, is_hash
 from radstack.spec import SpecError
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.streaming.dlq import dlq_topic
@@ -157,21 +155,31 @@ def _json_type(v: Any) -> str:
     )
 
 
-def _check_basic_auth(header: str | None, users: list[dict[str, Any]]) -> bool:
-    if not header or not header.lower().startswith("basic "):
+def receiver_users(settings: Settings) -> dict[str, str]:
+    """``receiver.auth.users`` as name → password hash (a plain ``password`` is refused)."""
+    users: dict[str, str] = {}
+    for i, u in enumerate(settings.receiver.auth.users or []):
+        at = f"receiver.auth.users[{i}]"
+        if not isinstance(u, dict) or not u.get("name"):
+            raise ValueError(f"{at}: expected {{name, password_hash}}")
+        if "password" in u:
+            raise ValueError(f"{at}.password: plain-text passwords are not accepted; store password_hash "
+                             "instead (radctl auth hash-password)")
+        if not is_hash(str(u.get("password_hash", ""))):
+            raise ValueError(f"{at}.password_hash: expected pbkdf2_sha256$… (radctl auth hash-password)")
+        users[str(u["name"])] = str(u["password_hash"])
+    return users
+
+
+_CREDENTIALS = CredentialCache()
+
+
+def _check_basic_auth(header: str | None, users: dict[str, str]) -> bool:
+    creds = basic_credentials(header)
+    if creds is None:
         return False
-    try:
-        name, _, password = base64.b64decode(header[6:].strip()).decode().partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        return False
-    ok = False
-    for u in users:
-        # compare every user (constant-time per comparison) to not leak which names exist
-        same = hmac.compare_digest(str(u.get("name", "")).encode(), name.encode()) & hmac.compare_digest(
-            str(u.get("password", "")).encode(), password.encode()
-        )
-        ok = ok or same
-    return ok
+    encoded = users.get(creds[0])
+    return encoded is not None and _CREDENTIALS.check(creds[0], creds[1], encoded)
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -195,7 +203,7 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     limit = int(settings.receiver.max_body_bytes)
     ts_field = str(settings.receiver.timestamp_field)
     auth_on = bool(settings.receiver.auth.enabled)
-    users = list(settings.receiver.auth.users or [])
+    users = receiver_users(settings)
     delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
     max_event = int(settings.receiver.max_event_bytes)
     state: dict[str, Any] = {"producer": producer, "topics": {}, "allowed": (0.0, frozenset(), frozenset())}

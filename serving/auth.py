@@ -1,78 +1,193 @@
-"""Optional HTTP Basic authentication for the embedded server (``server.auth``).
+"""Optional HTTP Basic authentication and Druid-style permissions for the embedded server (``server.auth``).
 
-``server.auth.enabled: true`` plus ``server.auth.users: [{name, password, role}]`` with role
-``read`` or ``admin``. Readers may call every ``GET``/``HEAD`` endpoint and the query endpoints
-(``/druid/v2…``, which are POSTs but read-only); everything else that writes — task submission and
-shutdown, coordinator mark/kill, rules — needs ``admin``. No or bad credentials → 401 (with
-``WWW-Authenticate: Basic``); a reader attempting a write → 403; both as Druid error JSON.
-``/status/health`` stays open for load balancers, as Druid's default unsecured paths do.
+``server.auth.enabled: true`` plus ``server.auth.users: [{name, password_hash, roles}]``. Passwords are
+stored as hashes (:mod:`radstack.passwords`; ``radctl auth hash-password``); a plain ``password`` is
+refused at start-up. Permissions have the shape of Druid's basic security:
+``{"resource": {"type": DATASOURCE | STATE | CONFIG | EXTERNAL | SYSTEM_TABLE, "name": <regex>},
+"action": READ | WRITE}``, granted through roles. Two roles are built in — ``read`` (read every
+datasource, system table and state) and ``admin`` (everything) — and ``server.auth.roles`` adds more, e.g.
+a role that reads only ``ads.*`` datasources.
+
+What each request needs:
+
+- queries (``POST /druid/v2``, ``/druid/v2/sql``): READ on every datasource they read (checked after
+  planning, on the real table names) and on every ``sys`` table;
+- a task: WRITE on its datasource, and READ on ``EXTERNAL`` resource named like the input source type
+  (``local``, ``http``, ``s3``, ``hdfs``, ``archive``) unless the input is ``inline``, as Druid's
+  input-source security does;
+- coordinator writes under ``…/datasources/{ds}`` or ``…/rules/{ds}``: WRITE on that datasource;
+  other writes (the ``_default`` rules, backfill, kill, compaction configs without a datasource in the
+  path): CONFIG WRITE;
+- every other ``GET``: STATE READ.
+
+No or bad credentials → 401 (with ``WWW-Authenticate: Basic``); a missing permission → 403; both as Druid
+error JSON. ``/status/health`` and the console's static shell stay open, as Druid's unsecured paths do.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hmac
-from collections.abc import Mapping
-from dataclasses import dataclass
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from radstack.config import Settings
+from radstack.config import AuthSettings, Settings
+from radstack.passwords import CredentialCache, basic_credentials, is_hash
 from serving.errors import DruidError
 
-ROLES = ("read", "admin")
+RESOURCE_TYPES = ("DATASOURCE", "STATE", "CONFIG", "EXTERNAL", "SYSTEM_TABLE")
+ACTIONS = ("READ", "WRITE")
 UNSECURED_PATHS = ("/status/health",
                    # the web console's static files and what it needs to show its sign-in form
                    "/", "/console", "/unified-console.html", "/radstack/v1/capabilities", "/radstack/v1/whoami")
 UNSECURED_PREFIXES = ("/console/",)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
-READ_POST_PREFIXES = ("/druid/v2",)  # native + SQL queries (and their cancels)
+QUERY_PREFIXES = ("/druid/v2",)  # native + SQL queries (and their cancels): checked per datasource
+_DATASOURCE_PATH = re.compile(
+    r"^/druid/coordinator/v1/(?:metadata/)?(?:datasources|rules|config/compaction)/(?P<ds>[^/]+)")
+
+
+@dataclass(frozen=True)
+class Permission:
+    resource_type: str
+    name: re.Pattern[str]
+    action: str
+
+    def allows(self, resource_type: str, name: str, action: str) -> bool:
+        return (self.resource_type == resource_type and self.action == action
+                and self.name.fullmatch(name) is not None)
+
+
+def _all(types: Iterable[str], actions: Iterable[str]) -> tuple[Permission, ...]:
+    return tuple(Permission(t, re.compile(".*"), a) for t in types for a in actions)
+
+
+BUILTIN_ROLES: dict[str, tuple[Permission, ...]] = {
+    "read": _all(("DATASOURCE", "STATE", "SYSTEM_TABLE"), ("READ",)),
+    "admin": _all(RESOURCE_TYPES, ACTIONS),
+}
 
 
 @dataclass(frozen=True)
 class User:
     name: str
-    password: str
-    role: str
+    password_hash: str
+    roles: tuple[str, ...]
+    permissions: tuple[Permission, ...] = field(default=(), repr=False)
+
+    @property
+    def role(self) -> str:
+        """What the console shows: ``admin`` when the user may write anything, else its roles."""
+        return "admin" if "admin" in self.roles else ",".join(self.roles)
+
+    def can(self, resource_type: str, name: str, action: str) -> bool:
+        return any(p.allows(resource_type, name, action) for p in self.permissions)
+
+    def can_any(self, resource_type: str, action: str) -> bool:
+        return any(p.resource_type == resource_type and p.action == action for p in self.permissions)
+
+    def require(self, resource_type: str, names: Iterable[str], action: str) -> None:
+        """Raise 403 naming the first ``name`` this user may not ``action``."""
+        for name in sorted(set(names)):
+            if not self.can(resource_type, name, action):
+                raise DruidError(f"Forbidden: user [{self.name}] lacks {action} on {resource_type} [{name}]",
+                                 category="FORBIDDEN")
 
 
-def load_users(settings: Settings) -> dict[str, User]:
+def parse_permission(raw: Any, where: str) -> Permission:
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("resource"), Mapping):
+        raise ValueError(f"{where}: expected {{resource: {{type, name}}, action}}")
+    res = raw["resource"]
+    rtype, action = str(res.get("type", "")).upper(), str(raw.get("action", "")).upper()
+    if rtype not in RESOURCE_TYPES:
+        raise ValueError(f"{where}.resource.type: expected one of {', '.join(RESOURCE_TYPES)}, got {rtype!r}")
+    if action not in ACTIONS:
+        raise ValueError(f"{where}.action: expected READ or WRITE, got {action!r}")
+    try:
+        pattern = re.compile(str(res.get("name", ".*")))
+    except re.error as e:
+        raise ValueError(f"{where}.resource.name: not a regular expression: {e}") from None
+    return Permission(rtype, pattern, action)
+
+
+def role_permissions(auth: AuthSettings, where: str) -> dict[str, tuple[Permission, ...]]:
+    roles = dict(BUILTIN_ROLES)
+    for name, perms in (auth.roles or {}).items():
+        if not isinstance(perms, list):
+            raise ValueError(f"{where}.roles.{name}: expected a list of permissions")
+        roles[name] = tuple(parse_permission(p, f"{where}.roles.{name}[{i}]") for i, p in enumerate(perms))
+    return roles
+
+
+def load_auth_users(auth: AuthSettings, where: str) -> dict[str, User]:
+    """The users of one ``auth`` section, validated: hashed passwords, known roles."""
+    roles = role_permissions(auth, where)
     users: dict[str, User] = {}
-    for i, u in enumerate(settings.server.auth.users or []):
+    for i, u in enumerate(auth.users or []):
+        at = f"{where}.users[{i}]"
         if not isinstance(u, Mapping) or not u.get("name"):
-            raise ValueError(f"server.auth.users[{i}]: expected {{name, password, role}}")
-        role = str(u.get("role", "read"))
-        if role not in ROLES:
-            raise ValueError(f"server.auth.users[{i}].role: expected read or admin, got {role!r}")
-        users[str(u["name"])] = User(str(u["name"]), str(u.get("password", "")), role)
+            raise ValueError(f"{at}: expected {{name, password_hash, roles}}")
+        if "password" in u:
+            raise ValueError(f"{at}.password: plain-text passwords are not accepted; store password_hash "
+                             "instead (radctl auth hash-password)")
+        encoded = str(u.get("password_hash", ""))
+        if not is_hash(encoded):
+            raise ValueError(f"{at}.password_hash: expected pbkdf2_sha256$… (radctl auth hash-password)")
+        names = u.get("roles", [u["role"]] if "role" in u else ["read"])
+        names = [names] if isinstance(names, str) else list(names)
+        unknown = [r for r in names if r not in roles]
+        if unknown:
+            raise ValueError(f"{at}.roles: unknown role(s) {', '.join(map(repr, unknown))}; "
+                             f"known: {', '.join(sorted(roles))}")
+        perms = tuple(p for r in names for p in roles[r])
+        users[str(u["name"])] = User(str(u["name"]), encoded, tuple(names), perms)
     return users
 
 
-def needs_admin(method: str, path: str) -> bool:
-    if method.upper() in READ_METHODS:
-        return False
-    return not path.startswith(READ_POST_PREFIXES)
+def load_users(settings: Settings) -> dict[str, User]:
+    return load_auth_users(settings.server.auth, "server.auth")
+
+
+_CACHE = CredentialCache()
 
 
 def authenticate(header: str | None, users: Mapping[str, User]) -> User | None:
-    """The user named by a ``Basic`` Authorization header, or None."""
-    if not header or not header.lower().startswith("basic "):
+    """The user named by a ``Basic`` Authorization header whose password matches, or None."""
+    creds = basic_credentials(header)
+    if creds is None:
         return None
-    try:
-        name, _, password = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8").partition(":")
-    except (binascii.Error, UnicodeDecodeError):
-        return None
+    name, password = creds
     user = users.get(name)
-    if user is None or not hmac.compare_digest(user.password.encode(), password.encode()):
+    if user is None or not _CACHE.check(name, password, user.password_hash):
         return None
     return user
 
 
+def required(method: str, path: str) -> tuple[str, str, str] | None:
+    """The (resource type, name, action) a request needs before its handler runs; None for queries and
+    tasks, whose handlers check the datasources they touch."""
+    if path.startswith(QUERY_PREFIXES) or (method.upper() == "POST" and path == "/druid/indexer/v1/task"):
+        return None
+    if method.upper() in READ_METHODS:
+        return ("STATE", "STATE", "READ")
+    m = _DATASOURCE_PATH.match(path)
+    if m and m.group("ds") != "_default":
+        return ("DATASOURCE", m.group("ds"), "WRITE")
+    return ("CONFIG", "CONFIG", "WRITE")
+
+
+def request_user(scope_or_request: Any) -> User | None:
+    """The authenticated user of a request (None when auth is off)."""
+    state = scope_or_request.get("state") if isinstance(scope_or_request, dict) else getattr(
+        scope_or_request, "scope", {}).get("state")
+    return (state or {}).get("user")
+
+
 class BasicAuthMiddleware:
-    """ASGI middleware enforcing :func:`authenticate` and :func:`needs_admin`."""
+    """ASGI middleware: authenticate, then enforce :func:`required`."""
 
     def __init__(self, app: ASGIApp, users: Mapping[str, User]) -> None:
         self.app = app
@@ -88,9 +203,12 @@ class BasicAuthMiddleware:
             err = DruidError("Unauthorized: missing or invalid credentials", category="UNAUTHORIZED")
             await send_error(send, err, extra_headers=[(b"www-authenticate", b'Basic realm="radstack"')])
             return
-        if needs_admin(scope["method"], scope["path"]) and user.role != "admin":
-            err = DruidError(f"Forbidden: user [{user.name}] may not {scope['method']} {scope['path']}",
-                             category="FORBIDDEN")
+        need = required(scope["method"], scope["path"])
+        if need is None and scope["path"] == "/druid/indexer/v1/task" and not user.can_any("DATASOURCE", "WRITE"):
+            need = ("DATASOURCE", "*", "WRITE")  # may write no datasource at all: refuse before parsing
+        if need is not None and not (need[1] == "*" and user.can_any(need[0], need[2])) and not user.can(*need):
+            err = DruidError(f"Forbidden: user [{user.name}] may not {scope['method']} {scope['path']} "
+                             f"(needs {need[2]} on {need[0]} [{need[1]}])", category="FORBIDDEN")
             await send_error(send, err)
             return
         scope.setdefault("state", {})["user"] = user

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
+from serving.auth import request_user
 from serving.broker.native import query_id_of, run_native_query
 from serving.broker.service import BrokerService
 from serving.errors import DruidError, invalid_input
@@ -62,7 +63,8 @@ async def post_native(request: Request) -> Response:
         service = broker_of(request)
         qid = query_id_of(query) or service.queries.new_id()
         headers = {"X-Druid-Query-Id": qid}
-        result = await run_in_threadpool(run_native_query, service, query, query_id=qid)
+        result = await run_in_threadpool(run_native_query, service, query, query_id=qid,
+                                         user=request_user(request))
     except DruidError as e:
         return error_response(e)
     return json_response(result, pretty=pretty, headers=headers)

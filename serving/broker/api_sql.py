@@ -16,8 +16,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from serving.auth import User, request_user
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
+from serving.broker.sql.translate import Translation
 from serving.errors import DruidError, not_found
 
 router = APIRouter()
@@ -99,7 +101,8 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
         server = ServerInfo(request.url.hostname or "localhost", request.url.port or 80,
                             getattr(ctx, "started_ms", None))
         result = execute(broker, query, context=context, parameters=parameters,
-                         metadata=getattr(ctx, "metadata", None), running=running, server=server)
+                         metadata=getattr(ctx, "metadata", None), running=running, server=server,
+                         authorize=_authorizer(request_user(request)))
         stack.callback(result.close)
     except BaseException:
         stack.close()
@@ -119,6 +122,19 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
                 stack.close()
 
     return StreamingResponse(body(), media_type=writer.content_type, headers=headers)
+
+
+def _authorizer(user: User | None) -> Any:
+    """READ on every datasource and ``sys`` table the statement reads (nothing to check without auth)."""
+    if user is None:
+        return None
+
+    def check(tr: Translation) -> None:
+        user.require("DATASOURCE", tr.datasources, "READ")
+        user.require("SYSTEM_TABLE", {f"{schema}.{table}" for schema, table in tr.system_tables
+                                      if schema.lower() == "sys"}, "READ")
+
+    return check
 
 
 def _checked(batches: Any, running: Any) -> Any:

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from radstack.clock import now_millis
 from radstack.intervals import format_instant
 from radstack.storage.metadata import TaskExistsError
+from serving.auth import request_user
 from serving.errors import DruidError, invalid_input, not_found
 from serving.kill import parse_kill_task
 from serving.overlord.compact_task import parse_compact_task
@@ -57,6 +58,11 @@ async def submit_task(request: Request) -> dict[str, str]:
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
     input_source = getattr(spec, "input_source", None)
+    user = request_user(request)
+    if user is not None:  # Druid: WRITE on the datasource, READ on EXTERNAL <input type> unless inline
+        user.require("DATASOURCE", [spec.data_source], "WRITE")
+        if input_source is not None and input_source.get("type") != "inline":
+            user.require("EXTERNAL", [str(input_source.get("type"))], "READ")
     if input_source is not None:
         try:
             await run_in_threadpool(check_input_source, input_source, ctx.settings)

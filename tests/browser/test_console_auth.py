@@ -16,14 +16,15 @@ import httpx
 import pytest
 from selenium.webdriver.common.by import By
 
+from radstack.passwords import hash_password
 from tests.browser.console_data import DAYS, events, run_task, task
 from tests.browser.test_console import css, open_view, run_sql, table_rows, wait_for
 from tests.fixtures.server import running_server
 
 pytestmark = pytest.mark.slow
 
-USERS = [{"name": "admin", "password": "s3cret", "role": "admin"},
-         {"name": "reader", "password": "r3ad", "role": "read"}]
+USERS = [{"name": "admin", "password_hash": hash_password("s3cret"), "role": "admin"},
+         {"name": "reader", "password_hash": hash_password("r3ad"), "role": "read"}]
 ADMIN = ("admin", "s3cret")
 
 

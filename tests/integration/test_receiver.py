@@ -12,6 +12,7 @@ import orjson
 import pytest
 
 from radstack.config import load_settings
+from radstack.passwords import hash_password
 from tests.fixtures.kafka import consume, running_receiver
 
 pytestmark = pytest.mark.slow
@@ -120,7 +121,7 @@ def test_invalid_json_too_large_and_unknown_topic(receiver_url: str, kafka_topic
 
 def test_basic_auth(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
     s = _settings(
-        tmp_path, kafka_bootstrap, auth={"enabled": True, "users": [{"name": "ingest", "password": "s3cret"}]},
+        tmp_path, kafka_bootstrap, auth={"enabled": True, "users": [{"name": "ingest", "password_hash": hash_password("s3cret")}]},
         topics=[kafka_topic],
     )
     with running_receiver(s) as url:

@@ -11,6 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.passwords import hash_password
 from radstack.storage.metadata import SegmentRow
 from radstack.storage.segments import DataSegment, ShardSpec
 from serving.console.timeline_view import segment_kind, timeline_view
@@ -150,7 +151,7 @@ def _basic(name: str, pw: str) -> dict[str, str]:
 
 
 def test_auth_leaves_the_console_shell_open(console_client: Any) -> None:
-    users = [{"name": "a", "password": "pa", "role": "admin"}, {"name": "r", "password": "pr", "role": "read"}]
+    users = [{"name": "a", "password_hash": hash_password("pa"), "role": "admin"}, {"name": "r", "password_hash": hash_password("pr"), "role": "read"}]
     c = console_client({"server": {"auth": {"enabled": True, "users": users}}})
     for path in ("/", "/console/js/app.js", "/radstack/v1/capabilities"):
         assert c.get(path).status_code == 200, path

@@ -11,10 +11,11 @@ import pytest
 from starlette.testclient import TestClient
 
 from operations.server import create_server_app as create_app
+from radstack.passwords import hash_password
 from tests.fixtures.server import server_settings
 
-USERS = [{"name": "ann", "password": "s3cret", "role": "admin"},
-         {"name": "rita", "password": "reader", "role": "read"}]
+USERS = [{"name": "ann", "password_hash": hash_password("s3cret"), "role": "admin"},
+         {"name": "rita", "password_hash": hash_password("reader"), "role": "read"}]
 
 
 def _basic(user: str, password: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from serving.auth import User
 from serving.broker.limits import check_json_depth, planning_guard
 from serving.broker.native.context import QueryContext
 from serving.broker.native.groupby import run_groupby
@@ -47,7 +48,30 @@ def query_id_of(query: dict[str, Any]) -> str | None:
     return str(qid) if isinstance(qid, str | int) and not isinstance(qid, bool) and qid != "" else None
 
 
-def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None) -> list[dict[str, Any]]:
+def datasource_names(spec: Any) -> set[str]:
+    """The tables a native ``dataSource`` reads: a name, ``table``, ``union``, ``query`` (nested) or
+    ``join`` (both sides), walked without recursion."""
+    names: set[str] = set()
+    stack = [spec]
+    while stack:
+        ds = stack.pop()
+        if isinstance(ds, str):
+            names.add(ds)
+        elif isinstance(ds, dict):
+            typ = ds.get("type")
+            if typ == "table" and isinstance(ds.get("name"), str):
+                names.add(ds["name"])
+            elif typ == "union":
+                stack.extend(ds.get("dataSources") or [])
+            elif typ == "query" and isinstance(ds.get("query"), dict):
+                stack.append(ds["query"].get("dataSource"))
+            elif typ == "join":
+                stack.extend([ds.get("left"), ds.get("right")])
+    return names
+
+
+def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
+                     user: User | None = None) -> list[dict[str, Any]]:
     if not isinstance(query, dict):
         raise invalid_input("A native query must be a JSON object")
     qtype = query.get("queryType")
@@ -64,6 +88,8 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
         raise invalid_input("context must be a JSON object")
     limits = service.settings.server
     check_json_depth(query, max_depth=limits.max_query_depth)
+    if user is not None:
+        user.require("DATASOURCE", datasource_names(query.get("dataSource")), "READ")
     manager = service.queries
     qid = query_id or query_id_of(query) or manager.new_id()
     with manager.run(qid, manager.timeout_of(context), manager.priority_of(context)) as rq, service.snapshot() as (cursor, state):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,10 +130,12 @@ def execute(
     running: Any = None,
     server: ServerInfo | None = None,
     batch_rows: int = BATCH_ROWS,
+    authorize: Callable[[Translation], None] | None = None,
 ) -> SqlResult:
     """Start one query; raises :class:`DruidError` before any row when it cannot run.
 
     ``running`` is the :class:`serving.broker.query_manager.RunningQuery` (timeouts, cancellation);
+    ``authorize`` sees the translation (datasources, system tables) and raises to refuse it;
     the caller must :meth:`SqlResult.close` the result (it holds the snapshot cursor)."""
     server = server or ServerInfo()
     stack = contextlib.ExitStack()
@@ -150,6 +152,8 @@ def execute(
         check_sql_text(sql, max_chars=limits.max_sql_chars, max_depth=limits.max_query_depth)
         tr = translate(sql, catalog, context=context, parameters=parameters,
                        max_string_bytes=limits.max_string_bytes)
+        if authorize is not None:
+            authorize(tr)  # the tables it really reads, before anything runs
         if tr.udfs:
             setup = broker.connection()
             try:

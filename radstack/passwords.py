@@ -1,0 +1,93 @@
+"""Password hashes for the optional Basic auth of the server and the receiver.
+
+Configs hold ``password_hash`` values, never passwords: PBKDF2-HMAC-SHA256 (Python's ``hashlib``, backed
+by OpenSSL) with a random 16-byte salt, written ``pbkdf2_sha256$<iterations>$<salt>$<hash>`` (base64),
+the format Django and passlib use. ``radctl auth hash-password`` makes one. Verifying costs about
+50 ms on purpose, so :class:`CredentialCache` remembers recent successful checks (keyed by a SHA-256 of
+the credentials, in memory only) the way Druid's basic authenticator caches its credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import threading
+from collections import OrderedDict
+
+__all__ = ["ALGORITHM", "CredentialCache", "basic_credentials", "hash_password", "is_hash", "verify_password"]
+
+ALGORITHM = "pbkdf2_sha256"
+ITERATIONS = 120_000
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.b64decode(text + "=" * (-len(text) % 4))
+
+
+def hash_password(password: str, *, iterations: int = ITERATIONS, salt: bytes | None = None) -> str:
+    salt = salt or os.urandom(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), salt, iterations)
+    return f"{ALGORITHM}${iterations}${_b64(salt)}${_b64(digest)}"
+
+
+def is_hash(value: str) -> bool:
+    parts = value.split("$")
+    return len(parts) == 4 and parts[0] == ALGORITHM and parts[1].isdigit()
+
+
+def verify_password(password: str, encoded: str) -> bool:
+    """True when ``password`` matches ``encoded`` (constant-time compare; a malformed hash never matches)."""
+    if not is_hash(encoded):
+        return False
+    _, iterations, salt, digest = encoded.split("$")
+    try:
+        expected = _unb64(digest)
+        got = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), _unb64(salt), int(iterations))
+    except (ValueError, TypeError):
+        return False
+    return hmac.compare_digest(got, expected)
+
+
+class CredentialCache:
+    """Recently verified (name, password) pairs, by SHA-256 digest, bounded and thread-safe."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self.size = size
+        self._seen: OrderedDict[bytes, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(name: str, password: str, encoded: str) -> bytes:
+        return hashlib.sha256(f"{name}\0{password}\0{encoded}".encode()).digest()
+
+    def check(self, name: str, password: str, encoded: str) -> bool:
+        key = self._key(name, password, encoded)
+        with self._lock:
+            if key in self._seen:
+                self._seen.move_to_end(key)
+                return True
+        if not verify_password(password, encoded):
+            return False
+        with self._lock:
+            self._seen[key] = name
+            while len(self._seen) > self.size:
+                self._seen.popitem(last=False)
+        return True
+
+
+def basic_credentials(header: str | None) -> tuple[str, str] | None:
+    """(name, password) from an HTTP ``Authorization: Basic …`` header, or None."""
+    if not header or not header.lower().startswith("basic "):
+        return None
+    try:
+        name, sep, password = base64.b64decode(header[6:].strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    return (name, password) if sep else None

@@ -1,0 +1,137 @@
+"""Per-datasource permissions in Druid's basic-security shape, and hashed passwords (serving/auth.py)."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from operations.server import create_server_app
+from radstack.passwords import hash_password, verify_password
+from radstack.spec import parse_data_schema
+from radstack.storage.indexer import index_partition
+from radstack.storage.publish import publish
+from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
+from tests.fixtures.server import server_settings
+
+ADS_SCHEMA = {**WIKI_SCHEMA, "dataSource": "ads_clicks"}
+
+
+def _perm(rtype: str, name: str, action: str) -> dict[str, Any]:
+    return {"resource": {"type": rtype, "name": name}, "action": action}
+
+
+ROLES = {
+    "ads_reader": [_perm("DATASOURCE", "ads.*", "READ"), _perm("STATE", ".*", "READ")],
+    "ads_writer": [_perm("DATASOURCE", "ads.*", "READ"), _perm("DATASOURCE", "ads.*", "WRITE"),
+                   _perm("STATE", ".*", "READ")],
+}
+USERS = [
+    {"name": "admin", "password_hash": hash_password("a-pw"), "roles": ["admin"]},
+    {"name": "reader", "password_hash": hash_password("r-pw"), "role": "read"},
+    {"name": "ads", "password_hash": hash_password("ads-pw"), "roles": ["ads_reader"]},
+    {"name": "adsw", "password_hash": hash_password("adsw-pw"), "roles": ["ads_writer"]},
+]
+
+
+def _as(name: str, password: str) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()}
+
+
+ADMIN, READER, ADS, ADSW = _as("admin", "a-pw"), _as("reader", "r-pw"), _as("ads", "ads-pw"), _as("adsw", "adsw-pw")
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    settings = server_settings(tmp_path_factory.mktemp("home"),
+                               {"server": {"auth": {"enabled": True, "users": USERS, "roles": ROLES}}})
+    app = create_server_app(settings)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        ctx = app.state.ctx
+        for schema in (WIKI_SCHEMA, ADS_SCHEMA):
+            res = index_partition(wiki_table(), parse_data_schema(schema), version="v1",
+                                  deep_storage=ctx.deep_storage, shard="core")
+            publish(ctx.metadata, ctx.deep_storage, res.segments)
+        ctx.broker.refresh(force=True)
+        yield c
+
+
+def _sql(c: TestClient, q: str, who: dict[str, str]) -> Any:
+    return c.post("/druid/v2/sql", json={"query": q}, headers=who)
+
+
+def test_sql_reads_only_permitted_datasources(client: TestClient) -> None:
+    assert _sql(client, "SELECT COUNT(*) AS n FROM ads_clicks", ADS).json() == [{"n": 7}]
+    for q in ["SELECT COUNT(*) FROM wiki",
+              "SELECT COUNT(*) FROM ads_clicks a JOIN wiki w ON a.page = w.page",
+              "SELECT * FROM (SELECT page FROM wiki) LIMIT 1",
+              "WITH x AS (SELECT page FROM wiki) SELECT COUNT(*) FROM x",
+              "SELECT COUNT(*) FROM sys.segments"]:
+        r = _sql(client, q, ADS)
+        assert r.status_code == 403 and r.json()["category"] == "FORBIDDEN", (q, r.text)
+    assert _sql(client, "SELECT COUNT(*) AS n FROM wiki", READER).json() == [{"n": 7}]
+    assert _sql(client, "SELECT COUNT(*) AS n FROM sys.segments", READER).status_code == 200
+    tables = _sql(client, "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'druid'", ADS)
+    assert tables.status_code == 200
+
+
+def test_native_reads_only_permitted_datasources(client: TestClient) -> None:
+    q = {"queryType": "timeseries", "intervals": ["2024-01-01/2024-01-03"], "granularity": "all",
+         "aggregations": [{"type": "count", "name": "c"}]}
+    assert client.post("/druid/v2", json={**q, "dataSource": "ads_clicks"}, headers=ADS).status_code == 200
+    for ds in ["wiki", {"type": "table", "name": "wiki"},
+               {"type": "union", "dataSources": ["ads_clicks", "wiki"]},
+               {"type": "query", "query": {**q, "queryType": "groupBy", "dataSource": "wiki", "dimensions": []}}]:
+        r = client.post("/druid/v2", json={**q, "dataSource": ds}, headers=ADS)
+        assert r.status_code == 403, (ds, r.text)
+
+
+def test_tasks_need_write_on_the_datasource_and_external_read(client: TestClient) -> None:
+    def task(ds: str, source: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "index_parallel", "spec": {
+            "dataSchema": {"dataSource": ds, "timestampSpec": {"column": "ts"}, "dimensionsSpec": {"dimensions": ["d"]},
+                           "granularitySpec": {"segmentGranularity": "day"}},
+            "ioConfig": {"inputSource": source, "inputFormat": {"type": "json"}}}}
+
+    inline = {"type": "inline", "data": '{"ts": "2020-01-01T00:00:00Z", "d": "x"}'}
+    assert client.post("/druid/indexer/v1/task", json=task("ads_new", inline), headers=ADSW).status_code == 200
+    r = client.post("/druid/indexer/v1/task", json=task("wiki", inline), headers=ADSW)
+    assert r.status_code == 403 and "DATASOURCE [wiki]" in r.json()["errorMessage"]
+    local = {"type": "local", "baseDir": "examples/rollup-tutorial", "filter": "*.json"}
+    r = client.post("/druid/indexer/v1/task", json=task("ads_new", local), headers=ADSW)
+    assert r.status_code == 403 and "EXTERNAL [local]" in r.json()["errorMessage"]
+    assert client.post("/druid/indexer/v1/task", json=task("ads_new", inline), headers=ADS).status_code == 403
+    assert client.post("/druid/indexer/v1/task", json=task("x", inline), headers=READER).status_code == 403
+
+
+def test_coordinator_writes_per_datasource(client: TestClient) -> None:
+    rules = [{"type": "loadForever"}]
+    assert client.post("/druid/coordinator/v1/rules/ads_clicks", json=rules, headers=ADSW).status_code == 200
+    assert client.post("/druid/coordinator/v1/rules/wiki", json=rules, headers=ADSW).status_code == 403
+    assert client.post("/druid/coordinator/v1/rules/_default", json=rules, headers=ADSW).status_code == 403
+    assert client.post("/druid/coordinator/v1/rules/wiki", json=rules, headers=ADMIN).status_code == 200
+    assert client.get("/druid/coordinator/v1/rules", headers=ADS).status_code == 200  # STATE READ
+
+
+def test_wrong_passwords_and_plain_text_configs(client: TestClient, tmp_path: Path) -> None:
+    assert _sql(client, "SELECT 1", _as("ads", "wrong")).status_code == 401
+    assert _sql(client, "SELECT 1", _as("nobody", "x")).status_code == 401
+    plain = {"server": {"auth": {"enabled": True, "users": [{"name": "a", "password": "x", "role": "admin"}]}}}
+    with pytest.raises(ValueError, match="plain-text passwords are not accepted"):
+        create_server_app(server_settings(tmp_path, plain))
+    unknown = {"server": {"auth": {"enabled": True, "users": [
+        {"name": "a", "password_hash": hash_password("x"), "roles": ["nope"]}]}}}
+    with pytest.raises(ValueError, match="unknown role"):
+        create_server_app(server_settings(tmp_path, unknown))
+
+
+def test_password_hashes() -> None:
+    h = hash_password("pässword")
+    assert h.startswith("pbkdf2_sha256$") and "pässword" not in h
+    assert verify_password("pässword", h) and not verify_password("password", h)
+    assert hash_password("x") != hash_password("x")  # salted
+    assert not verify_password("x", "pbkdf2_sha256$1$!!$!!")
