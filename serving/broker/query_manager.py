@@ -114,6 +114,8 @@ class QueryManager:
         if raw is None:
             return self.default_timeout_ms
         try:
+            if isinstance(raw, bool):
+                raise TypeError(raw)
             ms = int(raw)
         except (TypeError, ValueError, OverflowError) as e:
             raise DruidError(f"context.timeout must be a number of milliseconds, got {raw!r}") from e
