@@ -9,12 +9,13 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JVM_STAMP := .jvm/.fetched
 
-.PHONY: quickstart test test-fast test-druid lint jvm venv system clean help airflow
+.PHONY: quickstart test test-fast test-reliability test-druid lint jvm venv system clean help airflow
 
 help:
 	@echo "make quickstart  - set up and run the end-to-end demo on the embedded stack"
 	@echo "make test        - set up and run the whole test suite (unit + integration)"
 	@echo "make test-fast   - unit tests only (no JVM services)"
+	@echo "make test-reliability - hostile input, load with version swaps, kill -9 loops (also part of make test)"
 	@echo "make test-druid  - the Druid-cluster path against a real Apache Druid (the oracle)"
 	@echo "make lint        - ruff + the import-linter layer contracts"
 
@@ -59,6 +60,11 @@ test: system venv jvm airflow
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q
+
+# The reliability suite alone (~12 min; RADSTACK_SOAK=1 for the long version, RADSTACK_RELIABILITY_SEED=random
+# for a fresh corpus). `make test` runs it too; its figures are printed at the end of the run.
+test-reliability: system venv jvm
+	$(PY) -m pytest -q -m reliability tests/reliability
 
 test-fast: venv
 	$(PY) -m pytest -q -m "not slow"
