@@ -128,6 +128,21 @@ class ProgressTracker:
         }
 
 
+def committed_offsets(sink: dict[str, dict[str, int]] | None,
+                      end: dict[str, dict[str, int]] | None) -> dict[str, dict[str, int]]:
+    """Per topic and partition, the next offset the job will read: the end offsets of the last batch
+    Spark committed (its progress), or further on the offsets the sink published with its segments.
+    The sink's own record lags when a batch's last records were dropped before the sink (late,
+    duplicates, filtered), so the larger of the two is the commit."""
+    out: dict[str, dict[str, int]] = {}
+    for source in (sink or {}, end or {}):
+        for topic, parts in source.items():
+            for part, off in (parts or {}).items():
+                cur = out.setdefault(topic, {})
+                cur[str(part)] = max(int(off), cur.get(str(part), -1))
+    return out
+
+
 def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | None) -> dict[str, Any]:
     """The numbers ``radctl status`` prints for one datasource."""
     s, p = sink_state or {}, progress or {}
@@ -137,7 +152,7 @@ def status_view(sink_state: dict[str, Any] | None, progress: dict[str, Any] | No
         "processedRate": p.get("processedRowsPerSecond"),
         "batchDurationMs": p.get("batchDurationMs"),
         "lastBatchId": s.get("lastBatchId"),
-        "committedOffsets": s.get("offsets"),
+        "committedOffsets": committed_offsets(s.get("offsets"), p.get("endOffsets")),
         "lag": p.get("lag"),
         "processed": c.get("processed", 0),
         "unparseable": c.get("unparseable", 0),

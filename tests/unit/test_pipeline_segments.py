@@ -150,3 +150,14 @@ def test_progress_tracker_counts_each_batch_once_and_computes_lag() -> None:
     assert (st["duplicatesDropped"], st["droppedByWatermark"], st["lag"], st["batchDurationMs"]) == (6, 2, 5, 800)
     view = status_view({"counters": {"thrownAway": 4, "processed": 9}, "lastBatchId": 1}, st)
     assert view["thrownAway"] == 6 and view["processed"] == 9 and view["duplicatesDropped"] == 6
+
+
+def test_committed_offsets_follow_spark_when_the_last_records_were_dropped() -> None:
+    from realtime.streaming.progress import committed_offsets, status_view
+
+    sink = {"ads": {"0": 40, "1": 12}}  # the last kept rows of the sink
+    end = {"ads": {"0": 50, "1": 12, "2": 3}}  # where Spark's committed batch ended (late rows dropped)
+    assert committed_offsets(sink, end) == {"ads": {"0": 50, "1": 12, "2": 3}}
+    assert committed_offsets(sink, None) == sink and committed_offsets(None, None) == {}
+    view = status_view({"offsets": sink, "lastBatchId": 3}, {"endOffsets": end})
+    assert view["committedOffsets"]["ads"]["0"] == 50
