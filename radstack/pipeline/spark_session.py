@@ -9,10 +9,13 @@ connector jars from the JVM manifest on ``spark.jars``. Spark's and Java's logs 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from radstack.config import Settings, SparkSettings
 from radstack.jvm import jars
@@ -109,9 +112,42 @@ def build_spark_session(
         b = b.config(str(k), str(v))
     for k, v in (extra_conf or {}).items():
         b = b.config(k, v)
+    _launch_quiet_gateway(b._options)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+JVM_NOISE = (b"WARNING: Using incubator modules",)
+"""Lines the driver JVM prints on every start that tell a user nothing: Spark's launcher always adds
+``--add-modules=jdk.incubator.vector`` and the JVM has no switch to silence its warning about it."""
+
+
+def _launch_quiet_gateway(options: dict[str, str]) -> None:
+    """Start the driver JVM ourselves (when none runs yet) with its stderr piped through a filter that
+    drops :data:`JVM_NOISE` and passes everything else on, byte for byte."""
+    from pyspark import SparkConf, SparkContext  # lazy: only Spark code paths load pyspark
+    from pyspark.java_gateway import launch_gateway  # lazy: as above
+
+    if SparkContext._gateway is not None:  # type: ignore[attr-defined]
+        return
+    conf = SparkConf()
+    for k, v in options.items():
+        conf.set(k, v)
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE})
+    proc = getattr(gateway, "proc", None)
+    if proc is not None and proc.stderr is not None:
+        threading.Thread(target=_pump, args=(proc.stderr,), name="spark-jvm-stderr", daemon=True).start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)  # type: ignore[attr-defined]
+
+
+def _pump(stream: Any) -> None:
+    out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+    for line in iter(stream.readline, b""):
+        if out is not None and not line.startswith(JVM_NOISE):
+            with contextlib.suppress(OSError, ValueError):
+                out.write(line)
+                out.flush()
 
 
 def _python() -> str:

@@ -17,3 +17,22 @@ def test_above_the_truth_blames_duplicates() -> None:
 
 def test_equal() -> None:
     assert "equal" in realtime_gap(5, 5)
+
+
+def test_the_jvm_noise_filter_keeps_every_other_line() -> None:
+    import io
+    import sys
+
+    from radstack.pipeline import spark_session
+
+    captured = io.BytesIO()
+
+    class Err:
+        buffer = captured
+
+    old, sys.stderr = sys.stderr, Err()  # type: ignore[assignment]
+    try:
+        spark_session._pump(io.BytesIO(b"WARNING: Using incubator modules: jdk.incubator.vector\nreal error\n\xff raw\n"))
+    finally:
+        sys.stderr = old
+    assert captured.getvalue() == b"real error\n\xff raw\n"
