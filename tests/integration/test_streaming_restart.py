@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.fixtures.streaming import EXAMPLES, produce_ads, segment_rows
+from tests.fixtures.streaming import produce_ads, segment_rows, streaming_home
 
 pytestmark = pytest.mark.slow
 
@@ -53,16 +52,7 @@ def test_kill_and_crash_then_restart_is_exact(kafka_bootstrap: str, ads_topics: 
     from radstack.config import load_settings
     from radstack.storage.metadata import MetadataStore
 
-    home = tmp_path / "home"
-    (home / "datasources").mkdir(parents=True)
-    spec = yaml.safe_load((EXAMPLES / "ads.yaml").read_text())
-    spec["processing"]["topics"] = [ads_topics["impressions"]]
-    (home / "datasources" / "ads.yaml").write_text(yaml.safe_dump(spec))
-    (home / "radstack.yaml").write_text(yaml.safe_dump({
-        "kafka": {"embedded": False, "bootstrap_servers": kafka_bootstrap},
-        "spark": {"master": "local[2]", "shuffle_partitions": 2},
-        "streaming": {"max_offsets_per_trigger": 400, "trigger_seconds": 0.5, "handoff": False},
-    }))
+    home = streaming_home(tmp_path / "home", kafka_bootstrap, ads_topics, max_offsets=400)
     n = 4000
     produce_ads(kafka_bootstrap, ads_topics, tmp_path / "gen", events=n)
     settings = load_settings(env={"RADSTACK_HOME": str(home)})

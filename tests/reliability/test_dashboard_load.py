@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter
@@ -20,7 +18,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from operations.processes import free_port
 from radstack.spec import parse_data_schema
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.indexer import index_partition
@@ -29,6 +26,7 @@ from radstack.storage.publish import publish
 from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
 from tests.fixtures.server import server_settings
 from tests.reliability.conftest import REPORT, SOAK, statuses
+from tests.reliability.serving_process import ServingProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.reliability]
 
@@ -61,31 +59,13 @@ def _total(kind: str, body: Any) -> int:
 def serving_process(tmp_path: Path) -> Any:
     home = tmp_path / "home"
     home.mkdir()
-    port = free_port()
-    settings = server_settings(home, {"server": {"port": port, "host": "127.0.0.1"},
-                                      "coordinator": {"metadata_poll_seconds": 0.2}})
-    env = {**os.environ, "RADSTACK_HOME": str(home), "RADSTACK_SERVER__PORT": str(port),
-           "RADSTACK_COORDINATOR__METADATA_POLL_SECONDS": "0.2"}
-    log = (home / "server.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "operations", "serve"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/status/health", timeout=1).json() is True:
-                break
-        except httpx.HTTPError:
-            pass
-        assert proc.poll() is None and time.monotonic() < deadline, (home / "server.log").read_text()[-3000:]
-        time.sleep(0.2)
+    srv = ServingProcess(home, RADSTACK_COORDINATOR__METADATA_POLL_SECONDS="0.2")
+    srv.start()
+    settings = server_settings(home, {"server": {"port": srv.port, "host": "127.0.0.1"}})
     try:
-        yield url, settings, proc
+        yield srv.url, settings, srv.proc
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-        log.close()
+        srv.kill9()
 
 
 def test_fifty_clients_while_versions_swap(serving_process: Any) -> None:

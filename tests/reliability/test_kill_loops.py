@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.fixtures.streaming import EXAMPLES, produce_ads, segment_rows
+from tests.fixtures.streaming import produce_ads, segment_rows, streaming_home
 from tests.integration.test_archiver import (
     _archiver_process,
     _check_exactly_once,
@@ -58,16 +57,7 @@ def test_streaming_job_killed_5_times(kafka_bootstrap: str, ads_topics: dict[str
     from radstack.config import load_settings
     from radstack.storage.metadata import MetadataStore
 
-    home = tmp_path / "home"
-    (home / "datasources").mkdir(parents=True)
-    spec = yaml.safe_load((EXAMPLES / "ads.yaml").read_text())
-    spec["processing"]["topics"] = [ads_topics["impressions"]]
-    (home / "datasources" / "ads.yaml").write_text(yaml.safe_dump(spec))
-    (home / "radstack.yaml").write_text(yaml.safe_dump({
-        "kafka": {"embedded": False, "bootstrap_servers": kafka_bootstrap},
-        "spark": {"master": "local[2]", "shuffle_partitions": 2},
-        "streaming": {"max_offsets_per_trigger": 300, "trigger_seconds": 0.5, "handoff": False},
-    }))
+    home = streaming_home(tmp_path / "home", kafka_bootstrap, ads_topics, max_offsets=300)
     settings = load_settings(env={"RADSTACK_HOME": str(home)})
     metadata = MetadataStore.from_settings(settings)
     per_round = 1500

@@ -5,11 +5,7 @@ never a mix, and no half-written segment is visible."""
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from operations.processes import free_port
 from tests.reliability.conftest import REPORT, SEED
+from tests.reliability.serving_process import ServingProcess
 
 pytestmark = [pytest.mark.slow, pytest.mark.reliability]
 
@@ -40,33 +36,7 @@ def _task(k: int) -> dict[str, Any]:
                      "inputFormat": {"type": "json"}, "appendToExisting": False}}}
 
 
-class Server:
-    def __init__(self, home: Path) -> None:
-        self.home, self.port = home, free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {**{k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")},
-               "RADSTACK_HOME": str(self.home), "RADSTACK_SERVER__PORT": str(self.port)}
-        log = (self.home / f"server-{time.time_ns()}.log").open("wb")
-        self.proc = subprocess.Popen([sys.executable, "-m", "operations", "serve"], env=env, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{self.url}/status/health", timeout=1).json() is True:
-                    return
-            except httpx.HTTPError:
-                pass
-            assert self.proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.2)
-
-    def kill9(self) -> None:
-        assert self.proc is not None
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(30)
-
+class Server(ServingProcess):
     def totals(self) -> tuple[int, int]:
         deadline = time.monotonic() + 30
         while True:
