@@ -100,9 +100,10 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
         running = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context)))
         server = ServerInfo(request.url.hostname or "localhost", request.url.port or 80,
                             getattr(ctx, "started_ms", None))
+        user = request_user(request)
         result = execute(broker, query, context=context, parameters=parameters,
                          metadata=getattr(ctx, "metadata", None), running=running, server=server,
-                         authorize=_authorizer(request_user(request)))
+                         authorize=_authorizer(user), can_read=_reader(user))
         stack.callback(result.close)
     except BaseException:
         stack.close()
@@ -135,6 +136,10 @@ def _authorizer(user: User | None) -> Any:
                                       if schema.lower() == "sys"}, "READ")
 
     return check
+
+
+def _reader(user: User | None) -> Any:
+    return None if user is None else (lambda ds: user.can("DATASOURCE", ds, "READ"))
 
 
 def _checked(batches: Any, running: Any) -> Any:

@@ -27,6 +27,7 @@ def _perm(rtype: str, name: str, action: str) -> dict[str, Any]:
 
 ROLES = {
     "ads_reader": [_perm("DATASOURCE", "ads.*", "READ"), _perm("STATE", ".*", "READ")],
+    "ads_sys": [_perm("DATASOURCE", "ads.*", "READ"), _perm("SYSTEM_TABLE", ".*", "READ")],
     "ads_writer": [_perm("DATASOURCE", "ads.*", "READ"), _perm("DATASOURCE", "ads.*", "WRITE"),
                    _perm("STATE", ".*", "READ")],
 }
@@ -35,6 +36,7 @@ USERS = [
     {"name": "reader", "password_hash": hash_password("r-pw"), "role": "read"},
     {"name": "ads", "password_hash": hash_password("ads-pw"), "roles": ["ads_reader"]},
     {"name": "adsw", "password_hash": hash_password("adsw-pw"), "roles": ["ads_writer"]},
+    {"name": "adssys", "password_hash": hash_password("s-pw"), "roles": ["ads_sys"]},
 ]
 
 
@@ -43,6 +45,7 @@ def _as(name: str, password: str) -> dict[str, str]:
 
 
 ADMIN, READER, ADS, ADSW = _as("admin", "a-pw"), _as("reader", "r-pw"), _as("ads", "ads-pw"), _as("adsw", "adsw-pw")
+ADS_SYS = _as("adssys", "s-pw")
 
 
 @pytest.fixture(scope="module")
@@ -75,8 +78,18 @@ def test_sql_reads_only_permitted_datasources(client: TestClient) -> None:
         assert r.status_code == 403 and r.json()["category"] == "FORBIDDEN", (q, r.text)
     assert _sql(client, "SELECT COUNT(*) AS n FROM wiki", READER).json() == [{"n": 7}]
     assert _sql(client, "SELECT COUNT(*) AS n FROM sys.segments", READER).status_code == 200
-    tables = _sql(client, "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'druid'", ADS)
-    assert tables.status_code == 200
+    q = "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'druid' ORDER BY 1"
+    assert _sql(client, q, ADS).json() == [{"TABLE_NAME": "ads_clicks"}]  # wiki is not even listed
+    assert _sql(client, q, READER).json() == [{"TABLE_NAME": "ads_clicks"}, {"TABLE_NAME": "wiki"}]
+    cols = _sql(client, "SELECT DISTINCT TABLE_NAME FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = 'druid'", ADS)
+    assert cols.json() == [{"TABLE_NAME": "ads_clicks"}]
+    assert _sql(client, "SELECT COUNT(*) AS n FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'sys'", ADS).json()[0]["n"] > 0
+
+
+def test_system_tables_show_only_permitted_datasources(client: TestClient) -> None:
+    q = "SELECT DISTINCT datasource FROM sys.segments ORDER BY 1"
+    assert _sql(client, q, ADS_SYS).json() == [{"datasource": "ads_clicks"}]
+    assert _sql(client, q, READER).json() == [{"datasource": "ads_clicks"}, {"datasource": "wiki"}]
 
 
 def test_native_reads_only_permitted_datasources(client: TestClient) -> None:

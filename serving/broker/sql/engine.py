@@ -113,6 +113,20 @@ def duckdb_error(e: duckdb.Error) -> DruidError:
     return DruidError(msg, category="RUNTIME_FAILURE", persona="OPERATOR", error_class=type(e).__name__)
 
 
+def visible_rows(table: pa.Table, can_read: Callable[[str], bool]) -> pa.Table:
+    """The rows of a system table the user may see: those about datasources it may read (as Druid's
+    authorizer filters INFORMATION_SCHEMA and sys.*), and every row about the system schemas."""
+    names = table.column_names
+    if "datasource" in names:
+        keep = [ds is None or can_read(ds) for ds in table.column("datasource").to_pylist()]
+    elif "TABLE_NAME" in names and "TABLE_SCHEMA" in names:
+        keep = [schema != "druid" or can_read(name) for schema, name in
+                zip(table.column("TABLE_SCHEMA").to_pylist(), table.column("TABLE_NAME").to_pylist(), strict=True)]
+    else:
+        return table
+    return table.filter(pa.array(keep, type=pa.bool_()))
+
+
 def _close_reader(reader: Any, cur: Any) -> None:
     with contextlib.suppress(Exception):
         reader.close()
@@ -131,11 +145,13 @@ def execute(
     server: ServerInfo | None = None,
     batch_rows: int = BATCH_ROWS,
     authorize: Callable[[Translation], None] | None = None,
+    can_read: Callable[[str], bool] | None = None,
 ) -> SqlResult:
     """Start one query; raises :class:`DruidError` before any row when it cannot run.
 
     ``running`` is the :class:`serving.broker.query_manager.RunningQuery` (timeouts, cancellation);
     ``authorize`` sees the translation (datasources, system tables) and raises to refuse it;
+    ``can_read`` hides the rows of system tables about datasources the user may not read;
     the caller must :meth:`SqlResult.close` the result (it holds the snapshot cursor)."""
     server = server or ServerInfo()
     stack = contextlib.ExitStack()
@@ -161,7 +177,8 @@ def execute(
             finally:
                 setup.close()
         for key in tr.system_tables:
-            cur.register(SYSTEM_TABLES[key], _system_table(key, catalog, broker, metadata, server))
+            table = _system_table(key, catalog, broker, metadata, server)
+            cur.register(SYSTEM_TABLES[key], table if can_read is None else visible_rows(table, can_read))
         if running is not None:
             running.attach(cur)
         try:
