@@ -75,6 +75,26 @@ def test_tombstones_fill_empty_chunks() -> None:
     assert tomb[0].version == "v2" and tomb[0].num_rows == 0
 
 
+def test_adjacent_empty_chunks_share_a_tombstone_within_a_day() -> None:
+    from batch.tombstones import coalesce, with_tombstones
+    from radstack.storage.segments import DataSegment, ShardSpec
+
+    minutes = plan_chunks(parse_interval("2026-11-20T00:00/P1D"), Granularity.parse("minute"))
+    busy = [minutes[5], minutes[6], minutes[700]]
+    segs = [DataSegment("web", m, "v2", {"type": "local", "path": "/x"}, shard_spec=ShardSpec("numbered", 0, 1))
+            for m in busy]
+    tomb = [s.interval for s in with_tombstones("web", minutes, segs, "v2") if s.is_tombstone]
+    assert tomb == [Interval(minutes[0].start, minutes[5].start), Interval(minutes[7].start, minutes[700].start),
+                    Interval(minutes[701].start, minutes[-1].end)]  # 3 tombstones, not 1,437
+    # every empty minute is covered exactly once, no busy one is
+    covered = [m for m in minutes if any(t.contains(m) for t in tomb)]
+    assert len(covered) == 1437 and not any(t.overlaps(b) for t in tomb for b in busy)
+    # never across midnight
+    hours = plan_chunks(parse_interval("2026-11-20T20/PT8H"), Granularity.parse("hour"))
+    assert [iv.iso() for iv in coalesce(hours)] == ["2026-11-20T20:00:00.000Z/2026-11-21T00:00:00.000Z",
+                                                    "2026-11-21T00:00:00.000Z/2026-11-21T04:00:00.000Z"]
+
+
 def test_tombstone_overshadows_realtime(tmp_path: Path) -> None:
     from batch.tombstones import tombstone
     from radstack.storage.segments import DataSegment, ShardSpec
