@@ -28,6 +28,7 @@ import math
 import re
 import time
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,6 +41,7 @@ from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
 from radstack.passwords import CredentialCache, basic_credentials, is_hash
+from radstack.permissions import Permission, parse_permission
 from radstack.spec import SpecError
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.streaming.dlq import dlq_topic
@@ -155,10 +157,27 @@ def _json_type(v: Any) -> str:
     )
 
 
-def receiver_users(settings: Settings) -> dict[str, str]:
-    """``receiver.auth.users`` as name → password hash (a plain ``password`` is refused)."""
-    users: dict[str, str] = {}
-    for i, u in enumerate(settings.receiver.auth.users or []):
+@dataclass(frozen=True)
+class ReceiverUser:
+    password_hash: str
+    topics: tuple[Permission, ...] | None  # None: every allowed topic
+
+    def may_write(self, topic: str) -> bool:
+        return self.topics is None or any(p.allows("TOPIC", topic, "WRITE") for p in self.topics)
+
+
+def receiver_users(settings: Settings) -> dict[str, ReceiverUser]:
+    """``receiver.auth.users`` by name (a plain ``password`` is refused). A user with ``roles`` may write
+    only the topics those roles (``receiver.auth.roles``) grant ``TOPIC`` ``WRITE`` on; without roles,
+    every allowed topic."""
+    auth = settings.receiver.auth
+    roles: dict[str, tuple[Permission, ...]] = {}
+    for name, perms in (auth.roles or {}).items():
+        if not isinstance(perms, list):
+            raise ValueError(f"receiver.auth.roles.{name}: expected a list of permissions")
+        roles[name] = tuple(parse_permission(p, f"receiver.auth.roles.{name}[{i}]") for i, p in enumerate(perms))
+    users: dict[str, ReceiverUser] = {}
+    for i, u in enumerate(auth.users or []):
         at = f"receiver.auth.users[{i}]"
         if not isinstance(u, dict) or not u.get("name"):
             raise ValueError(f"{at}: expected {{name, password_hash}}")
@@ -167,19 +186,26 @@ def receiver_users(settings: Settings) -> dict[str, str]:
                              "instead (radctl auth hash-password)")
         if not is_hash(str(u.get("password_hash", ""))):
             raise ValueError(f"{at}.password_hash: expected pbkdf2_sha256$… (radctl auth hash-password)")
-        users[str(u["name"])] = str(u["password_hash"])
+        names = u.get("roles")
+        if names is not None:
+            names = [names] if isinstance(names, str) else list(names)
+            unknown = [r for r in names if r not in roles]
+            if unknown:
+                raise ValueError(f"{at}.roles: unknown role(s) {', '.join(map(repr, unknown))}")
+        topics = None if names is None else tuple(p for r in names for p in roles[r])
+        users[str(u["name"])] = ReceiverUser(str(u["password_hash"]), topics)
     return users
 
 
 _CREDENTIALS = CredentialCache()
 
 
-def _check_basic_auth(header: str | None, users: dict[str, str]) -> bool:
+def _authenticate(header: str | None, users: dict[str, ReceiverUser]) -> ReceiverUser | None:
     creds = basic_credentials(header)
     if creds is None:
-        return False
-    encoded = users.get(creds[0])
-    return encoded is not None and _CREDENTIALS.check(creds[0], creds[1], encoded)
+        return None
+    user = users.get(creds[0])
+    return user if user is not None and _CREDENTIALS.check(creds[0], creds[1], user.password_hash) else None
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -279,8 +305,12 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
 
     @app.post("/v1/events/{topic}")
     async def post_events(topic: str, request: Request) -> Response:
-        if auth_on and not _check_basic_auth(request.headers.get("authorization"), users):
+        user = _authenticate(request.headers.get("authorization"), users) if auth_on else None
+        if auth_on and user is None:
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Basic realm="radstack"'})
+        if user is not None and not user.may_write(topic):
+            return _json(403, {"error": "Forbidden", "topic": topic, "accepted": 0,
+                               "message": "no role of this user grants TOPIC WRITE on it (receiver.auth.roles)"})
         if not TOPIC_RE.match(topic):
             return _json(400, {"error": "invalid topic name", "topic": topic, "accepted": 0})
         allowed, dead = _allowed()

@@ -36,10 +36,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import AuthSettings, Settings
 from radstack.passwords import CredentialCache, basic_credentials, is_hash
+from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_permission
 from serving.errors import DruidError
 
-RESOURCE_TYPES = ("DATASOURCE", "STATE", "CONFIG", "EXTERNAL", "SYSTEM_TABLE")
-ACTIONS = ("READ", "WRITE")
 UNSECURED_PATHS = ("/status/health",
                    # the web console's static files and what it needs to show its sign-in form
                    "/", "/console", "/unified-console.html", "/radstack/v1/capabilities", "/radstack/v1/whoami")
@@ -48,17 +47,6 @@ READ_METHODS = ("GET", "HEAD", "OPTIONS")
 QUERY_PREFIXES = ("/druid/v2",)  # native + SQL queries (and their cancels): checked per datasource
 _DATASOURCE_PATH = re.compile(
     r"^/druid/coordinator/v1/(?:metadata/)?(?:datasources|rules|config/compaction)/(?P<ds>[^/]+)")
-
-
-@dataclass(frozen=True)
-class Permission:
-    resource_type: str
-    name: re.Pattern[str]
-    action: str
-
-    def allows(self, resource_type: str, name: str, action: str) -> bool:
-        return (self.resource_type == resource_type and self.action == action
-                and self.name.fullmatch(name) is not None)
 
 
 def _all(types: Iterable[str], actions: Iterable[str]) -> tuple[Permission, ...]:
@@ -95,22 +83,6 @@ class User:
             if not self.can(resource_type, name, action):
                 raise DruidError(f"Forbidden: user [{self.name}] lacks {action} on {resource_type} [{name}]",
                                  category="FORBIDDEN")
-
-
-def parse_permission(raw: Any, where: str) -> Permission:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("resource"), Mapping):
-        raise ValueError(f"{where}: expected {{resource: {{type, name}}, action}}")
-    res = raw["resource"]
-    rtype, action = str(res.get("type", "")).upper(), str(raw.get("action", "")).upper()
-    if rtype not in RESOURCE_TYPES:
-        raise ValueError(f"{where}.resource.type: expected one of {', '.join(RESOURCE_TYPES)}, got {rtype!r}")
-    if action not in ACTIONS:
-        raise ValueError(f"{where}.action: expected READ or WRITE, got {action!r}")
-    try:
-        pattern = re.compile(str(res.get("name", ".*")))
-    except re.error as e:
-        raise ValueError(f"{where}.resource.name: not a regular expression: {e}") from None
-    return Permission(rtype, pattern, action)
 
 
 def role_permissions(auth: AuthSettings, where: str) -> dict[str, tuple[Permission, ...]]:

@@ -120,10 +120,11 @@ def test_invalid_json_too_large_and_unknown_topic(receiver_url: str, kafka_topic
 
 
 def test_basic_auth(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
-    s = _settings(
-        tmp_path, kafka_bootstrap, auth={"enabled": True, "users": [{"name": "ingest", "password_hash": hash_password("s3cret")}]},
-        topics=[kafka_topic],
-    )
+    users = [{"name": "ingest", "password_hash": hash_password("s3cret")},
+             {"name": "other", "password_hash": hash_password("0ther"), "roles": ["other_topics"]}]
+    roles = {"other_topics": [{"resource": {"type": "TOPIC", "name": "other-.*"}, "action": "WRITE"}]}
+    s = _settings(tmp_path, kafka_bootstrap, auth={"enabled": True, "users": users, "roles": roles},
+                  topics=[kafka_topic])
     with running_receiver(s) as url:
         r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b'{"timestamp": 1}')
         assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Basic")
@@ -138,6 +139,8 @@ def test_basic_auth(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
             headers={"Authorization": f"Basic {token}"},
         )
         assert (r.status_code, r.json()) == (200, {"accepted": 1})
+        r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b'{"timestamp": 1}', auth=("other", "0ther"))
+        assert r.status_code == 403 and "TOPIC WRITE" in r.json()["message"]  # a role limits it to other-*
 
 
 def test_consumer_group_resumes_at_committed_offset(
