@@ -248,7 +248,7 @@ class JvmSettings(Section):
 class LocalInputSettings(Section):
     allowed_dirs: list[str] = Field(
         default_factory=list,
-        description="directories `local` input sources may read (after symlinks and ..); empty → {home}/data and the checkout's examples/")
+        description="directories `local` input sources may read (after symlinks and ..); empty → {home}/data and the checkout's examples/ (a local deep storage is always allowed)")
 
 
 class HttpInputSettings(Section):
@@ -340,9 +340,14 @@ class Settings(Section):
 
     @property
     def local_input_dirs(self) -> list[Path]:
-        """The directories ``local`` input sources may read, resolved."""
+        """The directories ``local`` input sources may read, resolved: ``ingestion.local.allowed_dirs`` (or
+        its defaults) and, like the s3/hdfs deep storage for those inputs, a local deep storage (re-indexing
+        radstack's own segments, as ``radctl druid submit`` does)."""
         dirs = self.ingestion.local.allowed_dirs
-        return [_expand(d) for d in dirs] if dirs else [self.data_dir.resolve(), (REPO_ROOT / "examples").resolve()]
+        out = [_expand(d) for d in dirs] if dirs else [self.data_dir.resolve(), (REPO_ROOT / "examples").resolve()]
+        if self.deep_storage.type == "local" and self.deep_storage.path:
+            out.append(_expand(self.deep_storage.path))
+        return out
 
     @property
     def datasources_dir(self) -> Path:

@@ -5,7 +5,7 @@ radstack is stricter by default, because a task is read by the server process wi
 rights:
 
 - ``local``: only files under ``ingestion.local.allowed_dirs`` (default ``{home}/data`` and the checkout's
-  ``examples/``), checked on the resolved path, after symlinks and ``..``, both when the task is submitted
+  ``examples/``) or a local deep storage, checked on the resolved path, after symlinks and ``..``, both when the task is submitted
   and again for every file when it runs.
 - ``http``: only ``ingestion.http.allowed_protocols``, and never a loopback, private, link-local, multicast
   or reserved address (every address the host resolves to, and every redirect hop) unless

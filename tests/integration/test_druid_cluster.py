@@ -212,7 +212,7 @@ def sync_broker(srv: Any) -> None:
 
 def load_into_radstack(srv: Any, tmp_path: Path, events: list[dict[str, Any]] | None = None,
                        interval: Interval = INTERVAL) -> None:
-    events_dir = tmp_path / "raw-events"
+    events_dir = srv.settings.data_dir / "raw-events"  # where local inputs may come from by default
     write_events(events_dir, ads_events() if events is None else events)
     with OverlordClient(srv.url) as client:
         task_id = client.submit_task(raw_task("ads", events_dir, interval))

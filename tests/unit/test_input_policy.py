@@ -202,3 +202,10 @@ def test_the_task_api_answers_403_with_the_setting(server_client: Any) -> None:
     r = server_client.post("/druid/indexer/v1/task", json=task)
     assert r.status_code == 403 and "ingestion.http.allowed_hosts" in r.json()["errorMessage"]
     assert server_client.get("/druid/indexer/v1/tasks").json() == []
+
+
+def test_a_local_deep_storage_is_readable(settings: Settings) -> None:
+    segment = Path(settings.deep_storage.path) / "segments" / "ads" / "data.parquet"
+    check_input_source({"type": "local", "files": [str(segment)]}, settings)  # radctl druid submit re-indexes these
+    explicit = settings.with_overrides({"ingestion": {"local": {"allowed_dirs": ["/nowhere"]}}})
+    check_input_source({"type": "local", "files": [str(segment)]}, explicit)
