@@ -93,7 +93,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
          sql_types_header: bool, context: dict[str, Any], parameters: list[Any]) -> Response:
     ctx = request.app.state.ctx
     manager = broker.queries
-    qid = str(context.get("sqlQueryId") or manager.new_id())
+    qid = manager.checked_id(context.get("sqlQueryId"), "sqlQueryId") or manager.new_id()
     context = {**context, "sqlQueryId": qid}
     stack = contextlib.ExitStack()
     try:

@@ -108,6 +108,17 @@ class QueryManager:
     def new_id() -> str:
         return str(uuid.uuid4())
 
+    @staticmethod
+    def checked_id(raw: Any, key: str = "queryId") -> str | None:
+        """A client-chosen query id, or None when it sent none. It is echoed in a response header, so it
+        must be 1–256 printable ASCII characters (no CR/LF, no control or non-ASCII bytes): else 400."""
+        if raw is None or raw == "":
+            return None
+        qid = str(raw)
+        if not (len(qid) <= 256 and qid.isascii() and qid.isprintable()):
+            raise DruidError(f"context.{key} must be 1-256 printable ASCII characters, got {qid[:60]!r}")
+        return qid
+
     def timeout_of(self, context: dict[str, Any] | None) -> int:
         ctx = context or {}
         raw = ctx.get("timeout")

@@ -41,11 +41,13 @@ def _ctx(request: Request) -> Any:
 
 
 def _static(name: str) -> FileResponse:
-    if "\x00" in name:  # no file name holds a NUL; resolving one raises
-        raise not_found(f"no console file [{name!r}]")
-    path = (STATIC / name).resolve()
-    if STATIC.resolve() not in path.parents or not path.is_file():
-        raise not_found(f"no console file [{name}]")
+    try:  # a NUL or an over-long name makes the OS refuse: no such console file either
+        path = (STATIC / name).resolve()
+        found = STATIC.resolve() in path.parents and path.is_file()
+    except (OSError, ValueError):
+        found = False
+    if not found:
+        raise not_found(f"no console file [{name[:200]!r}]")
     return FileResponse(path, media_type=CONTENT_TYPES.get(path.suffix, "application/octet-stream"),
                         headers={"Cache-Control": "no-cache"})
 

@@ -118,6 +118,10 @@ def parse_task(body: Any, now_ms: int) -> IndexTaskSpec:
     max_saved = (DEFAULT_MAX_SAVED_PARSE_EXCEPTIONS if max_saved is None
                  else _int(max_saved, "spec.tuningConfig.maxSavedParseExceptions", minimum=0))
 
+    context = body.get("context") or {}
+    if not isinstance(context, Mapping):
+        raise TaskSpecError("context", f"expected an object, got {context!r}")
+
     task_id = body.get("id")
     if task_id is not None and (not isinstance(task_id, str) or not task_id.strip() or "/" in task_id):
         raise TaskSpecError("id", f"invalid task id {task_id!r}")
@@ -129,7 +133,7 @@ def parse_task(body: Any, now_ms: int) -> IndexTaskSpec:
         "groupId": body.get("groupId") or task_id,
         "resource": {"availabilityGroup": task_id, "requiredCapacity": 1},
         "spec": {"dataSchema": spec["dataSchema"], "ioConfig": dict(io_config), "tuningConfig": dict(tuning)},
-        "context": dict(body.get("context") or {}),
+        "context": dict(context),
         "dataSource": schema.data_source,
     }
     return IndexTaskSpec(

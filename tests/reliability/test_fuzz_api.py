@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
@@ -215,7 +216,8 @@ def test_sql_fuzz(server: tuple[TestClient, list[str]]) -> None:
     start = time.monotonic()
     n_hyp = N_SQL // 2
 
-    @settings(max_examples=n_hyp, deadline=None, database=None, derandomize=True,
+    @hypothesis_seed(SEED)  # the corpus follows RADSTACK_RELIABILITY_SEED
+    @settings(max_examples=n_hyp, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(q=SQL, extra=SQL_EXTRA)
     def one(q: str, extra: dict[str, Any]) -> None:
@@ -312,7 +314,8 @@ def test_native_fuzz(server: tuple[TestClient, list[str]]) -> None:
     c, _ = server
     start = time.monotonic()
 
-    @settings(max_examples=N_NATIVE, deadline=None, database=None, derandomize=True,
+    @hypothesis_seed(SEED)  # the corpus follows RADSTACK_RELIABILITY_SEED
+    @settings(max_examples=N_NATIVE, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(q=NATIVE)
     def one(q: Any) -> None:
@@ -375,7 +378,8 @@ def test_task_fuzz(server: tuple[TestClient, list[str]]) -> None:
             "tuningConfig": st.one_of(st.just({}), ANY_JSON)}),
     }, optional={"id": JSON_SCALAR, "context": ANY_JSON, "dataSource": JSON_SCALAR, "interval": JSON_SCALAR})
 
-    @settings(max_examples=N_TASKS, deadline=None, database=None, derandomize=True,
+    @hypothesis_seed(SEED)  # the corpus follows RADSTACK_RELIABILITY_SEED
+    @settings(max_examples=N_TASKS, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(task=spec)
     def one(task: Any) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 from radstack.config import load_settings
@@ -72,7 +73,8 @@ def test_receiver_fuzz(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str) -
             assert r.status_code < 500, (body[:300], r.text[:500])
             return r
 
-        @settings(max_examples=N_EVENTS // 5, deadline=None, database=None, derandomize=True,
+        @hypothesis_seed(SEED)  # the corpus follows RADSTACK_RELIABILITY_SEED
+        @settings(max_examples=N_EVENTS // 5, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))
         @given(events=st.lists(EVENT, min_size=5, max_size=20), form=st.sampled_from(["array", "ndjson", "single"]))
         def batch(events: list[Any], form: str) -> None:

@@ -137,7 +137,8 @@ def test_the_server_still_answers_after_a_bad_period(client: TestClient) -> None
     assert r.status_code == 200 and r.json()[0]["result"] == {"c": 7}
 
 
-@pytest.mark.parametrize("path", ["/console/%00", "/console/a%00b.html", "/console/js/%00.js"])
+@pytest.mark.parametrize("path", ["/console/%00", "/console/a%00b.html", "/console/js/%00.js", "/console/" + "9" * 300,
+                                  "/console/" + "/".join(["a" * 250] * 20)])
 def test_console_paths_with_nul_are_404(client: TestClient, path: str) -> None:
     r = client.get(path)
     assert r.status_code == 404 and r.json()["category"] == "NOT_FOUND"
@@ -148,3 +149,14 @@ def test_depth_measures() -> None:
     assert sql_depth("SELECT '((((' AS \"((\" -- ((((\n") == 0
     assert sql_depth("SELECT NOT NOT x") == 2 and sql_depth("SELECT a FROM t WHERE note = 1") == 0
     assert json_depth({"a": [{"b": 1}]}) == 3 and json_depth(5) == 0
+
+
+@pytest.mark.parametrize("qid", ["\x80", "a\r\nX-Evil: 1", "ü", "x" * 300])
+def test_query_ids_that_cannot_be_a_header_are_400(client: TestClient, qid: str) -> None:
+    r = client.post("/druid/v2/sql", json={"query": "SELECT 1", "context": {"sqlQueryId": qid}})
+    assert r.status_code == 400 and "sqlQueryId" in r.json()["errorMessage"], r.text
+    q = {"queryType": "timeBoundary", "dataSource": "wiki", "context": {"queryId": qid}}
+    r = client.post("/druid/v2", json=q)
+    assert r.status_code == 400 and "queryId" in r.json()["errorMessage"], r.text
+    ok = client.post("/druid/v2/sql", json={"query": "SELECT 1", "context": {"sqlQueryId": "dash-42_a.b"}})
+    assert ok.status_code == 200 and ok.headers["x-druid-sql-query-id"] == "dash-42_a.b"

@@ -198,3 +198,14 @@ def test_parse_task_errors_name_the_field(mutate, field: str) -> None:  # type: 
     with pytest.raises(TaskSpecError) as e:
         parse_task(task, 0)
     assert e.value.path == field, str(e.value)
+
+
+@pytest.mark.parametrize("context", [True, "x", [1], 5])
+def test_a_task_context_must_be_an_object(context: object) -> None:
+    task = {"type": "index_parallel", "spec": {
+        "dataSchema": {"dataSource": "t", "timestampSpec": {"column": "ts"}, "dimensionsSpec": {"dimensions": []},
+                       "granularitySpec": {"segmentGranularity": "day"}},
+        "ioConfig": {"inputSource": {"type": "inline", "data": "{}"}, "inputFormat": {"type": "json"}}},
+        "context": context}
+    with pytest.raises(TaskSpecError, match="context"):
+        parse_task(task, 0)

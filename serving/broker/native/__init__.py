@@ -22,6 +22,7 @@ from serving.broker.native.segment_metadata import run_segment_metadata
 from serving.broker.native.time_boundary import run_datasource_metadata, run_time_boundary
 from serving.broker.native.timeseries import run_timeseries
 from serving.broker.native.topn import run_topn
+from serving.broker.query_manager import QueryManager
 from serving.errors import DruidError, invalid_input
 
 if TYPE_CHECKING:
@@ -43,9 +44,12 @@ QUERY_TYPES: dict[str, tuple[Callable[[QueryContext], list[dict[str, Any]]], boo
 
 
 def query_id_of(query: dict[str, Any]) -> str | None:
+    """The client's ``context.queryId`` (400 when it cannot go into a response header), or None."""
     ctx = query.get("context")
     qid = ctx.get("queryId") if isinstance(ctx, dict) else None
-    return str(qid) if isinstance(qid, str | int) and not isinstance(qid, bool) and qid != "" else None
+    if not isinstance(qid, str | int) or isinstance(qid, bool):
+        return None
+    return QueryManager.checked_id(qid, "queryId")
 
 
 def datasource_names(spec: Any) -> set[str]:
