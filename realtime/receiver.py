@@ -40,8 +40,8 @@ from fastapi.responses import Response
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
-from radstack.passwords import CredentialCache, basic_credentials, is_hash
-from radstack.permissions import Permission, parse_permission
+from radstack.passwords import CredentialCache, basic_credentials
+from radstack.permissions import Permission, parse_roles, parse_user
 from radstack.spec import SpecError
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.streaming.dlq import dlq_topic
@@ -171,29 +171,12 @@ def receiver_users(settings: Settings) -> dict[str, ReceiverUser]:
     only the topics those roles (``receiver.auth.roles``) grant ``TOPIC`` ``WRITE`` on; without roles,
     every allowed topic."""
     auth = settings.receiver.auth
-    roles: dict[str, tuple[Permission, ...]] = {}
-    for name, perms in (auth.roles or {}).items():
-        if not isinstance(perms, list):
-            raise ValueError(f"receiver.auth.roles.{name}: expected a list of permissions")
-        roles[name] = tuple(parse_permission(p, f"receiver.auth.roles.{name}[{i}]") for i, p in enumerate(perms))
+    roles = parse_roles(auth.roles, "receiver.auth")
     users: dict[str, ReceiverUser] = {}
-    for i, u in enumerate(auth.users or []):
-        at = f"receiver.auth.users[{i}]"
-        if not isinstance(u, dict) or not u.get("name"):
-            raise ValueError(f"{at}: expected {{name, password_hash}}")
-        if "password" in u:
-            raise ValueError(f"{at}.password: plain-text passwords are not accepted; store password_hash "
-                             "instead (radctl auth hash-password)")
-        if not is_hash(str(u.get("password_hash", ""))):
-            raise ValueError(f"{at}.password_hash: expected pbkdf2_sha256$… (radctl auth hash-password)")
-        names = u.get("roles")
-        if names is not None:
-            names = [names] if isinstance(names, str) else list(names)
-            unknown = [r for r in names if r not in roles]
-            if unknown:
-                raise ValueError(f"{at}.roles: unknown role(s) {', '.join(map(repr, unknown))}")
-        topics = None if names is None else tuple(p for r in names for p in roles[r])
-        users[str(u["name"])] = ReceiverUser(str(u["password_hash"]), topics)
+    for i, raw in enumerate(auth.users or []):
+        u = parse_user(raw, f"receiver.auth.users[{i}]", roles)
+        topics = None if u.roles is None else tuple(p for r in u.roles for p in roles[r])
+        users[u.name] = ReceiverUser(u.password_hash, topics)
     return users
 
 

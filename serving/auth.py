@@ -35,8 +35,8 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import AuthSettings, Settings
-from radstack.passwords import CredentialCache, basic_credentials, is_hash
-from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_permission
+from radstack.passwords import CredentialCache, basic_credentials
+from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_roles, parse_user
 from serving.errors import DruidError
 
 UNSECURED_PATHS = ("/status/health",
@@ -86,36 +86,17 @@ class User:
 
 
 def role_permissions(auth: AuthSettings, where: str) -> dict[str, tuple[Permission, ...]]:
-    roles = dict(BUILTIN_ROLES)
-    for name, perms in (auth.roles or {}).items():
-        if not isinstance(perms, list):
-            raise ValueError(f"{where}.roles.{name}: expected a list of permissions")
-        roles[name] = tuple(parse_permission(p, f"{where}.roles.{name}[{i}]") for i, p in enumerate(perms))
-    return roles
+    return {**BUILTIN_ROLES, **parse_roles(auth.roles, where)}
 
 
 def load_auth_users(auth: AuthSettings, where: str) -> dict[str, User]:
-    """The users of one ``auth`` section, validated: hashed passwords, known roles."""
+    """The users of one ``auth`` section, validated: hashed passwords, known roles (default ``read``)."""
     roles = role_permissions(auth, where)
     users: dict[str, User] = {}
-    for i, u in enumerate(auth.users or []):
-        at = f"{where}.users[{i}]"
-        if not isinstance(u, Mapping) or not u.get("name"):
-            raise ValueError(f"{at}: expected {{name, password_hash, roles}}")
-        if "password" in u:
-            raise ValueError(f"{at}.password: plain-text passwords are not accepted; store password_hash "
-                             "instead (radctl auth hash-password)")
-        encoded = str(u.get("password_hash", ""))
-        if not is_hash(encoded):
-            raise ValueError(f"{at}.password_hash: expected pbkdf2_sha256$… (radctl auth hash-password)")
-        names = u.get("roles", [u["role"]] if "role" in u else ["read"])
-        names = [names] if isinstance(names, str) else list(names)
-        unknown = [r for r in names if r not in roles]
-        if unknown:
-            raise ValueError(f"{at}.roles: unknown role(s) {', '.join(map(repr, unknown))}; "
-                             f"known: {', '.join(sorted(roles))}")
-        perms = tuple(p for r in names for p in roles[r])
-        users[str(u["name"])] = User(str(u["name"]), encoded, tuple(names), perms)
+    for i, raw in enumerate(auth.users or []):
+        u = parse_user(raw, f"{where}.users[{i}]", roles)
+        names = u.roles or ("read",)
+        users[u.name] = User(u.name, u.password_hash, names, tuple(p for r in names for p in roles[r]))
     return users
 
 
