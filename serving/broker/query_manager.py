@@ -16,7 +16,6 @@ queries are Prometheus metrics.
 from __future__ import annotations
 
 import contextlib
-import heapq
 import itertools
 import math
 import threading
@@ -101,7 +100,7 @@ class QueryManager:
         self._running: dict[str, RunningQuery] = {}
         self._active = 0
         self._active_low = 0
-        self._waiting: list[tuple[int, int, RunningQuery, bool]] = []  # heap of (-priority, arrival, query, low)
+        self._waiting: list[tuple[int, int, RunningQuery, bool]] = []  # (-priority, arrival, query, low)
         self._arrivals = itertools.count()
 
     @staticmethod
@@ -163,7 +162,7 @@ class QueryManager:
                 f"{len(self._waiting)} queries already waiting (server.max_queued_queries). "
                 "Please try your query again later.")
         entry = (-priority, next(self._arrivals), rq, low)
-        heapq.heappush(self._waiting, entry)
+        self._waiting.append(entry)
         metrics.BROKER_QUERY_QUEUE_DEPTH.set(len(self._waiting))
         limit_ms = self.queue_timeout_ms if rq.timeout_ms <= 0 else min(self.queue_timeout_ms, rq.timeout_ms)
         deadline = rq.started + limit_ms / 1000.0
@@ -182,7 +181,6 @@ class QueryManager:
                 self._cond.wait(min(left, 1.0))
         finally:
             self._waiting.remove(entry)
-            heapq.heapify(self._waiting)
             metrics.BROKER_QUERY_QUEUE_DEPTH.set(len(self._waiting))
             self._cond.notify_all()
 

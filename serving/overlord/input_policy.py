@@ -36,6 +36,7 @@ __all__ = [
     "check_local_file",
     "check_password",
     "check_url",
+    "hdfs_path",
 ]
 
 
@@ -152,9 +153,9 @@ def _check_s3(spec: Mapping[str, Any], settings: Settings) -> None:
             check_password(props.get(k), settings, f"s3 input source: properties.{k}")
 
 
-def _hdfs_path(raw: str) -> str:
-    path = urlparse(raw).path if raw.startswith(("hdfs://", "webhdfs://")) else raw
-    return posixpath.normpath("/" + path.lstrip("/"))
+def hdfs_path(raw: str) -> str:
+    """The path of an ``hdfs`` input entry (``hdfs://host:port/`` and ``webhdfs://`` prefixes stripped)."""
+    return urlparse(raw).path if raw.startswith(("hdfs://", "webhdfs://")) else raw
 
 
 def _check_hdfs(spec: Mapping[str, Any], settings: Settings) -> None:
@@ -162,7 +163,7 @@ def _check_hdfs(spec: Mapping[str, Any], settings: Settings) -> None:
     base = (ds.path or "/radstack") if ds.type == "hdfs" else ""
     prefixes = [posixpath.normpath("/" + p.lstrip("/")) for p in [base, *settings.ingestion.hdfs_paths] if p]
     for raw in _str_list(spec.get("paths")):
-        path = _hdfs_path(raw)
+        path = posixpath.normpath("/" + hdfs_path(raw).lstrip("/"))
         if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes):
             raise InputForbidden(f"hdfs input source: {raw!r} is outside deep storage "
                                  f"({', '.join(prefixes) or 'not on HDFS'}); list a prefix in ingestion.hdfs_paths to allow it")

@@ -28,7 +28,7 @@ from botocore.config import Config
 from hdfs import InsecureClient
 
 from radstack.config import Settings
-from serving.overlord.input_policy import check_local_file, check_password, check_url
+from serving.overlord.input_policy import check_local_file, check_password, check_url, hdfs_path
 
 SOURCE_TYPES = ("local", "inline", "http", "s3", "hdfs", "archive")  # archive: radstack's raw archive, via Spark (batch/)
 
@@ -289,7 +289,7 @@ def _hdfs(spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
     client = InsecureClient(url, user=ds.user or None)
     files: list[tuple[str, int]] = []
     for raw in _str_list(spec["paths"], "paths"):
-        path = urlparse(raw).path if raw.startswith(("hdfs://", "webhdfs://")) else raw
+        path = hdfs_path(raw)
         status = client.status(path, strict=False)
         if status is None:
             # a glob in the last component, as Druid accepts

@@ -154,6 +154,8 @@ def execute(
     ``can_read`` hides the rows of system tables about datasources the user may not read;
     the caller must :meth:`SqlResult.close` the result (it holds the snapshot cursor)."""
     server = server or ServerInfo()
+    limits = broker.settings.server if hasattr(broker, "settings") else ServerSettings()
+    check_sql_text(sql, max_chars=limits.max_sql_chars, max_depth=limits.max_query_depth)  # before any snapshot
     stack = contextlib.ExitStack()
     try:
         if hasattr(broker, "snapshot"):
@@ -164,8 +166,6 @@ def execute(
             cur, state = broker.connection(), None
             stack.callback(cur.close)
         catalog = catalog_of(broker, state)
-        limits = broker.settings.server if hasattr(broker, "settings") else ServerSettings()
-        check_sql_text(sql, max_chars=limits.max_sql_chars, max_depth=limits.max_query_depth)
         tr = translate(sql, catalog, context=context, parameters=parameters,
                        max_string_bytes=limits.max_string_bytes)
         if authorize is not None:

@@ -23,6 +23,8 @@ def _bigint(e: exp.Expression) -> exp.Expression:
 
 
 def string_limits(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if not isinstance(node, exp.Repeat | exp.Pad):
+        return node
     cap = exp.Literal.number(ctx.max_string_bytes)
     if isinstance(node, exp.Repeat):
         times = node.args["times"]
@@ -30,7 +32,7 @@ def string_limits(node: exp.Expression, ctx: TranslationContext) -> exp.Expressi
             exp.Anonymous(this="encode", expressions=[exp.Cast(this=node.this.copy(), to=exp.DataType.build("TEXT"))])])
         over = exp.GT(this=exp.Mul(this=_bigint(length), expression=_bigint(times.copy())), expression=cap)
         node.set("times", _capped(times.copy(), over, ctx, "REPEAT"))
-    elif isinstance(node, exp.Pad):
+    else:
         length = node.expression
         over = exp.GT(this=_bigint(length.copy()), expression=cap)
         node.set("expression", _capped(length.copy(), over, ctx, "LPAD" if node.args.get("is_left") else "RPAD"))
