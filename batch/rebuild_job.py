@@ -48,9 +48,10 @@ from radstack.clock import now_millis
 from radstack.config import load_settings
 from radstack.datasources import get_spec
 from radstack.intervals import Interval, Period, format_instant, parse_instant
-from radstack.pipeline.batch import run_batch_pipeline
+from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.input_schema import join_options
-from radstack.pipeline.segments import index_dataframe
+from radstack.pipeline.rollup import rollup_rows
+from radstack.pipeline.segments import write_segments
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
@@ -149,14 +150,8 @@ def read_inputs(
 
 # ---- indexing ----------------------------------------------------------------------------------
 
-def _hash_columns(df: DataFrame, spec: DatasourceSpec) -> list[str]:
-    """Columns to hash-partition on: the dimensions (pipeline output is already transformed), so all
-    rows of one rolled-up (time, dims) group meet in one Arrow partition."""
-    return [d.name for d in spec.data_schema.dimensions if d.name in df.columns]
-
-
 def index_chunks(
-    df: DataFrame,
+    rows: BatchRows,
     spec: DatasourceSpec,
     chunks: list[Interval],
     *,
@@ -164,35 +159,23 @@ def index_chunks(
     deep_storage_settings: dict[str, Any],
     partitions: int,
 ) -> tuple[list[Any], dict[str, int]]:
-    """Keep the rows of ``chunks``, hash-partition them on the dimensions into ``partitions`` Arrow
-    partitions and index each with the shared indexer (:func:`radstack.pipeline.segments.index_dataframe`)
-    into core-set segments of ``version`` — each Spark partition in its own number range, to be
-    renumbered with :func:`radstack.storage.indexer.renumber_core`; nothing is published here."""
+    """Keep the rows of ``chunks``, roll them up in Spark — one shuffle on the rollup key that also
+    drops the copies of re-sent events (:func:`radstack.pipeline.rollup.rollup_rows`) — and write
+    each of the ``partitions`` Spark partitions' rows of each chunk as one segment file of
+    ``version`` on the executors (:func:`radstack.pipeline.segments.write_segments`), each partition
+    in its own number range, to be renumbered with :func:`radstack.storage.indexer.renumber_core`;
+    nothing is published here."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
-
     lo, hi = chunks[0].start, chunks[-1].end
-    df = df.where((F.col(TIME_COLUMN) >= F.lit(lo)) & (F.col(TIME_COLUMN) < F.lit(hi)))
-    cols = _hash_columns(df, spec)
-    parts = max(1, int(partitions))
-    df = df.repartition(parts, *cols) if cols else df.repartition(parts, TIME_COLUMN)
-    res = index_dataframe(
-        df,
-        spec.data_schema,
-        deep_storage_config=deep_storage_settings,
-        version=version,
-        shard="core",
-        stride=PARTITION_STRIDE,
-    )
+    df = rows.rows.where((F.col(TIME_COLUMN) >= F.lit(lo)) & (F.col(TIME_COLUMN) < F.lit(hi)))
+    for_segments = rollup_rows(df, spec.data_schema, partitions=partitions, dedup_key=rows.dedup_key)
+    res = write_segments(for_segments, spec.data_schema, deep_storage_config=deep_storage_settings,
+                         version=version, stride=PARTITION_STRIDE)  # fmt: skip
     return res.segments, res.stats.to_row_stats()
 
 
 # ---- the job -----------------------------------------------------------------------------------
-
-
-def _pipeline(spark: SparkSession, raw: DataFrame, joined: dict[str, DataFrame], spec: DatasourceSpec) -> DataFrame:
-
-    return run_batch_pipeline(spark, raw, spec, joined=joined)
 
 
 InputReader = Callable[["SparkSession", Any, DatasourceSpec, list[Interval]], tuple["DataFrame", dict[str, "DataFrame"]]]
@@ -260,7 +243,7 @@ def rebuild_spec(
                     extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
                 )  # fmt: skip
             raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
-            rows = _pipeline(spark, raw, joined, spec)
+            rows = batch_rows(spark, raw, spec, joined=joined)
             parts = int(settings.batch.partitions or 0) or int(settings.spark.shuffle_partitions)
             segments, stats = index_chunks(
                 rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts

@@ -46,6 +46,7 @@ __all__ = [
     "millis_to_local_sql",
     "local_to_millis_sql",
     "time_floor_sql",
+    "granularity_floor_sql",
     "time_ceil_sql",
     "time_shift_sql",
     "time_extract_sql",
@@ -495,6 +496,20 @@ def time_floor_sql(
     else:  # minute
         local = trunc("minute") if n == 1 else f"make_timestamp({y}, {mo}, {d}, {h}, {mi} - {mi} % {n}, 0)"
     return local_to_millis_sql(local, tz, dialect)
+
+
+def granularity_floor_sql(gran: Granularity, ms: str, dialect: str = "duckdb") -> str:
+    """SQL for :meth:`Granularity.bucket_start` of the epoch-millis expression ``ms`` (the indexer's
+    ``queryGranularity`` truncation and segment bucketing); raises :class:`ExpressionError` where the
+    dialect cannot say it (a few zoned periods with an origin on Spark)."""
+    if gran.is_none:
+        return ms
+    if gran.is_all:
+        return str(gran.bucket_start(0))
+    if gran.kind == "duration":
+        return _mod_floor(ms, int(gran.duration or 0), int(gran.origin or 0), _check_dialect(dialect))
+    assert gran.period is not None
+    return time_floor_sql(ms, gran.period.iso(), gran.origin, gran.time_zone, dialect)
 
 
 def time_shift_sql(ms: str, period: str, step: str, tz: str | None = "UTC", dialect: str = "duckdb") -> str:

@@ -5,12 +5,16 @@
 * :func:`run_batch_pipeline` — the exact form the batch layer runs over raw events: parse, exact
   dedup on the event id, the full join, then :func:`finish_pipeline`. No window period: batch fixes
   late events.
+* :func:`batch_rows` — the same for the batch rebuild, which leaves the dedup of a spec without
+  joins to the rollup's one shuffle (:func:`radstack.pipeline.rollup.rollup_rows`) and keeps each
+  event's size for the ``processedBytes`` stat.
 * The streaming job (``realtime.streaming``) runs parse → dedup within the watermark → bounded join
   in the stream, and window period → :func:`finish_pipeline` per micro-batch.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from radstack.expressions import required_columns
@@ -18,14 +22,14 @@ from radstack.pipeline.dedup import dedup_exact
 from radstack.pipeline.enrich import enrich
 from radstack.pipeline.input_schema import join_options
 from radstack.pipeline.join import join_batch
-from radstack.pipeline.parse import parse_events, q, valid_events
+from radstack.pipeline.parse import BYTES_COLUMN, parse_events, q, valid_events
 from radstack.pipeline.transform import transform_and_filter
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["output_columns", "finish_pipeline", "run_batch_pipeline"]
+__all__ = ["output_columns", "finish_pipeline", "run_batch_pipeline", "BatchRows", "batch_rows"]
 
 
 def output_columns(spec: DatasourceSpec, available: list[str]) -> list[str]:
@@ -88,3 +92,37 @@ def run_batch_pipeline(
             valid = join_batch(valid, other, j, value_col=value_col)
     return finish_pipeline(valid, spec, spark)
 
+
+
+@dataclass
+class BatchRows:
+    """Pipeline rows of a batch job; ``dedup_key``: the column whose repeats are still to be dropped
+    (None when every event is already unique)."""
+
+    rows: DataFrame
+    dedup_key: str | None
+
+
+def batch_rows(
+    spark: SparkSession,
+    raw_df: DataFrame,
+    spec: DatasourceSpec,
+    *,
+    value_col: str = "value",
+    joined: dict[str, DataFrame] | None = None,
+) -> BatchRows:
+    """:func:`run_batch_pipeline` for the rebuild: the rows carry ``__bytes`` (each event's size),
+    and without a join the exact dedup is left to the caller's shuffle — the event id column is
+    kept and named in :attr:`BatchRows.dedup_key`. A spec with a join deduplicates first, as the
+    join needs unique events on both sides."""
+
+    valid = valid_events(parse_events(raw_df, spec, value_col=value_col, sizes=True))
+    eid = spec.processing.event_id
+    joins = [j for j in join_options(spec) if (joined or {}).get(str(j["name"])) is not None]
+    if joins:
+        valid = dedup_exact(valid, eid)
+        for j in joins:
+            valid = join_batch(valid, (joined or {})[str(j["name"])], j, value_col=value_col)
+        eid = None
+    keep = (BYTES_COLUMN, *([eid] if eid else []))
+    return BatchRows(finish_pipeline(valid, spec, spark, keep=keep), eid)

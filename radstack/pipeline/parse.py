@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RAW_COLUMN",
     "REASON_COLUMN",
+    "BYTES_COLUMN",
     "parse_events",
     "valid_events",
     "dead_letters",
@@ -39,6 +40,7 @@ __all__ = [
 
 RAW_COLUMN = "__raw"
 REASON_COLUMN = "__reason"
+BYTES_COLUMN = "__bytes"
 TOPIC_COLUMN = "__topic"
 PARTITION_COLUMN = "__partition"
 OFFSET_COLUMN = "__offset"
@@ -97,12 +99,15 @@ def convert_sql(col: str, druid_type: str) -> str:
     raise ValueError(f"unknown type {druid_type!r}")
 
 
-def parse_events(raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "value") -> DataFrame:
+def parse_events(
+    raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "value", sizes: bool = False
+) -> DataFrame:
     """Parse the JSON in ``raw[value_col]`` (binary or string) and validate it against ``spec``.
 
     The result has the spec's input fields (typed), ``__time`` (BIGINT millis), ``__reason``
     (NULL = valid), ``__raw`` (the original bytes) and ``__topic``/``__partition``/``__offset`` when
-    the input has Kafka's ``topic``/``partition``/``offset`` columns (NULL otherwise)."""
+    the input has Kafka's ``topic``/``partition``/``offset`` columns (NULL otherwise); with ``sizes``,
+    also ``__bytes`` (the event's size in bytes, for the ``processedBytes`` stat)."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     ds = spec.data_schema
@@ -175,6 +180,7 @@ def parse_events(raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "valu
                 F.struct(
                     *out_cols,
                     F.col("__t").alias(TIME_COLUMN),
+                    *([F.length(F.col(RAW_COLUMN)).cast("bigint").alias(BYTES_COLUMN)] if sizes else []),
                     F.expr(case).alias(REASON_COLUMN),
                     *[F.col(c) for c in META_COLUMNS],
                 )

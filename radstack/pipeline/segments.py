@@ -17,26 +17,27 @@ at least the largest piece count — pass ``stride`` ≥ 1 + rows / max_rows). R
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from radstack.intervals import Interval, format_instant
+from radstack.pipeline.rollup import BYTES, ERRORS, ROWS, SEGMENT_START
 from radstack.spec import TIME_COLUMN, DataSchema, TimestampSpec
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.indexer import IngestStats, bucket_starts, index_partition
-from radstack.storage.segments import DataSegment
+from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT, IngestStats, bucket_starts, index_partition
+from radstack.storage.segment_format import SegmentFileWriter, segment_data_key, segment_schema
+from radstack.storage.segments import DataSegment, ShardSpec
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import DataFrame
-
-    from radstack.storage.indexer import IngestStats
-    from radstack.storage.segments import DataSegment
 
 __all__ = [
     "RESULT_SCHEMA",
@@ -45,6 +46,7 @@ __all__ = [
     "interval_start_version",
     "index_dataframe",
     "index_table",
+    "write_segments",
 ]
 
 RESULT_SCHEMA = "segment STRING, processed BIGINT, processed_bytes BIGINT, unparseable BIGINT, thrown_away BIGINT, filtered BIGINT, processed_with_error BIGINT"
@@ -159,37 +161,136 @@ def index_dataframe(
             partition_id=pid,
             stride=stride,
         )
-        st = res.stats
-        segs = [json.dumps(s.to_json()) for s in res.segments] or [None]
-        n = len(segs)
-        first = [1] + [0] * (n - 1)  # the stats ride on the first row only
-        yield pa.RecordBatch.from_pydict(
-            {
-                "segment": segs,
-                "processed": [st.processed * f for f in first],
-                "processed_bytes": [st.processed_bytes * f for f in first],
-                "unparseable": [st.unparseable * f for f in first],
-                "thrown_away": [st.thrown_away * f for f in first],
-                "filtered": [st.filtered * f for f in first],
-                "processed_with_error": [st.processed_with_error * f for f in first],
-            },
-            schema=pa.schema(
-                [("segment", pa.string())]
-                + [(c, pa.int64()) for c in ("processed", "processed_bytes", "unparseable", "thrown_away",
-                                              "filtered", "processed_with_error")]  # fmt: skip
-            ),
-        )
+        yield _result_batch(res.segments, res.stats)
 
-    rows = df.mapInArrow(run, RESULT_SCHEMA).collect()
+    return _collect(df.mapInArrow(run, RESULT_SCHEMA))
+
+
+_STAT_FIELDS = ("processed", "processed_bytes", "unparseable", "thrown_away", "filtered", "processed_with_error")
+_RESULT_ARROW = pa.schema([("segment", pa.string())] + [(c, pa.int64()) for c in _STAT_FIELDS])
+
+
+def _result_batch(segments: list[DataSegment], stats: IngestStats) -> pa.RecordBatch:
+    """One task's answer: a row per segment (JSON), the stats on the first row only."""
+    segs: list[str | None] = [json.dumps(s.to_json()) for s in segments] or [None]
+    first = [1] + [0] * (len(segs) - 1)
+    cols: dict[str, list[Any]] = {"segment": segs}
+    for c in _STAT_FIELDS:
+        cols[c] = [getattr(stats, c) * f for f in first]
+    return pa.RecordBatch.from_pydict(cols, schema=_RESULT_ARROW)
+
+
+def _collect(results: DataFrame) -> IndexedPartition:
     stats = IngestStats()
     segments: list[DataSegment] = []
-    for r in rows:
+    for r in results.collect():
         if r["segment"]:
             segments.append(DataSegment.from_json(json.loads(r["segment"])))
-        stats.processed += r["processed"]
-        stats.processed_bytes += r["processed_bytes"]
-        stats.unparseable += r["unparseable"]
-        stats.thrown_away += r["thrown_away"]
-        stats.filtered += r["filtered"]
-        stats.processed_with_error += r["processed_with_error"]
+        for c in _STAT_FIELDS:
+            setattr(stats, c, getattr(stats, c) + r[c])
     return IndexedPartition(segments, stats)
+
+
+class _PartitionWriter:
+    """Writes one Spark partition's segment rows (sorted by segment bucket, then segment order) as
+    segment files: one per segment bucket, a new piece every ``max_rows`` rows."""
+
+    def __init__(self, schema: DataSchema, deep_storage: DeepStorage, version: str, first: int, max_rows: int,
+                 tmp: str) -> None:  # fmt: skip
+        self.schema = schema
+        self.storage = deep_storage
+        self.version = version
+        self.first = first
+        self.max_rows = max_rows
+        self.tmp = tmp
+        self.dims = tuple(d.name for d in schema.resolve_dimensions(()))
+        self.arrow_schema = segment_schema(schema)
+        self.segments: list[DataSegment] = []
+        self.stats = IngestStats()
+        self._writer: SegmentFileWriter | None = None
+        self._interval: Interval | None = None
+        self._piece = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        st = self.stats
+        st.processed += int(pc.sum(batch.column(ROWS)).as_py() or 0)
+        st.processed_bytes += int(pc.sum(batch.column(BYTES)).as_py() or 0)
+        st.processed_with_error += int(pc.sum(batch.column(ERRORS)).as_py() or 0)
+        starts = batch.column(SEGMENT_START).to_numpy(zero_copy_only=False)
+        rows = pa.Table.from_batches([batch]).select(self.arrow_schema.names)
+        cuts = np.concatenate(([0], np.flatnonzero(np.diff(starts)) + 1, [len(starts)]))
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            self._append(int(starts[a]), rows.slice(int(a), int(b - a)))
+
+    def _append(self, start: int, rows: pa.Table) -> None:
+        gran = self.schema.segment_granularity
+        interval = Interval.eternity() if gran.is_all else gran.bucket(start)
+        if interval != self._interval:
+            self._finish()
+            self._interval, self._piece = interval, 0
+        while rows.num_rows:
+            if self._writer is not None and self._writer.rows >= self.max_rows:
+                self._finish()
+                self._piece += 1
+            if self._writer is None:
+                self._writer = SegmentFileWriter(Path(self.tmp) / f"{len(self.segments)}.parquet")
+            room = self.max_rows - self._writer.rows
+            self._writer.write(rows.slice(0, room).cast(self.arrow_schema, safe=False))
+            rows = rows.slice(room)
+
+    def _finish(self) -> None:
+        w, self._writer = self._writer, None
+        if w is None or self._interval is None:
+            return
+        w.close()
+        seg = DataSegment(
+            data_source=self.schema.data_source,
+            interval=self._interval,
+            version=self.version,
+            dimensions=self.dims,
+            metrics=self.schema.metric_names,
+            shard_spec=ShardSpec("numbered", self.first + self._piece, 0),
+            num_rows=w.rows,
+        )
+        load_spec = self.storage.put_file(w.path, segment_data_key(seg.id))
+        w.path.unlink()
+        self.segments.append(seg.with_load_spec(dict(load_spec), size=w.size))
+
+    def close(self) -> None:
+        self._finish()
+
+
+def write_segments(
+    df: DataFrame,
+    schema: DataSchema,
+    *,
+    deep_storage_config: Mapping[str, Any],
+    version: str,
+    stride: int,
+    max_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT,
+) -> IndexedPartition:
+    """Write the rows of :func:`radstack.pipeline.rollup.rollup_rows` as segment files of ``version``,
+    on the executors (``mapInArrow``, Arrow batches straight into the Parquet writer — no Python per
+    row): Spark partition ``p`` writes one file per segment bucket it holds (a new piece every
+    ``max_rows_per_segment`` rows), numbered from ``p * stride``; renumber the result into core sets
+    with :func:`radstack.storage.indexer.renumber_core`. Nothing is published here."""
+
+    cfg = dict(deep_storage_config)
+    schema_ = schema
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext  # lazy: only Spark code paths load pyspark
+
+        ctx = TaskContext.get()
+        pid = ctx.partitionId() if ctx is not None else 0
+        with tempfile.TemporaryDirectory(prefix="radstack-write-") as tmp:
+            w = _PartitionWriter(schema_, open_deep_storage(cfg), version, pid * stride, max_rows_per_segment, tmp)
+            for b in batches:
+                if b.num_rows:
+                    w.write(b)
+            w.close()
+            if len(w.segments) > stride:
+                raise ValueError(f"{len(w.segments)} segments from one Spark partition, stride {stride}")
+        yield _result_batch(w.segments, w.stats)
+
+    return _collect(df.mapInArrow(run, RESULT_SCHEMA))

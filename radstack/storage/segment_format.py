@@ -32,6 +32,7 @@ __all__ = [
     "segment_data_key",
     "segment_descriptor_key",
     "write_segment_file",
+    "SegmentFileWriter",
     "read_segment_table",
 ]
 
@@ -71,33 +72,94 @@ def segment_descriptor_key(segment_id: SegmentId) -> str:
     return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/{DESCRIPTOR_FILE}"
 
 
-def write_segment_file(table: pa.Table, path: str | os.PathLike[str], *, row_group_size: int = 1_000_000) -> int:
-    """Write ``table`` (already in segment layout and order) as a segment Parquet file; returns its
-    size in bytes. The file appears atomically (written beside, then renamed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _parquet_options(schema: pa.Schema) -> dict[str, object]:
+    """The one set of Parquet options every segment file is written with."""
+    string_cols = [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
+    return {
+        "compression": "zstd",
+        "use_dictionary": string_cols or False,
+        "write_statistics": True,
+        "coerce_timestamps": "ms",
+        "allow_truncated_timestamps": False,
+    }
+
+
+def _time_as_ms(table: pa.Table) -> pa.Table:
     if table.schema.field(TIME_COLUMN).type != TIME_TYPE:
         table = table.set_column(
             table.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, table.column(TIME_COLUMN).cast(TIME_TYPE)
         )
-    string_cols = [f.name for f in table.schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        pq.write_table(
-            table,
-            tmp,
-            compression="zstd",
-            use_dictionary=string_cols or False,
-            write_statistics=True,
-            row_group_size=row_group_size,
-            coerce_timestamps="ms",
-            allow_truncated_timestamps=False,
-        )
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path.stat().st_size
+    return table
+
+
+def write_segment_file(table: pa.Table, path: str | os.PathLike[str], *, row_group_size: int = 1_000_000) -> int:
+    """Write ``table`` (already in segment layout and order) as a segment Parquet file; returns its
+    size in bytes. The file appears atomically (written beside, then renamed)."""
+    with SegmentFileWriter(path, row_group_size=row_group_size) as w:
+        w.write(table)
+    return w.size
+
+
+class SegmentFileWriter:
+    """A segment file written piece by piece (tables in segment layout, already in order), in row
+    groups of ``row_group_size`` rows; it appears atomically at ``path`` on :meth:`close` (written
+    beside, then renamed) and not at all when the ``with`` block raises."""
+
+    def __init__(self, path: str | os.PathLike[str], *, row_group_size: int = 1_000_000) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.row_group_size = row_group_size
+        self.rows = 0
+        self.size = 0
+        self._tmp = self.path.with_name(f".{self.path.name}.{uuid.uuid4().hex}.tmp")
+        self._writer: pq.ParquetWriter | None = None
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        table = _time_as_ms(table)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self._tmp, table.schema, **_parquet_options(table.schema))  # type: ignore[arg-type]
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        self.rows += table.num_rows
+        if self._pending_rows >= self.row_group_size:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._writer is None or not self._pending:
+            return
+        merged = pa.concat_tables(self._pending)
+        self._pending, self._pending_rows = [], 0
+        self._writer.write_table(merged, row_group_size=self.row_group_size)
+
+    def close(self) -> None:
+        """Finish the file and move it into place (an empty writer writes nothing)."""
+        try:
+            self._flush()
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+                os.replace(self._tmp, self.path)
+                self.size = self.path.stat().st_size
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._tmp.exists():
+            self._tmp.unlink()
+
+    def __enter__(self) -> SegmentFileWriter:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def read_segment_table(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
