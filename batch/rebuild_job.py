@@ -171,7 +171,7 @@ def index_chunks(
     df = rows.rows.where((F.col(TIME_COLUMN) >= F.lit(lo)) & (F.col(TIME_COLUMN) < F.lit(hi)))
     for_segments = rollup_rows(df, spec.data_schema, partitions=partitions, dedup_key=rows.dedup_key)
     res = write_segments(for_segments, spec.data_schema, deep_storage_config=deep_storage_settings,
-                         version=version, stride=PARTITION_STRIDE)  # fmt: skip
+                         version=version, stride=PARTITION_STRIDE, dedup=rows.dedup_key is not None)  # fmt: skip
     return res.segments, res.stats.to_row_stats()
 
 

@@ -1,23 +1,25 @@
-"""Rollup in Spark: pipeline rows → segment rows, partitioned and sorted, with no Python per row.
+"""Rollup for jobs that index many rows at once (the batch rebuild), with no Python per row.
 
-This is the indexer's steps 4–6 (:mod:`radstack.storage.indexer`) as Spark Column expressions, for
-jobs that index many rows at once (the batch rebuild):
+The indexer's steps 4–6 (:mod:`radstack.storage.indexer`), split between Spark and the executors'
+Arrow batches:
 
-1. cast each dimension and metric input to its declared type (as the indexer converts values; a
-   value that does not convert becomes NULL and counts as *processed with error*);
-2. ``__time`` truncated to ``queryGranularity`` and the row's segment bucket (``segmentGranularity``)
-   — :func:`radstack.expressions.granularity_floor_sql`, or the indexer's own vectorised bucketing
-   in an Arrow UDF for the few zoned periods Spark SQL cannot floor;
-3. **one shuffle**: rows hash-partitioned on the rollup key (``__time`` + dimensions), so a rolled-up
+1. :func:`rollup_rows` (Spark Column expressions): cast each dimension and metric input to its
+   declared type (as the indexer converts values; a value that does not convert becomes NULL and
+   counts as *processed with error*); ``__time`` truncated to ``queryGranularity`` and the row's
+   segment bucket (``segmentGranularity``) — :func:`radstack.expressions.granularity_floor_sql`, or
+   the indexer's own vectorised bucketing in an Arrow UDF for the few zoned periods Spark SQL cannot
+   floor;
+2. **one shuffle**: rows hash-partitioned on the rollup key (``__time`` + dimensions), so a rolled-up
    row is built in exactly one partition (perfect rollup) and every copy of an event — a re-send has
-   the same time and dimensions — meets its original there; ``dedup_key`` (the event id) drops the
-   copies in that same partition, without a shuffle of its own;
-4. rollup (``groupBy(__time, dims)``, metrics combined by their aggregators, ``count`` counting rows)
-   when ``rollup`` is true;
-5. sorted within each partition by segment bucket, ``__time``, then the dimensions (NULLs first).
+   the same time and dimensions — meets its original there; then one sort per partition (segment
+   bucket, key, event id), which Spark spills to disk when it must;
+3. :func:`rollup_sorted` (numpy/pyarrow over each Arrow batch, in the segment writer): drop the
+   copies of an event (adjacent rows with the same key and event id) and combine each run of equal
+   keys into one row — metrics by their aggregators, ``count`` counting rows.
 
-The result feeds :func:`radstack.pipeline.segments.write_segments`, which writes each partition's
-rows of each segment bucket as one segment file.
+A Spark ``dropDuplicates`` + ``groupBy`` on the same partitioning gives the same rows without a
+second shuffle, but costs four hash aggregations where the sorted runs need none (measured in
+docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from radstack.expressions import ExpressionError, expression_to_sql, granularity_floor_sql
 from radstack.granularity import Granularity
@@ -33,11 +36,12 @@ from radstack.pipeline.parse import BYTES_COLUMN, convert_sql, q
 from radstack.pipeline.transform import druid_types
 from radstack.spec import TIME_COLUMN, DataSchema
 from radstack.storage.indexer import bucket_starts
+from radstack.storage.segment_format import arrow_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["SEGMENT_START", "ROWS", "BYTES", "ERRORS", "rollup_rows"]
+__all__ = ["SEGMENT_START", "ROWS", "BYTES", "ERRORS", "DEDUP", "rollup_rows", "rollup_sorted"]
 
 SEGMENT_START = "__segment_start"
 """Start millis of the row's segment bucket (not written to the segment file)."""
@@ -47,6 +51,8 @@ BYTES = BYTES_COLUMN
 """Raw input bytes behind a segment row, when the pipeline kept them (stats: ``processedBytes``)."""
 ERRORS = "__errors"
 """Input rows with a value that did not convert (stats: ``processedWithError``)."""
+DEDUP = "__dedup"
+"""The event id, when copies of an event are still to be dropped."""
 
 _SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING"}
 
@@ -96,9 +102,11 @@ def rollup_rows(
     dedup_key: str | None = None,
 ) -> DataFrame:
     """Pipeline rows (``__time`` BIGINT millis, the dimensions, the metrics' inputs, optionally
-    ``dedup_key`` and :data:`BYTES`) → segment rows: ``__time`` (floored), the dimensions and metrics
-    in segment order and types, then :data:`SEGMENT_START`, :data:`ROWS`, :data:`BYTES`,
-    :data:`ERRORS`; hash-partitioned into ``partitions`` on the rollup key and sorted in each."""
+    ``dedup_key`` and :data:`BYTES`) → rows ready for :func:`rollup_sorted`: ``__time`` (floored),
+    the dimensions in segment order and types, each non-``count`` metric's input (typed, named as
+    the metric), :data:`DEDUP` (with ``dedup_key``), :data:`SEGMENT_START`, :data:`BYTES`,
+    :data:`ERRORS`; hash-partitioned into ``partitions`` on the rollup key (the one shuffle) and
+    sorted in each by segment bucket, key and event id, so copies and groups are adjacent."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     types = druid_types(df)
@@ -133,39 +141,127 @@ def rollup_rows(
         cols.append(F.expr(sql).alias(alias))
         metric_inputs[m.name] = alias
     if dedup_key:
-        cols.append(F.col(q(dedup_key)).alias("__dedup"))
+        cols.append(F.col(q(dedup_key)).alias(DEDUP))
     cols.append((F.col(BYTES) if BYTES in present else F.lit(0)).cast("bigint").alias(BYTES))
     cols.append(F.expr(" OR ".join(errors) if errors else "false").cast("int").alias(ERRORS))
     rows = _floor(df.select(*cols), TIME_COLUMN, TIME_COLUMN, schema.query_granularity)
 
     key = [F.col(TIME_COLUMN), *[F.col(q(n)) for n in dim_names]]
     rows = rows.repartition(max(1, int(partitions)), *key)
-    if dedup_key:
-        # the partitioning already clusters (__dedup, __time, dims): Spark adds no second shuffle
-        rows = rows.dropDuplicates(["__dedup", TIME_COLUMN, *dim_names]).drop("__dedup")
-
-    if schema.rollup:
-        aggs: list[Column] = []
-        for m in schema.metrics:
-            t = _SPARK_TYPES[m.value_type]
-            if m.type == "count":
-                aggs.append(F.count(F.lit(1)).cast(t).alias(m.name))
-            else:
-                fn = {"sum": F.sum, "min": F.min, "max": F.max}[m.kind]
-                aggs.append(fn(F.col(metric_inputs[m.name])).cast(t).alias(m.name))
-        aggs += [F.count(F.lit(1)).alias(ROWS), F.sum(BYTES).alias(BYTES), F.sum(ERRORS).cast("bigint").alias(ERRORS)]
-        rows = rows.groupBy(*key).agg(*aggs)
-    else:
-        out: list[Column] = [*key]
-        for m in schema.metrics:
-            t = _SPARK_TYPES[m.value_type]
-            val = F.lit(1) if m.type == "count" else F.col(metric_inputs[m.name])
-            out.append(val.cast(t).alias(m.name))
-        out += [F.lit(1).cast("bigint").alias(ROWS), F.col(BYTES), F.col(ERRORS).cast("bigint").alias(ERRORS)]
-        rows = rows.select(*out)
-
     rows = _floor(rows, TIME_COLUMN, SEGMENT_START, schema.segment_granularity)
-    ordered = [TIME_COLUMN, *dim_names, *schema.metric_names, SEGMENT_START, ROWS, BYTES, ERRORS]
-    rows = rows.select(*[F.col(q(c)) for c in ordered])
+    out = [F.col(TIME_COLUMN), *[F.col(q(n)) for n in dim_names]]
+    out += [F.col(metric_inputs[m.name]).alias(m.name) for m in schema.metrics if m.type != "count"]
+    out += [F.col(c) for c in ([DEDUP] if dedup_key else [])] + [F.col(SEGMENT_START), F.col(BYTES), F.col(ERRORS)]
     sort = [F.col(SEGMENT_START).asc(), F.col(TIME_COLUMN).asc(), *[F.col(q(n)).asc_nulls_first() for n in dim_names]]
-    return rows.sortWithinPartitions(*sort)
+    return rows.select(*out).sortWithinPartitions(*sort, *([F.col(DEDUP).asc()] if dedup_key else []))
+
+
+# ---- the vectorised rollup of sorted rows (runs on the executors, in the segment writer) ------------
+
+
+def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """``out[i]``: row ``i`` equals row ``i - 1`` (NULL equals NULL); ``out[0]`` is False."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    n = len(arr)
+    out = np.zeros(n, dtype=bool)
+    if n < 2:
+        return out
+    a, b = arr.slice(1), arr.slice(0, n - 1)
+    eq = pc.fill_null(pc.equal(a, b), False)
+    if arr.null_count:
+        eq = pc.or_(eq, pc.and_(pc.is_null(a), pc.is_null(b)))
+    out[1:] = eq.to_numpy(zero_copy_only=False)
+    return out
+
+
+def _reduce(values: pa.Array, starts: np.ndarray, kind: str, value_type: str) -> pa.Array:
+    """Combine each group (``starts``: first row of each) of ``values`` by ``kind`` (sum/min/max);
+    NULLs are skipped, a group of NULLs gives NULL, as SQL aggregates do."""
+    valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    counts = np.add.reduceat(valid.astype(np.int64), starts)
+    is_int = value_type == "long"
+    if kind == "sum":
+        fill: float | int = 0
+    elif kind == "min":
+        fill = np.iinfo(np.int64).max if is_int else np.inf
+    else:
+        fill = np.iinfo(np.int64).min if is_int else -np.inf
+    filled = pc.fill_null(values.cast(pa.int64() if is_int else pa.float64()), fill).to_numpy(zero_copy_only=False)
+    ufunc = {"sum": np.add, "min": np.minimum, "max": np.maximum}[kind]
+    out = ufunc.reduceat(filled, starts)
+    return pa.array(out, mask=counts == 0).cast(arrow_type(value_type))
+
+
+def rollup_sorted(
+    table: pa.Table, schema: DataSchema, *, dedup: bool, previous: pa.Table | None = None
+) -> tuple[pa.Table | None, bool]:
+    """Dedup and roll up rows of :func:`rollup_rows` (one partition's, in its order), vectorised.
+
+    Copies of an event (same rollup key and :data:`DEDUP`) are adjacent: all but the first go. With
+    ``rollup``, each run of equal (``__time``, dimensions) becomes one row, metrics combined by their
+    aggregators and ``count`` counting rows. ``previous``: the last input row of the batch before,
+    so a run (or a copy) that crosses the batch boundary is seen.
+
+    Returns the rolled-up rows — ``__time``, dimensions, metrics, then :data:`SEGMENT_START`,
+    :data:`ROWS`, :data:`BYTES`, :data:`ERRORS` (None when every row was a copy) — and whether the
+    first of them continues the previous batch's last key (combine the two with :func:`combine`)."""
+    dims = [d.name for d in schema.resolve_dimensions(())]
+    if previous is not None:
+        table = pa.concat_tables([previous.select(table.column_names), table])
+    n = table.num_rows
+    same_key = np.ones(n, dtype=bool)
+    for c in [TIME_COLUMN, *dims]:
+        same_key &= _same_as_previous(table.column(c))
+    same_key[:1] = False
+    drop = np.zeros(n, dtype=bool)
+    if dedup:
+        drop = same_key & _same_as_previous(table.column(DEDUP))
+    continues = False
+    if previous is not None:
+        drop[0] = True  # only there to compare with
+        kept = np.flatnonzero(~drop)
+        continues = bool(schema.rollup and len(kept) and same_key[kept[0]])
+    if drop.any():
+        table = table.filter(pa.array(~drop))
+        same_key = same_key[~drop]
+        if len(same_key):
+            same_key[0] = False
+    n = table.num_rows
+    if n == 0:
+        return None, False
+    starts = np.flatnonzero(~same_key) if schema.rollup else np.arange(n)
+    return _aggregate(table, schema, dims, starts, counts=None), continues
+
+
+def combine(rows: pa.Table, schema: DataSchema) -> pa.Table:
+    """One row from rolled-up rows of the same key (a run split over two batches)."""
+    dims = [d.name for d in schema.resolve_dimensions(())]
+    return _aggregate(rows, schema, dims, np.array([0]), counts=rows.column(ROWS))
+
+
+def _aggregate(table: pa.Table, schema: DataSchema, dims: list[str], starts: np.ndarray,
+               counts: pa.ChunkedArray | None) -> pa.Table:  # fmt: skip
+    """Rows ``starts[i]`` … ``starts[i+1] - 1`` → one row each. ``counts``: the rows are already
+    rolled up (``count`` metrics and :data:`ROWS` are summed, not counted)."""
+    firsts = table.take(pa.array(starts))
+    if counts is None:
+        sizes = pa.array(np.diff(np.append(starts, table.num_rows)), pa.int64())
+    else:
+        sizes = _reduce(counts.combine_chunks(), starts, "sum", "long")
+    rolled = schema.rollup
+    cols: dict[str, pa.Array | pa.ChunkedArray] = {TIME_COLUMN: firsts.column(TIME_COLUMN)}
+    for d in dims:
+        cols[d] = firsts.column(d)
+    for m in schema.metrics:
+        if m.type == "count" and counts is None:
+            cols[m.name] = sizes.cast(arrow_type(m.value_type))
+        elif rolled:
+            kind = "sum" if m.type == "count" else m.kind
+            cols[m.name] = _reduce(table.column(m.name).combine_chunks(), starts, kind, m.value_type)
+        else:
+            cols[m.name] = table.column(m.name).cast(arrow_type(m.value_type))
+    cols[SEGMENT_START] = firsts.column(SEGMENT_START)
+    cols[ROWS] = sizes
+    for c in (BYTES, ERRORS):
+        cols[c] = _reduce(table.column(c).combine_chunks(), starts, "sum", "long") if rolled else table.column(c)
+    return pa.table(cols)

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.intervals import Interval, format_instant
-from radstack.pipeline.rollup import BYTES, ERRORS, ROWS, SEGMENT_START
+from radstack.pipeline.rollup import BYTES, ERRORS, ROWS, SEGMENT_START, combine, rollup_sorted
 from radstack.spec import TIME_COLUMN, DataSchema, TimestampSpec
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
@@ -196,8 +196,11 @@ class _PartitionWriter:
     segment files: one per segment bucket, a new piece every ``max_rows`` rows."""
 
     def __init__(self, schema: DataSchema, deep_storage: DeepStorage, version: str, first: int, max_rows: int,
-                 tmp: str) -> None:  # fmt: skip
+                 tmp: str, dedup: bool) -> None:  # fmt: skip
         self.schema = schema
+        self.dedup = dedup
+        self._last_input: pa.Table | None = None
+        self._held: pa.Table | None = None
         self.storage = deep_storage
         self.version = version
         self.first = first
@@ -212,12 +215,29 @@ class _PartitionWriter:
         self._piece = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        """Add a batch of :func:`radstack.pipeline.rollup.rollup_rows` rows, in partition order."""
+        table = pa.Table.from_batches([batch])
+        rolled, continues = rollup_sorted(table, self.schema, dedup=self.dedup, previous=self._last_input)
+        self._last_input = table.slice(table.num_rows - 1)
+        if rolled is None:
+            return
+        if continues and self._held is not None:
+            first = combine(pa.concat_tables([self._held, rolled.slice(0, 1)]), self.schema)
+            rolled = pa.concat_tables([first, rolled.slice(1)])
+        elif self._held is not None:
+            self._emit(self._held)
+        # the last row may go on in the next batch: hold it back
+        self._held = rolled.slice(rolled.num_rows - 1)
+        if rolled.num_rows > 1:
+            self._emit(rolled.slice(0, rolled.num_rows - 1))
+
+    def _emit(self, done: pa.Table) -> None:
         st = self.stats
-        st.processed += int(pc.sum(batch.column(ROWS)).as_py() or 0)
-        st.processed_bytes += int(pc.sum(batch.column(BYTES)).as_py() or 0)
-        st.processed_with_error += int(pc.sum(batch.column(ERRORS)).as_py() or 0)
-        starts = batch.column(SEGMENT_START).to_numpy(zero_copy_only=False)
-        rows = pa.Table.from_batches([batch]).select(self.arrow_schema.names)
+        st.processed += int(pc.sum(done.column(ROWS)).as_py() or 0)
+        st.processed_bytes += int(pc.sum(done.column(BYTES)).as_py() or 0)
+        st.processed_with_error += int(pc.sum(done.column(ERRORS)).as_py() or 0)
+        starts = done.column(SEGMENT_START).to_numpy()
+        rows = done.select(self.arrow_schema.names)
         cuts = np.concatenate(([0], np.flatnonzero(np.diff(starts)) + 1, [len(starts)]))
         for a, b in zip(cuts[:-1], cuts[1:], strict=True):
             self._append(int(starts[a]), rows.slice(int(a), int(b - a)))
@@ -257,6 +277,9 @@ class _PartitionWriter:
         self.segments.append(seg.with_load_spec(dict(load_spec), size=w.size))
 
     def close(self) -> None:
+        if self._held is not None:
+            self._emit(self._held)
+            self._held = None
         self._finish()
 
 
@@ -267,11 +290,13 @@ def write_segments(
     deep_storage_config: Mapping[str, Any],
     version: str,
     stride: int,
+    dedup: bool = False,
     max_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT,
 ) -> IndexedPartition:
-    """Write the rows of :func:`radstack.pipeline.rollup.rollup_rows` as segment files of ``version``,
-    on the executors (``mapInArrow``, Arrow batches straight into the Parquet writer — no Python per
-    row): Spark partition ``p`` writes one file per segment bucket it holds (a new piece every
+    """Roll up the rows of :func:`radstack.pipeline.rollup.rollup_rows` (with ``dedup``: it was given
+    a ``dedup_key``) and write them as segment files of ``version``, on the executors
+    (``mapInArrow``: :func:`radstack.pipeline.rollup.rollup_sorted` on each Arrow batch, straight
+    into the Parquet writer — no Python per row): Spark partition ``p`` writes one file per segment bucket it holds (a new piece every
     ``max_rows_per_segment`` rows), numbered from ``p * stride``; renumber the result into core sets
     with :func:`radstack.storage.indexer.renumber_core`. Nothing is published here."""
 
@@ -284,7 +309,7 @@ def write_segments(
         ctx = TaskContext.get()
         pid = ctx.partitionId() if ctx is not None else 0
         with tempfile.TemporaryDirectory(prefix="radstack-write-") as tmp:
-            w = _PartitionWriter(schema_, open_deep_storage(cfg), version, pid * stride, max_rows_per_segment, tmp)
+            w = _PartitionWriter(schema_, open_deep_storage(cfg), version, pid * stride, max_rows_per_segment, tmp, dedup)
             for b in batches:
                 if b.num_rows:
                     w.write(b)
