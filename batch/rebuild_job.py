@@ -6,12 +6,15 @@ Steps (the job's start time is its version):
    :mod:`batch.planning`) unless ``force``;
 2. clean up the files of earlier runs that died (:mod:`batch.job_state`) and record this run;
 3. read the raw archive of the chunks (:mod:`batch.archive_reader`; join-side topics padded by the join
-   window) and run the shared pipeline in its exact form
-   (:func:`radstack.pipeline.batch.run_batch_pipeline`: exact dedup, the full join, enrichment,
-   transforms) — the same functions the streaming job runs;
-4. hash-partition the rows on the dimensions (every row of one rolled-up (time, dims) group lands in
-   one partition: perfect rollup) and call the shared indexer once per Arrow partition
-   (``mapInArrow``), each partition numbering its segments in its own range;
+   window) and run the shared pipeline (:func:`radstack.pipeline.batch.batch_rows`: Spark's
+   ``from_json``, validation, the full join, enrichment, transforms — the same functions the
+   streaming job runs);
+4. roll up in Spark with ONE shuffle (:func:`radstack.pipeline.rollup.rollup_rows`: hash-partitioned
+   on the rollup key, so every row of one rolled-up (time, dims) group lands in one partition —
+   perfect rollup — and every copy of a re-sent event meets its original there, where the exact
+   dedup on the event id drops it), sorted per partition; the executors turn the sorted runs into
+   rolled-up rows and write them as segment files (:func:`radstack.pipeline.segments.write_segments`),
+   each partition numbering its segments in its own range;
 5. renumber each chunk's segments into one core set ``0..N-1`` (``partitions = N``), add a tombstone for
    every chunk without rows, and publish everything in ONE metadata transaction — nothing is visible
    before that, and a core set is only served once complete, so queries switch atomically.

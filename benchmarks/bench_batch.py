@@ -8,10 +8,12 @@ Spark job that only reads the same raw files and counts them — in one run, on 
    to save the time of going through Kafka; the JSON values look like the ``ads`` generator's.
 2. Baseline: ``spark.read.parquet(hours).where(length(value) > 0).count()`` (reads every value).
 3. Rebuild: :func:`batch.rebuild_job.rebuild` of the whole day for the ``ads`` example spec (hourly
-   segments): parse, exact dedup, transforms, hash partitioning, the indexer per Arrow partition,
-   renumbering, one publish — in one Spark job, same session settings.
+   segments): ``from_json`` + validation, transforms, one shuffle on the rollup key, the sort, dedup +
+   rollup + Parquet on the executors, renumbering, one publish — same session settings.
 
-Prints wall times, events/s, events/s/core and the ratio rebuild / baseline (JSON on the last line).
+Prints wall times, events/s, events/s/core, the ratio rebuild / baseline, the peak resident memory of
+the driver program, the JVM and Spark's Python workers during the rebuild, and the load average (JSON
+on the last line).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -104,11 +107,62 @@ def write_archive(root: Path, events: int, duplicates: float, seed: int = 7, per
     return written
 
 
+class MemorySampler(threading.Thread):
+    """Peak resident memory of this process tree, from ``/proc`` every 0.25 s: this Python process
+    (the driver program: it gets only segment descriptors back), the JVM it started (Spark's driver
+    and, in ``local[*]``, its executors) and Spark's Python workers, and the peak of their sum."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peaks = {"python_driver": 0, "jvm": 0, "python_workers": 0, "total": 0}
+        self._stop_event = threading.Event()
+
+    @staticmethod
+    def _tree() -> list[tuple[int, str, int]]:
+        """(pid, command name, RSS bytes) of this process and all its descendants."""
+        parents: dict[int, int] = {}
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    stat = (d / "stat").read_text()
+                    parents[int(d.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+        me, out, todo = os.getpid(), [], [os.getpid()]
+        while todo:
+            pid = todo.pop()
+            todo += [c for c, p in parents.items() if p == pid]
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+            rss = int(fields.get("VmRSS", "0 kB").split()[0]) * 1024
+            out.append((pid, "self" if pid == me else fields.get("Name", "").strip(), rss))
+        return out
+
+    def run(self) -> None:
+        while not self._stop_event.wait(0.25):
+            tree = self._tree()
+            now = {"python_driver": sum(r for _, n, r in tree if n == "self"),
+                   "jvm": sum(r for _, n, r in tree if n == "java"),
+                   "python_workers": sum(r for _, n, r in tree if n.startswith("python") and n != "self")}  # fmt: skip
+            now["total"] = sum(r for _, _, r in tree)
+            for k, v in now.items():
+                self.peaks[k] = max(self.peaks[k], v)
+
+    def stop(self) -> dict[str, float]:
+        self._stop_event.set()
+        self.join()
+        return {f"peak_rss_{k}_mb": round(v / 2**20) for k, v in self.peaks.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=10_000_000)
     ap.add_argument("--duplicates", type=float, default=0.02)
     ap.add_argument("--partitions", type=int, default=0, help="Arrow partitions (default: cores × 2)")
+    ap.add_argument("--driver-memory", default="6g", help="spark.driver.memory (local[*]: the whole job's heap)")
     ap.add_argument("--keep", type=Path, default=None, help="work directory to keep (default: a temp dir)")
     a = ap.parse_args()
     work = a.keep or Path(tempfile.mkdtemp(prefix="radstack-bench-batch-"))
@@ -122,7 +176,7 @@ def main() -> int:
 
     parts = a.partitions or cores * 2
     settings = load_settings(env={"RADSTACK_HOME": str(home)},
-                             overrides={"spark": {"shuffle_partitions": parts, "driver_memory": "6g"},
+                             overrides={"spark": {"shuffle_partitions": parts, "driver_memory": a.driver_memory},
                                         "batch": {"partitions": parts}})  # fmt: skip
     t = time.monotonic()
     records = write_archive(Path(settings.deep_storage.path), a.events, a.duplicates)
@@ -147,9 +201,14 @@ def main() -> int:
     assert n == records, (n, records)
     print(f"baseline read+count: {base_s:.1f}s ({n / base_s:,.0f} events/s)", flush=True)
 
+    sampler = MemorySampler()
+    sampler.start()
+    load_before = os.getloadavg()[0]
     t = time.monotonic()
     res = rebuild(settings, "ads", day, spark=spark, force=True)
     reb_s = time.monotonic() - t
+    memory = sampler.stop()
+    print(f"peak memory during the rebuild: {memory}", flush=True)
     assert res.events == a.events, (res.events, a.events)
     print(f"rebuild: {reb_s:.1f}s ({records / reb_s:,.0f} events/s, {records / reb_s / cores:,.0f}/s/core), "
           f"{len([s for s in res.segments if not s.is_tombstone])} segments, {res.rows:,} rows", flush=True)
@@ -159,6 +218,8 @@ def main() -> int:
         "baseline_events_per_s": round(records / base_s), "rebuild_events_per_s": round(records / reb_s),
         "rebuild_events_per_s_per_core": round(records / reb_s / cores), "ratio": round(reb_s / base_s, 2),
         "segments": len(res.segments), "rows": res.rows, "stats": res.stats,
+        "driver_memory": settings.spark.driver_memory, **memory,
+        "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
     }  # fmt: skip
     print(json.dumps(out))
     spark.stop()

@@ -21,6 +21,7 @@ Starts an embedded Apache Kafka broker in a temp dir (or uses ``--bootstrap``), 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 import threading
@@ -107,6 +108,8 @@ def throughput(settings: Settings, spark: Any, bootstrap: str, n: int, max_offse
     job.sink.on_batch = lambda st: batches.append((time.perf_counter(), int(st["lastBatch"]["processed"])))
     t0 = time.perf_counter()
     job.run(timeout=1800)
+    for prog in job.query.recentProgress if job.query is not None else []:
+        print_profile(prog)
     total = sum(b[1] for b in batches)
     assert total == n, (total, n)
     end = batches[-1][0]
@@ -116,6 +119,34 @@ def throughput(settings: Settings, spark: Any, bootstrap: str, n: int, max_offse
     return {"events": n, "produce_s": produce_s, "batches": len(batches), "total_s": end - t0,
             "events_per_s": n / (end - t0), "warm_events_per_s": warm, "raw_consumer_events_per_s": raw,
             "ratio_warm_to_raw": warm / raw}
+
+
+def print_profile(prog: Any) -> None:
+    """One line per micro-batch: Spark's own phase timings and the dedup state operator's."""
+    d = prog.get("durationMs", {}) if isinstance(prog, dict) else prog.durationMs
+    ops = prog.get("stateOperators", []) if isinstance(prog, dict) else prog.stateOperators
+    st = ops[0] if ops else {}
+    get = (lambda k: st.get(k, 0)) if isinstance(st, dict) else (lambda k: getattr(st, k, 0))
+    print(f"  batch {prog['batchId'] if isinstance(prog, dict) else prog.batchId}: rows "
+          f"{prog['numInputRows'] if isinstance(prog, dict) else prog.numInputRows}, "
+          f"addBatch {d.get('addBatch', 0)} ms, latestOffset {d.get('latestOffset', 0)}, "
+          f"queryPlanning {d.get('queryPlanning', 0)}, walCommit {d.get('walCommit', 0)}, "
+          f"commitOffsets {d.get('commitOffsets', 0)}, triggerExecution {d.get('triggerExecution', 0)}; "
+          f"state: rows {get('numRowsTotal')}, updates {get('allUpdatesTimeMs')} ms, "
+          f"removals {get('allRemovalsTimeMs')} ms, commit {get('commitTimeMs')} ms", flush=True)
+
+
+def print_stages(spark: Any) -> None:
+    """Per completed stage: tasks, summed task run/CPU time, records in and shuffled (Spark's REST API)."""
+    import urllib.request
+
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
+    for st in sorted(json.load(urllib.request.urlopen(url)), key=lambda x: x["stageId"]):
+        print(f"  stage {st['stageId']:3d} tasks {st['numTasks']:2d} run {st['executorRunTime']:6d} ms "
+              f"cpu {st['executorCpuTime'] // 1_000_000:6d} ms in {st['inputRecords']:8d} "
+              f"shuffleRead {st['shuffleReadRecords']:8d} shuffleWrite {st['shuffleWriteRecords']:8d} "
+              f"{st['name'][:60]}", flush=True)
 
 
 def send_at_rate(p: Producer, topic: str, events: Any, n: int, rate: int) -> list[float]:
@@ -228,6 +259,7 @@ def main() -> None:
     ap.add_argument("--bootstrap", default=None)
     ap.add_argument("--shuffle-partitions", type=int, default=None, help="default: spark.shuffle_partitions (4)")
     ap.add_argument("--skip", choices=["throughput", "freshness"], action="append", default=[])
+    ap.add_argument("--stages", action="store_true", help="print Spark's per-stage task times (turns on the UI)")
     args = ap.parse_args()
     import logging
 
@@ -254,13 +286,16 @@ def main() -> None:
             from realtime.streaming.job import stream_options, streaming_shuffle_partitions
 
             parts = args.shuffle_partitions or streaming_shuffle_partitions(settings)
-            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=parts)
+            ui = {"spark.ui.enabled": "true", "spark.ui.port": str(free_port())} if args.stages else None
+            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=parts, extra_conf=ui)
             max_offsets = args.max_offsets or stream_options(settings, bootstrap_servers="-").max_offsets_per_trigger
             print(f"shuffle partitions {parts}, maxOffsetsPerTrigger {max_offsets}, trigger {args.trigger or 'default'}")
             print(f"spark session: {time.perf_counter() - t:.1f} s")
             if "throughput" not in args.skip:
                 r = throughput(settings, spark, bootstrap, args.events, max_offsets)
                 print("throughput:", {k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()})
+                if args.stages:
+                    print_stages(spark)
             if "freshness" not in args.skip:
                 trigger = args.trigger or stream_options(settings, bootstrap_servers="-").trigger_seconds
                 f = freshness(settings, spark, bootstrap, args.rate, args.seconds, trigger, args.warmup)

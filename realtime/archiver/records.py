@@ -10,6 +10,7 @@ is only collecting the fields from the consumer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import methodcaller
 from typing import Any
 
 import duckdb
@@ -40,28 +41,42 @@ SCHEMA = pa.schema(
 """Columns of every raw archive file (Parquet); Spark reads them with ``spark.read.parquet``."""
 
 
+_VALUE = methodcaller("value")
+_TIMESTAMP = methodcaller("timestamp")
+_OFFSET = methodcaller("offset")
+_KEY = methodcaller("key")
+_HEADERS = methodcaller("headers")
+
+
 @dataclass
 class ColumnBuffer:
     """Consumed records of one Kafka partition, in offset order. The consumer's message objects are
-    kept as they are and turned into columns only at flush time (list comprehensions), which keeps
-    the per-record cost of the consume loop to one list append."""
+    kept as they are; their fields are read with ``map`` over C-level accessors (no Python bytecode
+    per record): values when the records arrive (the flush size needs them; the oldest timestamp is
+    kept for the watermark), the rest at flush time."""
 
     topic: str
     partition: int
     messages: list[Any] = field(default_factory=list)
     nbytes: int = 0
     min_kafka_ts: int | None = None  # the oldest Kafka timestamp buffered (for the watermark)
+    _values: list[bytes | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.messages)
 
     def extend(self, msgs: list[Any]) -> None:
         self.messages.extend(msgs)
-        self.nbytes += sum(len(m.value() or b"") for m in msgs) + 24 * len(msgs)
-        stamps = [t for tt, t in (m.timestamp() for m in msgs) if tt != 0 and t >= 0]
-        if stamps:
-            low = min(stamps)
-            self.min_kafka_ts = low if self.min_kafka_ts is None else min(low, self.min_kafka_ts)
+        values = list(map(_VALUE, msgs))
+        stamps = list(map(_TIMESTAMP, msgs))
+        self._values.extend(values)
+        self.nbytes += sum(map(len, filter(None, values))) + 24 * len(msgs)
+        low = min(stamps)  # (type, millis): NOT_AVAILABLE (type 0) sorts first
+        if low[0] == 0 or low[1] < 0 or max(stamps)[0] != low[0]:
+            good = [t for tt, t in stamps if tt != 0 and t >= 0]
+            low = (1, min(good)) if good else (0, -1)
+        if low[0] != 0:
+            self.min_kafka_ts = low[1] if self.min_kafka_ts is None else min(low[1], self.min_kafka_ts)
 
     @property
     def first_offset(self) -> int:
@@ -73,24 +88,24 @@ class ColumnBuffer:
 
     @property
     def offsets(self) -> list[int]:
-        return [m.offset() for m in self.messages]
+        return list(map(_OFFSET, self.messages))
 
     def timestamps(self) -> tuple[list[int | None], list[int]]:
         """Kafka timestamps in millis (None where the record has none) and their types."""
-        pairs = [m.timestamp() for m in self.messages]
+        pairs = list(map(_TIMESTAMP, self.messages))
         return [t if tt != 0 and t >= 0 else None for tt, t in pairs], [tt for tt, _ in pairs]
 
     @property
     def keys(self) -> list[bytes | None]:
-        return [m.key() for m in self.messages]
+        return list(map(_KEY, self.messages))
 
     @property
     def values(self) -> list[bytes | None]:
-        return [m.value() for m in self.messages]
+        return self._values
 
     @property
     def headers(self) -> list[list[tuple[str, bytes | None]] | None]:
-        return [m.headers() for m in self.messages]
+        return list(map(_HEADERS, self.messages))
 
 
 def to_table(buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp_format: str = "auto") -> pa.Table:
@@ -105,10 +120,12 @@ def to_table(buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp
     # they stay archived and visible instead of being dropped.
     fallback = pc.fill_null(kafka_ms, 0)
     event = pc.if_else(from_kafka, fallback, event_ms)
-    headers = pa.array(
-        [[{"key": k, "value": v} for k, v in h] if h else None for h in buf.headers],
-        type=SCHEMA.field("headers").type,
-    )
+    hs = buf.headers
+    htype = SCHEMA.field("headers").type
+    if any(hs):
+        headers = pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in hs], type=htype)
+    else:
+        headers = pa.nulls(n, htype)
     return pa.Table.from_arrays(
         [
             pa.array([buf.topic] * n, pa.string()),

@@ -65,3 +65,27 @@ def test_filters_agree(spark, con: duckdb.DuckDBPyConnection) -> None:  # type: 
         got = [r[0] for r in spark.sql(f"SELECT id FROM t WHERE {ssql} ORDER BY id").collect()]
         want = [r[0] for r in con.execute(f"SELECT id FROM t WHERE {dsql} ORDER BY id").fetchall()]
         assert got == want, (f, ssql)
+
+
+GRANULARITIES = [
+    "none", "all", "second", "minute", "fifteen_minute", "hour", "six_hour", "day", "week", "month", "quarter",
+    "year", {"type": "period", "period": "PT1H", "timeZone": "Asia/Kolkata"},
+    {"type": "period", "period": "P1D", "timeZone": "America/Los_Angeles"},
+    {"type": "period", "period": "P1M", "timeZone": "Europe/Berlin"},
+    {"type": "duration", "duration": 7_200_000, "origin": "1970-01-01T00:30:00Z"},
+    {"type": "period", "period": "PT6H", "origin": "2020-01-01T01:00:00Z"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("gran", GRANULARITIES, ids=str)
+def test_rollup_floor_matches_granularity_bucket_start(spark, gran) -> None:  # type: ignore[no-untyped-def]
+    """The batch rebuild floors ``__time`` in Spark (radstack.pipeline.rollup): same buckets as the
+    indexer's Granularity.bucket_start, zoned and calendar periods included."""
+    from radstack.granularity import Granularity
+    from radstack.pipeline.rollup import _floor
+
+    g = Granularity.parse(gran)
+    times = [0, 1, 1_000_000_000_123, 1_583_020_800_000, 1_699_999_999_999, 1_711_846_799_999, -86_400_001]
+    df = spark.createDataFrame([(t,) for t in times], "__time BIGINT")
+    got = [r["b"] for r in _floor(df, "__time", "b", g).orderBy("__time").collect()]
+    assert got == [g.bucket_start(t) for t in sorted(times)]
