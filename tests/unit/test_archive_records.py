@@ -1,0 +1,88 @@
+"""The archiver's record buffer and archive table (realtime.archiver.records): fields read from the
+consumer's messages, the oldest Kafka timestamp for the watermark, event times from any raw value."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from radstack.intervals import parse_instant
+from realtime.archiver.records import SCHEMA, ColumnBuffer, extract_event_time, to_table
+
+
+class Msg:
+    """confluent-kafka's Message accessors (what the buffer calls)."""
+
+    def __init__(self, offset: int, ts: tuple[int, int], value: bytes | None, headers: Any = None) -> None:
+        self._o, self._ts, self._v, self._h = offset, ts, value, headers
+
+    def offset(self) -> int:
+        return self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return self._ts
+
+    def key(self) -> bytes | None:
+        return b"k" if self._o % 2 else None
+
+    def value(self) -> bytes | None:
+        return self._v
+
+    def headers(self) -> Any:
+        return self._h
+
+
+def test_buffer_tracks_size_and_oldest_kafka_timestamp() -> None:
+    buf = ColumnBuffer("t", 3)
+    buf.extend([Msg(10, (1, 5_000), b'{"timestamp": "2026-01-01T00:00:00Z"}'), Msg(11, (1, 4_000), None)])
+    assert buf.min_kafka_ts == 4_000
+    assert buf.nbytes == len(b'{"timestamp": "2026-01-01T00:00:00Z"}') + 2 * 24
+    # NOT_AVAILABLE (type 0, -1) and mixed types do not count, a later older stamp does
+    buf.extend([Msg(12, (0, -1), b"x"), Msg(13, (2, 3_000), b"{}")])
+    assert buf.min_kafka_ts == 3_000
+    buf.extend([Msg(14, (0, -1), b"y")])
+    assert buf.min_kafka_ts == 3_000
+    assert (len(buf), buf.first_offset, buf.last_offset) == (5, 10, 14)
+
+
+def test_archive_table_keeps_every_coordinate() -> None:
+    buf = ColumnBuffer("t", 3)
+    buf.extend(
+        [
+            Msg(7, (1, 1_000), b'{"timestamp": "2026-01-01T01:02:03Z", "a": 1}', [("h", b"v")]),
+            Msg(8, (0, -1), b"not json"),
+            Msg(9, (1, 2_000), None),
+        ]
+    )
+    t = to_table(buf)
+    assert t.schema == SCHEMA
+    rows = t.to_pylist()
+    assert [r["offset"] for r in rows] == [7, 8, 9]
+    assert [r["key"] for r in rows] == [b"k", None, b"k"]
+    assert rows[0]["headers"] == [{"key": "h", "value": b"v"}] and rows[1]["headers"] is None
+    assert [r["valid_json"] for r in rows] == [True, False, False]
+    assert [r["event_time_from_kafka"] for r in rows] == [False, True, True]
+    assert int(rows[0]["event_time"].timestamp() * 1000) == parse_instant("2026-01-01T01:02:03Z")
+    assert rows[1]["kafka_timestamp"] is None and rows[1]["timestamp_type"] == 0
+    assert int(rows[2]["event_time"].timestamp() * 1000) == 2_000  # the Kafka time stands in
+
+
+def test_event_time_only_from_an_object_field() -> None:
+    values = pa.array(
+        [
+            b'{"timestamp": "2026-01-01T00:00:00Z"}',
+            b'[{"timestamp": "2026-01-01T00:00:00Z"}]',  # an array: no field
+            b'"2026-01-01T00:00:00Z"',  # a scalar
+            b'{"a": {"timestamp": "2026-01-01T00:00:00Z"}}',  # nested: not the top-level field
+            b'{"timestamp": 1767225600000}',
+            b"{broken",
+            b"\xff\xfe",  # not UTF-8
+            None,
+        ],
+        pa.binary(),
+    )
+    ts, ok = extract_event_time(values, "timestamp", "auto")
+    day = parse_instant("2026-01-01T00:00:00Z")
+    assert ts.to_pylist() == [day, None, None, None, day, None, None, None]
+    assert ok.to_pylist() == [True, True, True, True, True, False, False, False]
