@@ -231,7 +231,7 @@ class AirflowSettings(Section):
 
 class StreamingSettings(Section):
     trigger_seconds: float = Field(1.0, description="micro-batch trigger interval")
-    max_offsets_per_trigger: int = Field(300_000, description="Kafka records read per micro-batch at most")
+    max_offsets_per_trigger: int = Field(1_000_000, description="Kafka records read per micro-batch at most")
     shuffle_partitions: int = Field(
         0, description="shuffle partitions of the dedup/join state, frozen into the checkpoint; 0 → one per local core")
     fail_on_data_loss: bool = Field(True, description="stop when Kafka deleted offsets the job had not read")

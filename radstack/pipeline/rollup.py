@@ -125,6 +125,7 @@ def rollup_rows(
         if can_fail:
             errors.append(f"({q(d.name)} IS NOT NULL AND {sql} IS NULL)")
     metric_inputs: dict[str, str] = {}
+    by_sql: dict[str, str] = {}
     for i, m in enumerate(schema.metrics):
         if m.type == "count":
             continue
@@ -138,8 +139,11 @@ def rollup_rows(
                 errors.append(f"({q(m.field_name)} IS NOT NULL AND {sql} IS NULL)")
         else:
             sql = f"CAST(NULL AS {_SPARK_TYPES[m.value_type]})"
+        if sql in by_sql:  # doubleSum and doubleMax of one field: shuffle the input once
+            metric_inputs[m.name] = by_sql[sql]
+            continue
         cols.append(F.expr(sql).alias(alias))
-        metric_inputs[m.name] = alias
+        metric_inputs[m.name] = by_sql[sql] = alias
     if dedup_key:
         cols.append(F.col(q(dedup_key)).alias(DEDUP))
     cols.append((F.col(BYTES) if BYTES in present else F.lit(0)).cast("bigint").alias(BYTES))

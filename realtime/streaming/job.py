@@ -7,7 +7,7 @@ join when the spec has one → :class:`realtime.streaming.sink.SegmentSink`. The
 ``$RADSTACK_HOME/checkpoints/<datasource>``; a restart resumes from exactly the offsets not committed.
 
 Settings (``streaming.*`` in radstack.yaml, all optional): ``trigger_seconds`` (1.0),
-``max_offsets_per_trigger`` (300000), ``shuffle_partitions`` (0: one per local core), ``fail_on_data_loss`` (true), ``starting_offsets`` (earliest),
+``max_offsets_per_trigger`` (1000000), ``shuffle_partitions`` (0: one per local core), ``fail_on_data_loss`` (true), ``starting_offsets`` (earliest),
 ``handoff_check_seconds`` (10), ``handoff`` (true), ``progress_seconds`` (1.0).
 """
 
@@ -57,7 +57,7 @@ HEARTBEAT_SECONDS = 10.0
 class StreamOptions:
     available_now: bool = False
     trigger_seconds: float = 1.0
-    max_offsets_per_trigger: int = 300_000
+    max_offsets_per_trigger: int = 1_000_000
     fail_on_data_loss: bool = True
     starting_offsets: str = "earliest"
     handoff_check_seconds: float = 10.0
