@@ -210,7 +210,7 @@ class SparkSettings(Section):
 
 class BatchSettings(Section):
     partitions: int = Field(
-        0, description="Arrow partitions the rebuild hashes rows into (one indexer call each); 0 → spark.shuffle_partitions")
+        0, description="partitions of the rebuild's one shuffle on the rollup key (each writes one segment file per chunk); 0 → spark.shuffle_partitions")
     stale_job_seconds: int = Field(21600,
                                    description="an unfinished rebuild's files older than this are deleted by the next run")
     chunks_per_job: int = Field(
