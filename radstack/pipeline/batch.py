@@ -69,6 +69,31 @@ def finish_pipeline(
     return out.select(*[q(c) for c in (*cols, *extra)])
 
 
+def _batch_pipeline(
+    spark: SparkSession,
+    raw_df: DataFrame,
+    spec: DatasourceSpec,
+    *,
+    value_col: str,
+    joined: dict[str, DataFrame] | None,
+    defer_dedup: bool,
+) -> tuple[DataFrame, str | None]:
+    """Parse, exact dedup, the full joins, :func:`finish_pipeline`. With ``defer_dedup`` and no join
+    to run, the dedup is left to the caller: the event id and ``__bytes`` stay in the rows and the
+    id's column name is returned (None: every event is already unique)."""
+
+    valid = valid_events(parse_events(raw_df, spec, value_col=value_col, sizes=defer_dedup))
+    joins = [(j, (joined or {}).get(str(j["name"]))) for j in join_options(spec)]
+    joins = [(j, other) for j, other in joins if other is not None]
+    pending = spec.processing.event_id if defer_dedup and not joins else None
+    if pending is None:  # a join needs unique events on both sides
+        valid = dedup_exact(valid, spec.processing.event_id)
+    for j, other in joins:
+        valid = join_batch(valid, other, j, value_col=value_col)
+    keep = (BYTES_COLUMN, *([pending] if pending else [])) if defer_dedup else ()
+    return finish_pipeline(valid, spec, spark, keep=keep), pending
+
+
 def run_batch_pipeline(
     spark: SparkSession,
     raw_df: DataFrame,
@@ -84,14 +109,7 @@ def run_batch_pipeline(
     raw DataFrame of the joined topic by join name (e.g. ``{"clicks": raw_clicks}``); the full join
     (no window) runs when it is given."""
 
-    valid = valid_events(parse_events(raw_df, spec, value_col=value_col))
-    valid = dedup_exact(valid, spec.processing.event_id)
-    for j in join_options(spec):
-        other = (joined or {}).get(str(j["name"]))
-        if other is not None:
-            valid = join_batch(valid, other, j, value_col=value_col)
-    return finish_pipeline(valid, spec, spark)
-
+    return _batch_pipeline(spark, raw_df, spec, value_col=value_col, joined=joined, defer_dedup=False)[0]
 
 
 @dataclass
@@ -116,13 +134,4 @@ def batch_rows(
     kept and named in :attr:`BatchRows.dedup_key`. A spec with a join deduplicates first, as the
     join needs unique events on both sides."""
 
-    valid = valid_events(parse_events(raw_df, spec, value_col=value_col, sizes=True))
-    eid = spec.processing.event_id
-    joins = [j for j in join_options(spec) if (joined or {}).get(str(j["name"])) is not None]
-    if joins:
-        valid = dedup_exact(valid, eid)
-        for j in joins:
-            valid = join_batch(valid, (joined or {})[str(j["name"])], j, value_col=value_col)
-        eid = None
-    keep = (BYTES_COLUMN, *([eid] if eid else []))
-    return BatchRows(finish_pipeline(valid, spec, spark, keep=keep), eid)
+    return BatchRows(*_batch_pipeline(spark, raw_df, spec, value_col=value_col, joined=joined, defer_dedup=True))

@@ -32,8 +32,15 @@ from radstack.pipeline.rollup import BYTES, ERRORS, ROWS, SEGMENT_START, combine
 from radstack.spec import TIME_COLUMN, DataSchema, TimestampSpec
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT, IngestStats, bucket_starts, index_partition
-from radstack.storage.segment_format import SegmentFileWriter, segment_data_key, segment_schema
+from radstack.storage.indexer import (
+    DEFAULT_MAX_ROWS_PER_SEGMENT,
+    IngestStats,
+    bucket_starts,
+    index_partition,
+    runs,
+    store_segment,
+)
+from radstack.storage.segment_format import SegmentFileWriter, segment_schema
 from radstack.storage.segments import DataSegment, ShardSpec
 
 if TYPE_CHECKING:
@@ -238,9 +245,8 @@ class _PartitionWriter:
         st.processed_with_error += int(pc.sum(done.column(ERRORS)).as_py() or 0)
         starts = done.column(SEGMENT_START).to_numpy()
         rows = done.select(self.arrow_schema.names)
-        cuts = np.concatenate(([0], np.flatnonzero(np.diff(starts)) + 1, [len(starts)]))
-        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-            self._append(int(starts[a]), rows.slice(int(a), int(b - a)))
+        for a, b in runs(starts):
+            self._append(int(starts[a]), rows.slice(a, b - a))
 
     def _append(self, start: int, rows: pa.Table) -> None:
         gran = self.schema.segment_granularity
@@ -272,9 +278,7 @@ class _PartitionWriter:
             shard_spec=ShardSpec("numbered", self.first + self._piece, 0),
             num_rows=w.rows,
         )
-        load_spec = self.storage.put_file(w.path, segment_data_key(seg.id))
-        w.path.unlink()
-        self.segments.append(seg.with_load_spec(dict(load_spec), size=w.size))
+        self.segments.append(store_segment(self.storage, seg, w.path, w.size))
 
     def close(self) -> None:
         if self._held is not None:
@@ -296,9 +300,10 @@ def write_segments(
     """Roll up the rows of :func:`radstack.pipeline.rollup.rollup_rows` (with ``dedup``: it was given
     a ``dedup_key``) and write them as segment files of ``version``, on the executors
     (``mapInArrow``: :func:`radstack.pipeline.rollup.rollup_sorted` on each Arrow batch, straight
-    into the Parquet writer — no Python per row): Spark partition ``p`` writes one file per segment bucket it holds (a new piece every
-    ``max_rows_per_segment`` rows), numbered from ``p * stride``; renumber the result into core sets
-    with :func:`radstack.storage.indexer.renumber_core`. Nothing is published here."""
+    into the Parquet writer — no Python per row): Spark partition ``p`` writes one file per segment
+    bucket it holds (a new piece every ``max_rows_per_segment`` rows), numbered from ``p * stride``;
+    renumber the result into core sets with :func:`radstack.storage.indexer.renumber_core`. Nothing
+    is published here."""
 
     cfg = dict(deep_storage_config)
     schema_ = schema

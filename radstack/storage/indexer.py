@@ -54,6 +54,8 @@ __all__ = [
     "index_partition",
     "renumber_core",
     "bucket_starts",
+    "runs",
+    "store_segment",
 ]
 
 DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000
@@ -490,21 +492,34 @@ def _rollup_and_sort(
     return out
 
 
+def runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of equal adjacent values (rows already in bucket order)."""
+    cuts = np.concatenate(([0], np.flatnonzero(np.diff(values)) + 1, [len(values)])).tolist()
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
+
+
+def store_segment(deep_storage: _DeepStorage, segment: DataSegment, local: Path, size: int) -> DataSegment:
+    """Move a written segment file to the deep-storage key of ``segment``; the segment with its
+    ``loadSpec`` and size."""
+    load_spec = deep_storage.put_file(local, segment_data_key(segment.id))
+    local.unlink()
+    return segment.with_load_spec(dict(load_spec), size=size)
+
+
 def _split(table: pa.Table, seg_gran: Granularity, max_rows: int) -> list[SegmentTable]:
     if table.num_rows == 0:
         return []
     times = table.column(TIME_COLUMN).cast(pa.int64()).to_numpy()
     starts = bucket_starts(times, seg_gran)
-    cuts = np.concatenate(([0], np.flatnonzero(np.diff(starts)) + 1, [len(starts)]))
     out: list[SegmentTable] = []
-    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+    for a, b in runs(starts):
         start = int(starts[a])
         interval = Interval.eternity() if seg_gran.is_all else seg_gran.bucket(start)
-        rows = int(b - a)
+        rows = b - a
         pieces = -(-rows // max_rows)
         for i in range(pieces):
-            lo = int(a) + i * max_rows
-            hi = min(int(b), lo + max_rows)
+            lo = a + i * max_rows
+            hi = min(b, lo + max_rows)
             out.append(SegmentTable(interval, i, pieces, table.slice(lo, hi - lo)))
     return out
 
@@ -558,9 +573,7 @@ def index_partition(
             )
             local = Path(tmp) / f"{n}.parquet"
             size = write_segment_file(piece.table, local)
-            load_spec = deep_storage.put_file(local, segment_data_key(seg.id))
-            local.unlink()
-            segments.append(seg.with_load_spec(dict(load_spec), size=size))
+            segments.append(store_segment(deep_storage, seg, local, size))
     return IndexResult(segments, stats, dim_names)
 
 

@@ -25,11 +25,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from operator import methodcaller
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -47,7 +45,6 @@ from realtime.archiver.watermark import WatermarkTracker
 log = logging.getLogger(__name__)
 
 HOUR_MS = 3_600_000
-_ERROR, _TOPIC, _PARTITION = methodcaller("error"), methodcaller("topic"), methodcaller("partition")
 FAULT_ENV = "RADSTACK_ARCHIVER_FAULT"
 """Fault injection for tests: ``after_manifest``, ``after_move`` (files in place, offsets not yet
 committed), ``after_commit`` (committed, manifest not yet deleted) make the process exit at once."""
@@ -201,24 +198,6 @@ class Archiver:
         return self.stats
 
     def _collect(self, msgs: list[Any]) -> None:
-        """Hand the records to their partitions' buffers. The usual batch (no errors, one topic)
-        is split with C-level ``map`` calls and numpy, in the runs the consumer returns them in."""
-        if any(map(_ERROR, msgs)):
-            self._collect_checked(msgs)
-            return
-        topics = list(map(_TOPIC, msgs))
-        if topics.count(topics[0]) != len(topics):
-            self._collect_checked(msgs)
-            return
-        parts = np.fromiter(map(_PARTITION, msgs), dtype=np.int64, count=len(msgs))
-        cuts = [0, *(np.flatnonzero(np.diff(parts)) + 1).tolist(), len(msgs)]
-        groups: dict[tuple[str, int], list[Any]] = {}
-        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-            groups.setdefault((topics[0], int(parts[a])), []).extend(msgs[a:b])
-        for key, group in groups.items():
-            self._add(key, group)
-
-    def _collect_checked(self, msgs: list[Any]) -> None:
         groups: dict[tuple[str, int], list[Any]] = {}
         for m in msgs:
             err = m.error()

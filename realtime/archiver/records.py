@@ -51,9 +51,9 @@ _HEADERS = methodcaller("headers")
 @dataclass
 class ColumnBuffer:
     """Consumed records of one Kafka partition, in offset order. The consumer's message objects are
-    kept as they are; their fields are read with ``map`` over C-level accessors (no Python bytecode
-    per record): values when the records arrive (the flush size needs them; the oldest timestamp is
-    kept for the watermark), the rest at flush time."""
+    kept as they are; their fields are read with ``map`` over C-level accessors: values and the
+    oldest Kafka timestamp when the records arrive (the flush size and the watermark need them), the
+    rest at flush time."""
 
     topic: str
     partition: int
@@ -68,15 +68,12 @@ class ColumnBuffer:
     def extend(self, msgs: list[Any]) -> None:
         self.messages.extend(msgs)
         values = list(map(_VALUE, msgs))
-        stamps = list(map(_TIMESTAMP, msgs))
         self._values.extend(values)
         self.nbytes += sum(map(len, filter(None, values))) + 24 * len(msgs)
-        low = min(stamps)  # (type, millis): NOT_AVAILABLE (type 0) sorts first
-        if low[0] == 0 or low[1] < 0 or max(stamps)[0] != low[0]:
-            good = [t for tt, t in stamps if tt != 0 and t >= 0]
-            low = (1, min(good)) if good else (0, -1)
-        if low[0] != 0:
-            self.min_kafka_ts = low[1] if self.min_kafka_ts is None else min(low[1], self.min_kafka_ts)
+        stamps = [t for tt, t in map(_TIMESTAMP, msgs) if tt != 0 and t >= 0]
+        if stamps:
+            low = min(stamps)
+            self.min_kafka_ts = low if self.min_kafka_ts is None else min(low, self.min_kafka_ts)
 
     @property
     def first_offset(self) -> int:
