@@ -34,6 +34,8 @@ from operations.processes import (
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from realtime.archiver.settings import archiver_config
+from realtime.spool import SpoolStats
+from realtime.spool import inspect as inspect_spool
 from realtime.streaming.progress import streaming_health
 from realtime.topics import consumer_lag, ensure_topics, list_topics, topic_specs
 
@@ -372,10 +374,12 @@ class StackStatus:
     topics: dict[str, int] = field(default_factory=dict)
     groups: list[dict[str, Any]] = field(default_factory=list)
     kafka_error: str | None = None
+    spool: SpoolStats | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "processes": [p.as_dict() for p in self.processes],
+            "spool": None if self.spool is None else self.spool.as_dict(),
             "kafka": {
                 "bootstrap_servers": self.bootstrap_servers,
                 "topics": self.topics,
@@ -407,7 +411,7 @@ def status(settings: Settings, with_kafka: bool = True) -> StackStatus:
             )
         else:
             procs.append(ProcessStatus(spec.name, "running", rec.pid, rec.port, spec.health(settings), log))
-    st = StackStatus(procs)
+    st = StackStatus(procs, spool=inspect_spool(settings.spool_dir))
     if with_kafka:
 
         st.bootstrap_servers = settings.kafka.clients_bootstrap

@@ -170,6 +170,17 @@ class KafkaSettings(Section):
         return f"127.0.0.1:{self.port}" if self.embedded else self.bootstrap_servers
 
 
+class SpoolSettings(Section):
+    enabled: bool = Field(
+        True, description="write accepted events to a local write-ahead spool first (202 while Kafka is away); false → 503 while Kafka is away")
+    dir: str = Field("", description="spool directory (one receiver process each); empty → {home}/spool/receiver")
+    max_bytes: int = Field(1024 * 1024 * 1024, description="spool size cap; a request that would pass it gets 503 + Retry-After")
+    segment_bytes: int = Field(64 * 1024 * 1024, description="the spool rolls to a new file at this size (delivered files are deleted)")
+    fsync: Literal["always", "interval", "never"] = Field(
+        "always", description="always: fsync before answering (survives a machine crash); interval: every fsync_interval_ms (a process crash loses nothing); never: the OS decides")
+    fsync_interval_ms: int = Field(1000, description="fsync period when fsync is interval")
+
+
 class ReceiverSettings(Section):
     host: str = Field("127.0.0.1", description="bind address of the HTTP event receiver")
     port: int = Field(8200, description="its port")
@@ -180,8 +191,10 @@ class ReceiverSettings(Section):
         default_factory=list,
         description="topics clients may write; empty → kafka.topics and the topics the datasource specs read (never internal or dead-letter topics)")
     timestamp_field: str = Field("timestamp", description="the event field checked for an event time")
-    delivery_timeout_ms: int = Field(10_000, description="how long a POST waits for Kafka's acknowledgement")
+    delivery_timeout_ms: int = Field(
+        10_000, description="how long a POST waits for Kafka's acknowledgement (then 202 with the spool, 503 without)")
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    spool: SpoolSettings = Field(default_factory=SpoolSettings)
 
 
 class ArchiverSettings(Section):
@@ -348,6 +361,11 @@ class Settings(Section):
         if self.deep_storage.type == "local" and self.deep_storage.path:
             out.append(_expand(self.deep_storage.path))
         return out
+
+    @property
+    def spool_dir(self) -> Path:
+        """The receiver's write-ahead spool (``receiver.spool.dir``, else ``{home}/spool/receiver``)."""
+        return _expand(self.receiver.spool.dir) if self.receiver.spool.dir else self.home / "spool" / "receiver"
 
     @property
     def datasources_dir(self) -> Path:

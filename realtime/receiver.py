@@ -7,6 +7,9 @@ default ``timestamp``) is epoch millis (a number or a string of digits) or an IS
 Responses (all JSON):
 
 - ``200 {"accepted": n}`` — every event was acknowledged by Kafka (``acks=all``, idempotent producer).
+- ``202 {"accepted": n, "spooled": n}`` — Kafka is away or slow: the events are in the receiver's
+  write-ahead spool (``receiver.spool``, on by default) and the drainer delivers them in order, exactly
+  once, when Kafka takes them again (a restarted receiver goes on where it stopped).
 - ``400 {"accepted": k, "rejected": [{"index": i, "reason": …}, …], …}`` — some events were invalid;
   the ``k`` valid ones of the same request **were delivered** (the body says so). Indexes are positions
   in the array, or among the non-blank lines for NDJSON.
@@ -14,7 +17,12 @@ Responses (all JSON):
   writable), ``404`` (a topic not on the allow-list: ``receiver.topics``, else ``kafka.topics`` and the
   topics the datasource specs read), ``413`` (body larger than ``receiver.max_body_bytes``, or an event
   larger than ``receiver.max_event_bytes`` / Kafka's ``message.max.bytes``: the body lists them; retrying
-  cannot help), ``503`` + ``Retry-After`` (only when Kafka is really unavailable: retry the request).
+  cannot help), ``503`` + ``Retry-After`` (the spool is full — or, with the spool off, Kafka is
+  unavailable: retry the request).
+
+With the spool on, every accepted event is appended to the spool first (fsync per
+``receiver.spool.fsync``), then produced by the drainer; the request waits up to
+``receiver.delivery_timeout_ms`` for Kafka's acknowledgement (not at all while Kafka is known to be down).
 
 Event times must fall in the years 1970–9999 (epoch millis 0 … 253402300799999); others are rejected
 with the reason, like any invalid event.
@@ -24,9 +32,11 @@ with the reason, like any invalid event.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 import time
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -44,6 +54,8 @@ from radstack.passwords import CredentialCache, basic_credentials
 from radstack.permissions import Permission, parse_roles, parse_user
 from radstack.spec import SpecError
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
+from realtime.spool import Spool, SpoolFull
+from realtime.spool_drainer import SpoolDrainer
 from realtime.streaming.dlq import dlq_topic
 
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -215,19 +227,27 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     users = receiver_users(settings)
     delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
     max_event = int(settings.receiver.max_event_bytes)
-    state: dict[str, Any] = {"producer": producer, "topics": {}, "allowed": (0.0, frozenset(), frozenset())}
+    spool_conf = settings.receiver.spool
+    state: dict[str, Any] = {"producer": producer, "topics": {}, "allowed": (0.0, frozenset(), frozenset()),
+                             "spool": None, "drainer": None}
+    kafka_conf = {"message.max.bytes": max(1_000_000, max_event + 4096)}
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):  # type: ignore[no-untyped-def]
-        owned = state["producer"] is None
+        owned = state["producer"] is None and not spool_conf.enabled
         if owned:
             state["producer"] = BatchProducer(
-                settings.kafka.clients_bootstrap, delivery_timeout_ms=delivery_timeout_ms,
-                **{"message.max.bytes": max(1_000_000, max_event + 4096)},
-            )
+                settings.kafka.clients_bootstrap, delivery_timeout_ms=delivery_timeout_ms, **kafka_conf)
+        if spool_conf.enabled:
+            state["spool"] = Spool(settings.spool_dir, spool_conf.max_bytes, spool_conf.segment_bytes,
+                                   spool_conf.fsync, spool_conf.fsync_interval_ms)
+            state["drainer"] = SpoolDrainer(state["spool"], settings.kafka.clients_bootstrap, **kafka_conf).start()
         try:
             yield
         finally:
+            if state["drainer"] is not None:
+                await asyncio.to_thread(state["drainer"].stop, 5.0)
+                state["spool"].close()
             if owned:
                 state["producer"].close(timeout=5)
 
@@ -246,12 +266,12 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
             {"Retry-After": "1"},
         )
 
-    def _topic_known(p: BatchProducer, topic: str) -> bool:
+    def _topic_known(exists: Callable[[str], bool], topic: str) -> bool:
         cache: dict[str, float] = state["topics"]
         now = time.monotonic()
         if cache.get(topic, 0.0) > now:
             return True
-        if p.topic_exists(topic):
+        if exists(topic):
             cache[topic] = now + TOPIC_CACHE_SECONDS
             return True
         return bool(settings.kafka.auto_create_topics)
@@ -310,12 +330,14 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
             values, rejected = parse_events(body, ts_field, max_event)
         except _BadBody as e:
             return _json(400, {"error": "invalid body", "reason": str(e), "accepted": 0, "rejected": []})
+        if values and state["drainer"] is not None:
+            return await _spool(topic, values, rejected)
         p: BatchProducer = state["producer"]
         accepted = 0
         if values:
             try:
                 p.check_available()
-                if not _topic_known(p, topic):
+                if not _topic_known(p.topic_exists, topic):
                     return _json(404, {"error": "unknown topic", "topic": topic, "accepted": 0})
                 result = await p.deliver_async(topic, values)
             except MessageTooLarge as e:
@@ -328,23 +350,58 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
             if not result.ok:
                 return _unavailable(result.error or "delivery failed", result.delivered)
             accepted = result.delivered
+        return _answer(accepted, rejected)
+
+    def _answer(accepted: int, rejected: list[dict[str, Any]], spooled: int = 0) -> Response:
         if rejected and all(r.get("tooLarge") for r in rejected):
             return _too_large(rejected, accepted)
+        where = "accepted into the spool (delivered to Kafka when it takes them)" if spooled else "delivered"
         if rejected:
             return _json(
                 400,
                 {
                     "error": "invalid events",
                     "accepted": accepted,
+                    **({"spooled": spooled} if spooled else {}),
                     "rejectedCount": len(rejected),
                     "rejected": rejected[:MAX_REPORTED_REJECTIONS],
                     "message": (
-                        f"{accepted} valid event(s) of this request were delivered; "
+                        f"{accepted} valid event(s) of this request were {where}; "
                         f"{len(rejected)} rejected event(s) were not: fix and resend only those"
                     ),
                 },
             )
+        if spooled:
+            return _json(202, {"accepted": accepted, "spooled": spooled, "message": (
+                "Kafka is unavailable or slow: the events are in the receiver's spool and are delivered "
+                "in order, exactly once, as soon as Kafka takes them; do not resend")})
         return _json(200, {"accepted": accepted})
+
+    async def _spool(topic: str, values: list[bytes], rejected: list[dict[str, Any]]) -> Response:
+        drainer: SpoolDrainer = state["drainer"]
+        if not drainer.kafka_down:
+            try:
+                if not _topic_known(drainer.topic_exists, topic):
+                    return _json(404, {"error": "unknown topic", "topic": topic, "accepted": 0})
+            except KafkaUnavailable:
+                pass  # a configured topic: spool it, Kafka will have it when it is back
+        try:
+            entry = await asyncio.to_thread(state["spool"].append, topic, values)
+        except SpoolFull as e:
+            return _json(503, {"error": "spool full", "reason": str(e), "accepted": 0,
+                               "message": "Kafka has been away long enough to fill the receiver's spool: retry the request"},
+                         {"Retry-After": "5"})
+        wait = 0.0 if drainer.kafka_down else delivery_timeout_ms / 1000.0
+        delivered = await drainer.wait_committed(entry.last_seq, wait)
+        dead = drainer.dead_in(entry.first_seq, entry.last_seq) if delivered else []
+        if dead:
+            refused = [{"index": -1, "seq": seq, "tooLarge": "TOO_LARGE" in why, "reason": why} for seq, why in dead]
+            return _json(413 if all(r["tooLarge"] for r in refused) else 400, {
+                "error": "events refused by Kafka", "accepted": len(values) - len(dead), "rejectedCount": len(dead),
+                "rejected": (rejected + refused)[:MAX_REPORTED_REJECTIONS],
+                "message": f"Kafka refused {len(dead)} event(s) for good; they are kept in the spool's dead-letter "
+                           "folder; retrying cannot help"})
+        return _answer(len(values), rejected, 0 if delivered else len(values))
 
     return app
 

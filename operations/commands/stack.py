@@ -96,6 +96,12 @@ def status(
         for p in st.processes:
             if p.detail:
                 console.print(f"{p.name}: {p.detail}")
+        if st.spool is not None:
+            sp = st.spool
+            console.print(f"receiver spool: [{'yellow' if sp.depth else 'green'}]{sp.depth:,} event(s) not yet in "
+                          f"Kafka[/] ({sp.bytes / 1e6:,.1f} MB in {sp.segments} file(s), delivered up to #{sp.committed:,}"
+                          + (f", [red]{sp.dead_lettered:,} dead-lettered[/red] in {sp.directory}/dead-letter" if sp.dead_lettered else "")
+                          + ")")
 
         streaming = streaming_status(settings)
         if streaming:

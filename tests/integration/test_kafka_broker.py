@@ -1,5 +1,6 @@
 """The embedded Apache Kafka broker: cold start (format + start), data surviving a warm restart, and
-the receiver answering 503 while the broker is down and recovering once it is back."""
+the receiver with its spool off answering 503 while the broker is down and recovering once it is back
+(with the spool on it answers 202: tests/integration/test_receiver_spool.py)."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def test_receiver_503_while_broker_down_then_recovers(tmp_path: Path):
         ensure_topics(broker.bootstrap_servers, {"events": 1})
         settings = load_settings(
             env={"RADSTACK_HOME": str(tmp_path)},
-            overrides={"kafka": {"port": broker.port}, "receiver": {"delivery_timeout_ms": 3000}},
+            overrides={"kafka": {"port": broker.port},
+                       "receiver": {"delivery_timeout_ms": 3000, "spool": {"enabled": False}}},
         )
         with running_receiver(settings) as url:
             ev = orjson.dumps([{"timestamp": 1, "k": "before"}])

@@ -1,0 +1,395 @@
+"""The spool's drainer: one thread that produces the spooled events to Kafka in spool order, exactly once.
+
+- Every message carries the header ``radstack.spool`` = spool id (16 bytes) + sequence number (8 bytes,
+  big-endian). The producer is idempotent with no delivery timeout, so within one producer session
+  Kafka keeps each message once and in order per partition, however long the broker is away.
+- A sequence number is *committed* when it and every number before it are acknowledged (or
+  dead-lettered). ``checkpoint.json`` keeps the committed number and, per partition, the offset from
+  which later messages of this spool can sit.
+- After a crash (or a producer that had to be replaced), the numbers above the checkpoint may or may
+  not be in Kafka. The drainer reads those partitions from the checkpoint's offsets to their end,
+  collects the numbers it finds in the headers, and produces only the others.
+- An event Kafka refuses for good (too large for the topic, topic gone) goes to
+  ``dead-letter/<topic>.ndjson`` in the spool directory with the reason, and counts as committed.
+
+Callbacks are served by the drainer's own ``poll`` calls, so its bookkeeping needs no lock; request
+handlers wait for their last number through :meth:`SpoolDrainer.wait_committed`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from realtime.producer import PRODUCER_DEFAULTS, KafkaUnavailable
+from realtime.spool import Checkpoint, Spool, dead_letter_dir
+
+FAULT_ENV = "RADSTACK_SPOOL_FAULT"
+"""Fault injection for tests: ``exit_after_delivered:N`` ends the process at once (exit code 87) when the
+N-th acknowledgement arrives, before the checkpoint records it, as a kill -9 at that moment would."""
+HEADER_KEY = "radstack.spool"
+CHECKPOINT_EVERY_S = 0.2
+PERMANENT = {  # Kafka refuses the event for good: dead-letter it
+    KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE, KafkaError.INVALID_MSG_SIZE,
+    KafkaError.INVALID_RECORD, KafkaError.INVALID_MSG, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
+    KafkaError._UNKNOWN_PARTITION, KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.TOPIC_EXCEPTION,
+}
+
+
+class _Restart(Exception):
+    """The producer must be replaced (a fatal error): scan Kafka again from the checkpoint."""
+
+
+class SpoolDrainer:
+    """Produces a :class:`Spool`'s events to Kafka in order; see the module docstring."""
+
+    def __init__(self, spool: Spool, bootstrap_servers: str, **producer_conf: Any) -> None:
+        self.spool = spool
+        self.bootstrap = bootstrap_servers
+        self.producer_conf = {
+            **PRODUCER_DEFAULTS,
+            "bootstrap.servers": bootstrap_servers,
+            "message.timeout.ms": 0,  # never give up: the spool holds the events meanwhile
+            "queue.buffering.max.messages": 100_000,
+            **producer_conf,
+            "error_cb": self._on_error,
+        }
+        self.kafka_down = False
+        self.delivered = 0
+        self.dead_lettered = 0
+        self.scanned_duplicates = 0  # numbers found already in Kafka by a recovery scan
+        self._stop = threading.Event()
+        self._producer: Producer | None = None
+        self._fatal = False
+        cp = spool.checkpoint
+        self.committed = cp.committed
+        self._start: dict[str, dict[int, int]] = {t: dict(ps) for t, ps in cp.start.items()}
+        self._done: dict[int, tuple[str, int, int] | None] = {}  # delivered above committed
+        self._open: dict[tuple[str, int], deque[tuple[int, int]]] = {}  # (topic, partition) → (seq, offset)
+        self._dead: dict[int, str] = {}  # recent dead-lettered numbers → reason (for the waiting request)
+        self._waiters: list[tuple[int, int, Callable[[], None]]] = []
+        self._waiter_lock = threading.Lock()
+        self._waiter_n = 0
+        self._saved_at = 0.0
+        self._drain_deadline = float("inf")
+        self._saved_committed = cp.committed
+        self._thread = threading.Thread(target=self._run, name="spool-drainer", daemon=True)
+        fault = os.environ.get(FAULT_ENV, "")
+        self._exit_after = int(fault.split(":", 1)[1]) if fault.startswith("exit_after_delivered:") else 0
+
+    # -- public -----------------------------------------------------------------------------------
+    def start(self) -> SpoolDrainer:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Deliver what Kafka takes within ``timeout`` seconds, save the checkpoint, stop."""
+        self._drain_deadline = time.monotonic() + timeout
+        self._stop.set()
+        with self.spool.appended:
+            self.spool.appended.notify_all()
+        self._thread.join(timeout + 10)
+
+    async def wait_committed(self, seq: int, timeout: float) -> bool:
+        """Wait (without holding a thread) until ``seq`` is committed; False after ``timeout`` s."""
+        if self.committed >= seq:
+            return True
+        if timeout <= 0:
+            return False
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            loop.call_soon_threadsafe(lambda: fut.done() or fut.set_result(None))
+
+        with self._waiter_lock:
+            self._waiter_n += 1
+            heapq.heappush(self._waiters, (seq, self._waiter_n, wake))
+        if self.committed >= seq:
+            return True
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def dead_in(self, first: int, last: int) -> list[tuple[int, str]]:
+        """Dead-lettered numbers in ``first`` … ``last`` that are still remembered, with the reason."""
+        return [(s, self._dead[s]) for s in range(first, last + 1) if s in self._dead] if self._dead else []
+
+    def topic_exists(self, topic: str, timeout: float = 5.0) -> bool:
+        """Whether Kafka knows ``topic``; :class:`KafkaUnavailable` when it cannot tell now."""
+        producer = self._producer
+        if producer is None or self.kafka_down:
+            raise KafkaUnavailable("Kafka is not reachable")
+        try:
+            t = producer.list_topics(topic, timeout=timeout).topics.get(topic)
+        except KafkaException as e:
+            raise KafkaUnavailable(f"cannot read Kafka metadata: {e}") from e
+        return t is not None and t.error is None and bool(t.partitions)
+
+    @property
+    def depth(self) -> int:
+        return max(0, self.spool.last_seq - self.committed)
+
+    # -- the thread -------------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                found = self._recover()
+                if found is None:
+                    continue
+                self._pump(found)
+            except _Restart:
+                self._drop_producer()
+                time.sleep(1.0)  # let requests the old producer had in flight land before the scan
+        self._save(force=True)
+        self._drop_producer()
+
+    def _on_error(self, err: KafkaError) -> None:
+        if err.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.kafka_down = True
+        if err.fatal():
+            self._fatal = True
+
+    def _new_producer(self) -> Producer:
+        return Producer(self.producer_conf)
+
+    def _drop_producer(self) -> None:
+        p, self._producer = self._producer, None
+        if p is not None:
+            p.purge()
+            p.poll(0)
+            p.close()
+        self._done.clear()
+        self._open.clear()
+
+    def _recover(self) -> set[int] | None:
+        """Wait for Kafka, then find the numbers above the checkpoint that are already in Kafka.
+        None when stopping before Kafka came back."""
+        self._producer = self._new_producer()
+        while not self._stop.is_set():
+            try:
+                md = self._producer.list_topics(timeout=2.0)
+                if md.brokers:
+                    break
+            except KafkaException:
+                pass
+            self.kafka_down = True
+            self._stop.wait(0.5)
+        else:
+            return None
+        self.kafka_down = False
+        topics: set[str] = set()
+        cursor = self.spool.cursor(self.committed)
+        self.spool.sync()
+        while entries := cursor.read():
+            topics.update(e.topic for e in entries)
+        return self._scan(topics) if topics else set()
+
+    def _scan(self, topics: set[str]) -> set[int]:
+        """Numbers above ``committed`` in the headers of ``topics``, read from the checkpoint's offsets
+        (a partition it does not know is read from its start) to the end."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "radstack-spool-scan",
+                             "enable.auto.commit": False, "enable.partition.eof": True,
+                             "fetch.wait.max.ms": 50})
+        found: set[int] = set()
+        prefix = self.spool.spool_id
+        try:
+            md = consumer.list_topics(timeout=10)
+            assign: list[TopicPartition] = []
+            ends: dict[tuple[str, int], int] = {}
+            for t in topics:
+                meta = md.topics.get(t)
+                if meta is None or meta.error is not None:
+                    continue
+                for p in meta.partitions:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
+                    frm = max(low, self._start.get(t, {}).get(p, low))
+                    if frm < high:
+                        assign.append(TopicPartition(t, p, frm))
+                        ends[(t, p)] = high
+            if not assign:
+                return found
+            consumer.assign(assign)
+            hits: list[tuple[str, int, int, int]] = []
+            while ends:
+                for m in consumer.consume(1000, timeout=1.0):
+                    key = (m.topic(), m.partition())
+                    if m.error() is not None:
+                        if m.error().code() == KafkaError._PARTITION_EOF:
+                            ends.pop(key, None)
+                        continue
+                    for k, v in m.headers() or ():
+                        if k == HEADER_KEY and v is not None and len(v) == 24 and v[:16] == prefix:
+                            seq = int.from_bytes(v[16:], "big")
+                            if seq > self.committed:
+                                hits.append((m.topic(), m.partition(), m.offset(), seq))
+                    if key in ends and m.offset() + 1 >= ends[key]:
+                        ends.pop(key)
+        finally:
+            consumer.close()
+        for t, p, off, seq in sorted(hits, key=lambda h: (h[0], h[1], h[2])):
+            found.add(seq)
+            self._done[seq] = (t, p, off)
+            self._open.setdefault((t, p), deque()).append((seq, off))
+        self.scanned_duplicates += len(found)
+        return found
+
+    def _baseline(self, topic: str) -> None:
+        """Before this spool first produces to ``topic``: remember each partition's end, so a recovery
+        scan starts there and not at the topic's beginning."""
+        producer = self._producer
+        assert producer is not None
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "radstack-spool-scan",
+                             "enable.auto.commit": False})
+        try:
+            meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+            parts = {} if meta is None or meta.error is not None else meta.partitions
+            self._start[topic] = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                                  for p in parts}
+        except KafkaException as e:
+            raise _Restart(str(e)) from e
+        finally:
+            consumer.close()
+        self._save(force=True)
+
+    def _pump(self, found: set[int]) -> None:
+        producer = self._producer
+        assert producer is not None
+        cursor = self.spool.cursor(self.committed)
+        produce = producer.produce
+        prefix = self.spool.spool_id
+        inflight = 0
+        while True:
+            if self._fatal:
+                self._fatal = False
+                raise _Restart("fatal producer error")
+            entries = cursor.read()
+            if not entries and self.spool.last_seq > self.spool.durable_seq:
+                self.spool.sync()  # produce only what is on disk
+                entries = cursor.read()
+            if not entries:
+                if self._stop.is_set():
+                    self._finish(producer)
+                    return
+                producer.poll(0.02 if self.committed < self.spool.last_seq else 0)
+                self._advance()
+                if self.committed >= self.spool.last_seq:
+                    with self.spool.appended:
+                        if cursor.seq >= self.spool.last_seq and not self._stop.is_set():
+                            self.spool.appended.wait(0.2)
+                continue
+            for e in entries:
+                if e.topic not in self._start:
+                    self._baseline(e.topic)
+                topic = e.topic
+                for i, v in enumerate(e.values):
+                    seq = e.first_seq + i
+                    if seq <= self.committed or seq in found:
+                        continue
+                    hdr = [(HEADER_KEY, prefix + seq.to_bytes(8, "big"))]
+                    cb = partial(self._on_delivery, seq, topic)
+                    while True:
+                        try:
+                            produce(topic, v, headers=hdr, on_delivery=cb)
+                            break
+                        except BufferError:  # Kafka away or slower than the input: wait for room
+                            producer.poll(0.1)
+                            self._advance()
+                            if self._fatal:
+                                self._fatal = False
+                                raise _Restart("fatal producer error") from None
+                            if self._stop.is_set() and time.monotonic() > self._drain_deadline:
+                                return
+                    inflight += 1
+                    if inflight >= 2000:
+                        producer.poll(0)
+                        inflight = 0
+                producer.poll(0)
+                self._advance()
+            found.difference_update(s for s in list(found) if s <= self.committed)
+
+    def _finish(self, producer: Producer) -> None:
+        """Stopping: wait for acknowledgements until the drain deadline, then keep the rest spooled."""
+        while self.committed < self.spool.last_seq and time.monotonic() < self._drain_deadline:
+            producer.poll(0.05)
+            self._advance()
+            if self.kafka_down:
+                break
+        self._advance()
+        producer.purge()
+
+    def _on_delivery(self, seq: int, topic: str, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            self.kafka_down = False
+            self.delivered += 1
+            if self.delivered == self._exit_after:
+                os._exit(87)
+            self._done[seq] = (topic, msg.partition(), msg.offset())
+            self._open.setdefault((topic, msg.partition()), deque()).append((seq, msg.offset()))
+            return
+        if err.code() in PERMANENT:
+            self._dead_letter(seq, topic, msg.value(), f"{err.name()}: {err.str()}")
+            self._done[seq] = None
+            return
+        # fatal, or failed in a way that leaves open whether Kafka has it (a timeout): replace the
+        # producer and scan Kafka from the checkpoint before producing again
+        self._fatal = True
+
+    def _dead_letter(self, seq: int, topic: str, value: bytes | None, reason: str) -> None:
+        d = dead_letter_dir(self.spool.directory)
+        d.mkdir(exist_ok=True)
+        with open(d / f"{topic}.ndjson", "ab") as f:
+            f.write(orjson.dumps({"seq": seq, "topic": topic, "reason": reason,
+                                  "event": (value or b"").decode("utf-8", "replace")}) + b"\n")
+        self.dead_lettered += 1
+        if len(self._dead) > 10_000:
+            self._dead.clear()
+        self._dead[seq] = reason
+
+    def _advance(self) -> None:
+        """Move ``committed`` over the delivered prefix, wake the requests it covers, checkpoint."""
+        c = self.committed
+        done = self._done
+        while c + 1 in done:
+            c += 1
+            del done[c]
+        if c == self.committed:
+            self._save()
+            return
+        self.committed = c
+        for (t, p), q in self._open.items():
+            ends = self._start.setdefault(t, {})
+            while q and q[0][0] <= c:
+                _, off = q.popleft()
+                ends[p] = max(ends.get(p, 0), off + 1)
+        with self._waiter_lock:
+            while self._waiters and self._waiters[0][0] <= c:
+                heapq.heappop(self._waiters)[2]()
+        self._save()
+
+    def _checkpoint(self) -> Checkpoint:
+        start: dict[str, dict[int, int]] = {t: dict(ps) for t, ps in self._start.items()}
+        for (t, p), q in self._open.items():
+            if q:  # a later number already sits at q[0]: a scan must start there
+                start.setdefault(t, {})[p] = min(start[t].get(p, q[0][1]), q[0][1])
+        return Checkpoint(self.committed, start)
+
+    def _save(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and (self.committed == self._saved_committed or now - self._saved_at < CHECKPOINT_EVERY_S):
+            return
+        self.spool.save_checkpoint(self._checkpoint())
+        self._saved_at = now
+        self._saved_committed = self.committed

@@ -1,0 +1,181 @@
+"""The receiver's spool against a real Apache Kafka broker and a receiver in its own OS process:
+Kafka stopped while 50,000 events are posted (202), the receiver killed with SIGKILL in the middle of
+the outage, both restarted: the topic holds every accepted event exactly once, and ``radctl status``
+showed the spool's depth meanwhile. A second run ends the receiver right after Kafka acknowledged
+events its checkpoint does not record yet: the restarted drainer finds them and sends no copy."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from operations.kafka_broker import KafkaBroker
+from operations.processes import free_port, http_ok
+from realtime.spool import inspect
+from realtime.topics import ensure_topics
+from tests.fixtures.kafka import consume
+
+pytestmark = pytest.mark.slow
+
+TOPIC = "events"
+
+
+def _broker(home: Path) -> KafkaBroker:
+    port = free_port()
+    controller = free_port()
+    while controller == port:
+        controller = free_port()
+    return KafkaBroker(home=home / "kafka", port=port, controller_port=controller, heap="384m")
+
+
+def _config(home: Path, broker: KafkaBroker, port: int) -> Path:
+    cfg = home / "radstack.yaml"
+    cfg.write_text(
+        f"home: {home}\nkafka:\n  port: {broker.port}\n  controller_port: {broker.controller_port}\n"
+        f"  topics: {{{TOPIC}: 2}}\n"
+        f"receiver:\n  port: {port}\n  delivery_timeout_ms: 2000\n"
+    )
+    return cfg
+
+
+def _env(cfg: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+    return {**env, "RADSTACK_CONFIG": str(cfg), **extra}
+
+
+def _receiver(cfg: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
+    log = open(cfg.parent / f"receiver-{time.time_ns()}.log", "wb")  # noqa: SIM115 - closed with the process
+    p = subprocess.Popen([sys.executable, "-m", "operations", "receiver"], env=_env(cfg, **env),
+                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while not http_ok(f"http://127.0.0.1:{port}/health", timeout=1):
+        assert p.poll() is None, (cfg.parent / log.name).read_text()
+        assert time.monotonic() < deadline, "the receiver did not start"
+        time.sleep(0.1)
+    return p
+
+
+def _kill(p: subprocess.Popen[bytes]) -> None:
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait(30)
+
+
+def _post(url: str, first: int, n: int) -> httpx.Response:
+    body = orjson.dumps([{"timestamp": 1_767_225_600_000 + i, "n": i} for i in range(first, first + n)])
+    return httpx.post(f"{url}/v1/events/{TOPIC}", content=body, timeout=30)
+
+
+def _status_json(cfg: Path) -> dict:
+    out = subprocess.run([sys.executable, "-m", "operations", "status", "--json", "--no-kafka"],
+                         env=_env(cfg), capture_output=True, timeout=60, check=False)
+    return orjson.loads(out.stdout)
+
+
+def _wait_drained(spool: Path, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while (st := inspect(spool)) is None or st.depth > 0:
+        assert time.monotonic() < deadline, f"the spool did not drain: {st}"
+        time.sleep(0.2)
+
+
+def _topic_counts(bootstrap: str, expected: int) -> Counter[int]:
+    values = consume(bootstrap, TOPIC, f"check-{time.time_ns()}", expected + 1000, timeout=20)
+    return Counter(orjson.loads(v)["n"] for v in values)
+
+
+def test_kafka_down_50000_events_and_a_kill_9_then_exactly_once(tmp_path: Path) -> None:
+    broker = _broker(tmp_path)
+    port = free_port()
+    cfg = _config(tmp_path, broker, port)
+    url = f"http://127.0.0.1:{port}"
+    spool = tmp_path / "spool" / "receiver"
+    broker.start(timeout=120)
+    receiver = None
+    try:
+        ensure_topics(broker.bootstrap_servers, {TOPIC: 2})
+        receiver = _receiver(cfg, port)
+        r = _post(url, 0, 100)
+        assert (r.status_code, r.json()) == (200, {"accepted": 100}), r.text
+        broker.stop()
+
+        accepted = 100
+        statuses: Counter[int] = Counter()
+        depth_seen = 0
+        for i in range(100):  # 100 requests of 500 events while Kafka is down
+            r = _post(url, 100 + i * 500, 500)
+            statuses[r.status_code] += 1
+            assert r.status_code == 202, r.text
+            assert r.json()["accepted"] == r.json()["spooled"] == 500
+            accepted += 500
+            if i == 49:  # mid-outage: radctl status shows the depth, then kill -9 and restart the receiver
+                st = _status_json(cfg)["spool"]
+                depth_seen = st["depth"]
+                assert depth_seen >= 25_000 - 500, st
+                _kill(receiver)
+                receiver = _receiver(cfg, port)
+        assert statuses == Counter({202: 100})
+        st = inspect(spool)
+        assert st is not None and st.depth == 50_000, st  # every outage event is waiting, none lost by the kill
+
+        t0 = time.monotonic()
+        broker.start(timeout=120)
+        _wait_drained(spool, 120)
+        drain_s = time.monotonic() - t0
+        r = _post(url, accepted, 10)  # Kafka is back: a new request is acknowledged again
+        assert r.status_code == 200, r.text
+        accepted += 10
+        counts = _topic_counts(broker.bootstrap_servers, accepted)
+        lost = accepted - len(counts)
+        duplicated = sum(c - 1 for c in counts.values())
+        print(f"\nspool: {accepted:,} accepted, {len(counts):,} in Kafka, lost {lost}, duplicated {duplicated}; "
+              f"depth seen by radctl status {depth_seen:,}; drained in {drain_s:.1f}s after the broker restart")
+        assert (lost, duplicated) == (0, 0)
+        assert sorted(counts) == list(range(accepted))
+        assert _status_json(cfg)["spool"]["depth"] == 0
+    finally:
+        if receiver is not None:
+            _kill(receiver)
+        broker.stop()
+
+
+def test_crash_after_acknowledgement_before_checkpoint_sends_no_copy(tmp_path: Path) -> None:
+    broker = _broker(tmp_path)
+    port = free_port()
+    cfg = _config(tmp_path, broker, port)
+    url = f"http://127.0.0.1:{port}"
+    spool = tmp_path / "spool" / "receiver"
+    broker.start(timeout=120)
+    receiver = None
+    try:
+        ensure_topics(broker.bootstrap_servers, {TOPIC: 2})
+        receiver = _receiver(cfg, port)
+        broker.stop()
+        for i in range(20):  # 20,000 events into the spool while Kafka is down
+            assert _post(url, i * 1000, 1000).status_code == 202
+        _kill(receiver)
+        broker.start(timeout=120)
+        # the drainer dies (exit 87) the moment Kafka acknowledges the 7,000th event
+        receiver = _receiver(cfg, port, RADSTACK_SPOOL_FAULT="exit_after_delivered:7000")
+        assert receiver.wait(60) == 87
+        committed = inspect(spool).committed  # type: ignore[union-attr]
+        assert committed < 20_000
+        receiver = _receiver(cfg, port)
+        _wait_drained(spool, 120)
+        counts = _topic_counts(broker.bootstrap_servers, 20_000)
+        duplicated = sum(c - 1 for c in counts.values())
+        print(f"\nspool crash after ack: checkpoint at #{committed:,} when the process died; "
+              f"{len(counts):,} of 20,000 in Kafka, duplicated {duplicated}")
+        assert duplicated == 0 and sorted(counts) == list(range(20_000))
+    finally:
+        if receiver is not None and receiver.poll() is None:
+            _kill(receiver)
+        broker.stop()
