@@ -1,11 +1,12 @@
 """Benchmark: events/s through the HTTP receiver (``POST /v1/events/{topic}``, 1,000-event batches)
-against producing the same events with a bare confluent-kafka producer, in the same run.
+against producing the same events with a bare confluent-kafka producer, in the same run, for each
+``receiver.spool`` mode asked for (``--spool always,interval,off``: the fsync policies, or no spool).
 
 Starts a real Apache Kafka broker (embedded, temp home, free ports) unless ``--bootstrap`` is given,
 and the receiver as its own process (``radctl receiver``) on a free port. Clients are threads with
 keep-alive connections posting pre-serialized JSON arrays, so the client side costs little.
 
-    .venv/bin/python benchmarks/bench_receiver.py --events 300000 --batch 1000 --clients 4
+    .venv/bin/python benchmarks/bench_receiver.py --events 300000 --batch 1000 --clients 4 --spool always,interval,off
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ def bench_receiver(url: str, topic: str, bodies: list[bytes], batch: int, client
 
     # warm-up (connections, topic metadata, producer id)
     with httpx.Client(timeout=60) as c:
-        assert c.post(f"{url}/v1/events/{topic}", content=bodies[0]).status_code == 200
+        r = c.post(f"{url}/v1/events/{topic}", content=bodies[0])
+        assert r.status_code == 200, r.text
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
     for t in threads:
@@ -83,6 +85,33 @@ def bench_receiver(url: str, topic: str, bodies: list[bytes], batch: int, client
     if errors:
         raise SystemExit(f"receiver errors: {errors[:3]}")
     return time.perf_counter() - t0
+
+
+def start_receiver(home: Path, bootstrap: str, spool: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``radctl receiver`` as its own process with ``receiver.spool`` set by ``spool`` (off or an fsync policy)."""
+    home.mkdir(parents=True, exist_ok=True)
+    rport = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+    env.update(
+        RADSTACK_HOME=str(home),
+        RADSTACK_KAFKA__EMBEDDED="false",
+        RADSTACK_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
+        RADSTACK_RECEIVER__PORT=str(rport),
+        RADSTACK_RECEIVER__MAX_BODY_BYTES=str(64 * 1024 * 1024),
+        RADSTACK_RECEIVER__TOPICS="[bench_http]",
+        RADSTACK_RECEIVER__SPOOL__ENABLED="false" if spool == "off" else "true",
+        RADSTACK_RECEIVER__SPOOL__FSYNC="always" if spool == "off" else spool,
+    )
+    log = open(home / "receiver.log", "wb")  # noqa: SIM115
+    receiver = subprocess.Popen(radctl_argv("receiver"), env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)  # fmt: skip
+    url = f"http://127.0.0.1:{rport}"
+    deadline = time.monotonic() + 30
+    while not http_ok(f"{url}/health"):
+        if time.monotonic() > deadline or receiver.poll() is not None:
+            raise SystemExit(f"receiver did not start; see {home / 'receiver.log'}")
+        time.sleep(0.1)
+    return receiver, url
 
 
 def bench_bare_producer(bootstrap: str, topic: str, values: list[bytes]) -> float:
@@ -120,6 +149,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=1000)
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--spool", default="always,interval,off",
+                    help="receiver.spool modes to run, comma-separated: always / interval / never (fsync policy) or off")
     ap.add_argument("--bootstrap", help="use this Kafka instead of starting the embedded broker")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args()
@@ -143,50 +174,43 @@ def main() -> None:
         values = [orjson.dumps(e) for e in events]
         n = sum(len(events[i : i + args.batch]) for i in range(0, len(events), args.batch))
 
-        rport = free_port()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
-        env.update(
-            RADSTACK_HOME=str(tmp),
-            RADSTACK_KAFKA__EMBEDDED="false",
-            RADSTACK_KAFKA__BOOTSTRAP_SERVERS=bootstrap,
-            RADSTACK_RECEIVER__PORT=str(rport),
-            RADSTACK_RECEIVER__MAX_BODY_BYTES=str(64 * 1024 * 1024),
-        )
-        log = open(tmp / "receiver.log", "wb")  # noqa: SIM115
-        receiver = subprocess.Popen(radctl_argv("receiver"), env=env, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)  # fmt: skip
-        url = f"http://127.0.0.1:{rport}"
-        deadline = time.monotonic() + 30
-        while not http_ok(f"{url}/health"):
-            if time.monotonic() > deadline or receiver.poll() is not None:
-                raise SystemExit(f"receiver did not start; see {tmp / 'receiver.log'}")
-            time.sleep(0.1)
-
         bare_s = bench_bare_producer(bootstrap, "bench_bare", values)
-        http_s = bench_receiver(url, "bench_http", bodies, args.batch, args.clients)
+        modes = [m.strip() for m in args.spool.split(",") if m.strip()]
+        per_mode: dict[str, dict] = {}
+        for mode in modes:  # one receiver process per spool mode, the same broker, events and clients
+            receiver = start_receiver(tmp / mode, bootstrap, mode)
+            http_s = bench_receiver(receiver[1], "bench_http", bodies, args.batch, args.clients)
+            stop_process_group(receiver[0].pid, 10)
+            receiver = None
+            per_mode[mode] = {"receiver_events_per_s": round(n / http_s), "receiver_seconds": round(http_s, 3),
+                              "ratio": round(bare_s / http_s, 3)}
+        first = per_mode[modes[0]]
         res = {
             "events": n,
             "batch": args.batch,
             "clients": args.clients,
-            "receiver_events_per_s": round(n / http_s),
+            "spool": modes[0],
+            "receiver_events_per_s": first["receiver_events_per_s"],
             "bare_producer_events_per_s": round(n / bare_s),
-            "ratio": round((n / http_s) / (n / bare_s), 3),
-            "receiver_seconds": round(http_s, 3),
+            "ratio": first["ratio"],
+            "receiver_seconds": first["receiver_seconds"],
             "bare_producer_seconds": round(bare_s, 3),
             "event_bytes": round(sum(map(len, values)) / len(values)),
+            "modes": per_mode,
+            "load_average": os.getloadavg()[0],
         }
         if args.json:
             print(orjson.dumps(res).decode())
         else:
-            print(
-                f"HTTP receiver: {res['receiver_events_per_s']:>9,} events/s "
-                f"({n:,} events, {args.batch}-event batches, {args.clients} clients)\n"
-                f"bare producer: {res['bare_producer_events_per_s']:>9,} events/s (same events, acks=all, idempotent)\n"
-                f"ratio receiver / bare producer: {res['ratio']:.2f}"
-            )
+            for mode, r in per_mode.items():
+                print(f"HTTP receiver, spool {mode:>8}: {r['receiver_events_per_s']:>9,} events/s "
+                      f"({n:,} events, {args.batch}-event batches, {args.clients} clients), "
+                      f"ratio to the bare producer {r['ratio']:.2f}")
+            print(f"bare producer:                {res['bare_producer_events_per_s']:>9,} events/s "
+                  f"(same events, acks=all, idempotent); load average {res['load_average']:.2f}")
     finally:
         if receiver is not None:
-            stop_process_group(receiver.pid, 10)
+            stop_process_group(receiver[0].pid, 10)
         if broker is not None:
             broker.stop()
 

@@ -25,14 +25,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from realtime.producer import PRODUCER_DEFAULTS, KafkaUnavailable
-from realtime.spool import Checkpoint, Spool, dead_letter_dir
+from realtime.spool import Checkpoint, Entry, Spool, dead_letter_dir
 
 FAULT_ENV = "RADSTACK_SPOOL_FAULT"
 """Fault injection for tests: ``exit_after_delivered:N`` ends the process at once (exit code 87) when the
@@ -44,6 +43,37 @@ PERMANENT = {  # Kafka refuses the event for good: dead-letter it
     KafkaError.INVALID_RECORD, KafkaError.INVALID_MSG, KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC,
     KafkaError._UNKNOWN_PARTITION, KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.TOPIC_EXCEPTION,
 }
+
+
+class _Run:
+    """Consecutive numbers of one entry produced to one partition (or, ``partition`` -1, found in Kafka
+    by a scan): Kafka acknowledges them in order, so the first acknowledgement has the lowest offset.
+    It is the delivery callback of its messages."""
+
+    __slots__ = ("topic", "first_seq", "n", "partition", "done", "acked", "first_offset", "last_offset", "drainer")
+
+    def __init__(self, topic: str, first_seq: int, n: int, partition: int, done: int = 0,
+                 drainer: SpoolDrainer | None = None) -> None:
+        self.topic = topic
+        self.first_seq = first_seq
+        self.n = n
+        self.partition = partition
+        self.done = done
+        self.acked = 0
+        self.first_offset = -1
+        self.last_offset = -1
+        self.drainer = drainer
+
+    def __call__(self, err: KafkaError | None, msg: Message) -> None:
+        if err is None:
+            off = msg.offset()
+            if self.first_offset < 0:
+                self.first_offset = off
+            self.last_offset = off
+            self.acked += 1
+        elif self.drainer is not None:
+            self.drainer._failed(self, err, msg)
+        self.done += 1
 
 
 class _Restart(Exception):
@@ -74,8 +104,10 @@ class SpoolDrainer:
         cp = spool.checkpoint
         self.committed = cp.committed
         self._start: dict[str, dict[int, int]] = {t: dict(ps) for t, ps in cp.start.items()}
-        self._done: dict[int, tuple[str, int, int] | None] = {}  # delivered above committed
-        self._open: dict[tuple[str, int], deque[tuple[int, int]]] = {}  # (topic, partition) → (seq, offset)
+        self._runs: deque[_Run] = deque()  # every number above committed, in order, in runs
+        self._found: list[tuple[int, str, int, int]] = []  # (seq, topic, partition, offset) a scan found
+        self._partitions: dict[str, int] = {}  # topic → partition count, read before producing to it
+        self._next_partition: dict[str, int] = {}
         self._dead: dict[int, str] = {}  # recent dead-lettered numbers → reason (for the waiting request)
         self._waiters: list[tuple[int, int, Callable[[], None]]] = []
         self._waiter_lock = threading.Lock()
@@ -171,8 +203,8 @@ class SpoolDrainer:
             p.purge()
             p.poll(0)
             p.close()
-        self._done.clear()
-        self._open.clear()
+        self._runs.clear()  # their messages sit after the committed ones of their partitions: a scan sees them
+        self._partitions.clear()
 
     def _recover(self) -> set[int] | None:
         """Wait for Kafka, then find the numbers above the checkpoint that are already in Kafka.
@@ -205,6 +237,8 @@ class SpoolDrainer:
                              "fetch.wait.max.ms": 50})
         found: set[int] = set()
         prefix = self.spool.spool_id
+        origin = self._checkpoint().start  # below every number above committed (found ones included)
+        self._found = []
         try:
             md = consumer.list_topics(timeout=10)
             assign: list[TopicPartition] = []
@@ -215,7 +249,7 @@ class SpoolDrainer:
                     continue
                 for p in meta.partitions:
                     low, high = consumer.get_watermark_offsets(TopicPartition(t, p), timeout=10)
-                    frm = max(low, self._start.get(t, {}).get(p, low))
+                    frm = max(low, origin.get(t, {}).get(p, low))
                     if frm < high:
                         assign.append(TopicPartition(t, p, frm))
                         ends[(t, p)] = high
@@ -239,16 +273,17 @@ class SpoolDrainer:
                         ends.pop(key)
         finally:
             consumer.close()
-        for t, p, off, seq in sorted(hits, key=lambda h: (h[0], h[1], h[2])):
+        for t, p, off, seq in hits:
             found.add(seq)
-            self._done[seq] = (t, p, off)
-            self._open.setdefault((t, p), deque()).append((seq, off))
+            self._found.append((seq, t, p, off))
+        self._found.sort()
         self.scanned_duplicates += len(found)
         return found
 
     def _baseline(self, topic: str) -> None:
-        """Before this spool first produces to ``topic``: remember each partition's end, so a recovery
-        scan starts there and not at the topic's beginning."""
+        """Before this producer first produces to ``topic``: its partition count, and (the first time
+        this spool writes it) each partition's end, so a recovery scan starts there and not at the
+        topic's beginning."""
         producer = self._producer
         assert producer is not None
         consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "radstack-spool-scan",
@@ -256,8 +291,10 @@ class SpoolDrainer:
         try:
             meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
             parts = {} if meta is None or meta.error is not None else meta.partitions
-            self._start[topic] = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                                  for p in parts}
+            if topic not in self._start:
+                self._start[topic] = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                                      for p in parts}
+            self._partitions[topic] = max(1, len(parts))
         except KafkaException as e:
             raise _Restart(str(e)) from e
         finally:
@@ -268,9 +305,7 @@ class SpoolDrainer:
         producer = self._producer
         assert producer is not None
         cursor = self.spool.cursor(self.committed)
-        produce = producer.produce
-        prefix = self.spool.spool_id
-        inflight = 0
+        last_seen = self.committed  # every number up to here has a run
         while True:
             if self._fatal:
                 self._fatal = False
@@ -291,34 +326,53 @@ class SpoolDrainer:
                             self.spool.appended.wait(0.2)
                 continue
             for e in entries:
-                if e.topic not in self._start:
+                if e.topic not in self._partitions:
                     self._baseline(e.topic)
-                topic = e.topic
-                for i, v in enumerate(e.values):
-                    seq = e.first_seq + i
-                    if seq <= self.committed or seq in found:
-                        continue
-                    hdr = [(HEADER_KEY, prefix + seq.to_bytes(8, "big"))]
-                    cb = partial(self._on_delivery, seq, topic)
-                    while True:
-                        try:
-                            produce(topic, v, headers=hdr, on_delivery=cb)
-                            break
-                        except BufferError:  # Kafka away or slower than the input: wait for room
-                            producer.poll(0.1)
-                            self._advance()
-                            if self._fatal:
-                                self._fatal = False
-                                raise _Restart("fatal producer error") from None
-                            if self._stop.is_set() and time.monotonic() > self._drain_deadline:
-                                return
-                    inflight += 1
-                    if inflight >= 2000:
-                        producer.poll(0)
-                        inflight = 0
+                lo = max(e.first_seq, last_seen + 1)
+                if lo > e.last_seq:
+                    continue
+                if not found:
+                    self._produce_run(producer, e, lo, e.last_seq)
+                else:  # split the entry around the numbers Kafka already has
+                    a = lo
+                    for seq in range(lo, e.last_seq + 2):
+                        if seq > e.last_seq or seq in found:
+                            if a < seq:
+                                self._produce_run(producer, e, a, seq - 1)
+                            if seq <= e.last_seq:
+                                self._runs.append(_Run(e.topic, seq, 1, -1, done=1))
+                            a = seq + 1
+                last_seen = e.last_seq
                 producer.poll(0)
                 self._advance()
-            found.difference_update(s for s in list(found) if s <= self.committed)
+            if found and self.committed >= max(found):
+                found.clear()
+
+    def _produce_run(self, producer: Producer, e: Entry, a: int, b: int) -> None:
+        """Produce numbers ``a`` … ``b`` of entry ``e`` to one partition (the next in turn for its topic)."""
+        topic = e.topic
+        n = self._partitions[topic]
+        partition = self._next_partition.get(topic, 0) % n
+        self._next_partition[topic] = partition + 1
+        run = _Run(topic, a, b - a + 1, partition, drainer=self)
+        self._runs.append(run)
+        prefix = self.spool.spool_id
+        produce = producer.produce
+        values = e.values[a - e.first_seq: b - e.first_seq + 1]
+        for seq, v in zip(range(a, b + 1), values, strict=True):
+            hdr = [(HEADER_KEY, prefix + seq.to_bytes(8, "big"))]
+            while True:
+                try:
+                    produce(topic, v, partition=partition, headers=hdr, on_delivery=run)
+                    break
+                except BufferError:  # Kafka away or slower than the input: wait for room
+                    producer.poll(0.1)
+                    self._advance()
+                    if self._fatal:
+                        self._fatal = False
+                        raise _Restart("fatal producer error") from None
+                    if self._stop.is_set() and time.monotonic() > self._drain_deadline:
+                        raise _Restart("stopping with Kafka away") from None
 
     def _finish(self, producer: Producer) -> None:
         """Stopping: wait for acknowledgements until the drain deadline, then keep the rest spooled."""
@@ -330,21 +384,14 @@ class SpoolDrainer:
         self._advance()
         producer.purge()
 
-    def _on_delivery(self, seq: int, topic: str, err: KafkaError | None, msg: Message) -> None:
-        if err is None:
-            self.kafka_down = False
-            self.delivered += 1
-            if self.delivered == self._exit_after:
-                os._exit(87)
-            self._done[seq] = (topic, msg.partition(), msg.offset())
-            self._open.setdefault((topic, msg.partition()), deque()).append((seq, msg.offset()))
-            return
+    def _failed(self, run: _Run, err: KafkaError, msg: Message) -> None:
+        """A message of ``run`` failed: dead-letter it when Kafka refuses it for good; otherwise it is
+        open whether Kafka has it (a fatal producer error): replace the producer and scan again."""
         if err.code() in PERMANENT:
-            self._dead_letter(seq, topic, msg.value(), f"{err.name()}: {err.str()}")
-            self._done[seq] = None
+            seq = next((int.from_bytes(v[16:], "big") for k, v in msg.headers() or () if k == HEADER_KEY and v),
+                       run.first_seq)
+            self._dead_letter(seq, run.topic, msg.value(), f"{err.name()}: {err.str()}")
             return
-        # fatal, or failed in a way that leaves open whether Kafka has it (a timeout): replace the
-        # producer and scan Kafka from the checkpoint before producing again
         self._fatal = True
 
     def _dead_letter(self, seq: int, topic: str, value: bytes | None, reason: str) -> None:
@@ -359,31 +406,39 @@ class SpoolDrainer:
         self._dead[seq] = reason
 
     def _advance(self) -> None:
-        """Move ``committed`` over the delivered prefix, wake the requests it covers, checkpoint."""
-        c = self.committed
-        done = self._done
-        while c + 1 in done:
-            c += 1
-            del done[c]
-        if c == self.committed:
+        """Move ``committed`` over the finished runs, wake the requests it covers, checkpoint."""
+        runs = self._runs
+        if not runs or runs[0].done < runs[0].n:
             self._save()
             return
+        c = self.committed
+        while runs and runs[0].done >= runs[0].n:
+            r = runs.popleft()
+            c = r.first_seq + r.n - 1
+            self.delivered += r.acked
+            if r.last_offset >= 0:
+                ends = self._start.setdefault(r.topic, {})
+                ends[r.partition] = max(ends.get(r.partition, 0), r.last_offset + 1)
+        if self._exit_after and self.delivered >= self._exit_after:
+            os._exit(87)
         self.committed = c
-        for (t, p), q in self._open.items():
-            ends = self._start.setdefault(t, {})
-            while q and q[0][0] <= c:
-                _, off = q.popleft()
-                ends[p] = max(ends.get(p, 0), off + 1)
+        self.kafka_down = False
+        if self._found and self._found[0][0] <= c:
+            self._found = [f for f in self._found if f[0] > c]
         with self._waiter_lock:
             while self._waiters and self._waiters[0][0] <= c:
                 heapq.heappop(self._waiters)[2]()
         self._save()
 
     def _checkpoint(self) -> Checkpoint:
+        """``start`` per partition: where a scan must begin to see every number above ``committed`` —
+        the end of the committed ones, or earlier where an uncommitted one already sits."""
         start: dict[str, dict[int, int]] = {t: dict(ps) for t, ps in self._start.items()}
-        for (t, p), q in self._open.items():
-            if q:  # a later number already sits at q[0]: a scan must start there
-                start.setdefault(t, {})[p] = min(start[t].get(p, q[0][1]), q[0][1])
+        lower = [(r.topic, r.partition, r.first_offset) for r in self._runs if r.first_offset >= 0]
+        lower += [(t, p, off) for _, t, p, off in self._found]
+        for t, p, off in lower:
+            ps = start.setdefault(t, {})
+            ps[p] = min(ps.get(p, off), off)
         return Checkpoint(self.committed, start)
 
     def _save(self, force: bool = False) -> None:
