@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from realtime.producer import PRODUCER_DEFAULTS, KafkaUnavailable
+from realtime.producer import PRODUCER_DEFAULTS, TOO_LARGE_CODES, KafkaUnavailable
 from realtime.spool import Checkpoint, Entry, Spool, dead_letter_dir
 
 FAULT_ENV = "RADSTACK_SPOOL_FAULT"
@@ -71,8 +71,8 @@ class _Run:
                 self.first_offset = off
             self.last_offset = off
             self.acked += 1
-        elif self.drainer is not None:
-            self.drainer._failed(self, err, msg)
+        elif self.drainer is not None and not self.drainer._failed(self, err, msg):
+            return  # produced again on its own: counted when that one is acknowledged
         self.done += 1
 
 
@@ -107,6 +107,7 @@ class SpoolDrainer:
         self._runs: deque[_Run] = deque()  # every number above committed, in order, in runs
         self._found: list[tuple[int, str, int, int]] = []  # (seq, topic, partition, offset) a scan found
         self._partitions: dict[str, int] = {}  # topic → partition count, read before producing to it
+        self._alone: list[tuple[_Run, bytes, list[tuple[str, bytes]]]] = []  # refused with a too-large batch
         self._next_partition: dict[str, int] = {}
         self._dead: dict[int, str] = {}  # recent dead-lettered numbers → reason (for the waiting request)
         self._waiters: list[tuple[int, int, Callable[[], None]]] = []
@@ -203,6 +204,7 @@ class SpoolDrainer:
             p.purge()
             p.poll(0)
             p.close()
+        self._alone.clear()
         self._runs.clear()  # their messages sit after the committed ones of their partitions: a scan sees them
         self._partitions.clear()
 
@@ -310,6 +312,8 @@ class SpoolDrainer:
             if self._fatal:
                 self._fatal = False
                 raise _Restart("fatal producer error")
+            if self._alone:
+                self._produce_alone(producer)
             entries = cursor.read()
             if not entries and self.spool.last_seq > self.spool.durable_seq:
                 self.spool.sync()  # produce only what is on disk
@@ -384,15 +388,44 @@ class SpoolDrainer:
         self._advance()
         producer.purge()
 
-    def _failed(self, run: _Run, err: KafkaError, msg: Message) -> None:
-        """A message of ``run`` failed: dead-letter it when Kafka refuses it for good; otherwise it is
-        open whether Kafka has it (a fatal producer error): replace the producer and scan again."""
-        if err.code() in PERMANENT:
+    def _failed(self, run: _Run, err: KafkaError, msg: Message, alone: bool = False) -> bool:
+        """A message of ``run`` failed; True when that settles it. Kafka refusing a record batch as too
+        large refuses every message in it, so such a message is produced again on its own first
+        (:meth:`_produce_alone`); refused alone, or refused for another permanent reason, it is
+        dead-lettered. Any other failure leaves open whether Kafka has it: replace the producer, scan."""
+        code = err.code()
+        if code in PERMANENT:
+            if code in TOO_LARGE_CODES and not alone:
+                self._alone.append((run, msg.value() or b"", msg.headers() or []))
+                return False
             seq = next((int.from_bytes(v[16:], "big") for k, v in msg.headers() or () if k == HEADER_KEY and v),
                        run.first_seq)
             self._dead_letter(seq, run.topic, msg.value(), f"{err.name()}: {err.str()}")
-            return
+            return True
         self._fatal = True
+        return True
+
+    def _produce_alone(self, producer: Producer) -> None:
+        """Produce each message of a refused batch in a batch of its own (rare: waits for each)."""
+        while self._alone:
+            run, value, headers = self._alone.pop(0)
+            settled = threading.Event()
+
+            def cb(err: KafkaError | None, msg: Message, run: _Run = run, settled: threading.Event = settled) -> None:
+                if err is None:
+                    run.acked += 1
+                    run.last_offset = max(run.last_offset, msg.offset())
+                    if run.first_offset < 0:
+                        run.first_offset = msg.offset()
+                    run.done += 1
+                elif self._failed(run, err, msg, alone=True):
+                    run.done += 1
+                settled.set()
+
+            producer.flush(30)  # nothing else in the batch
+            producer.produce(run.topic, value, partition=run.partition, headers=headers, on_delivery=cb)
+            while not settled.is_set() and not self._fatal and not self._stop.is_set():
+                producer.flush(1.0)
 
     def _dead_letter(self, seq: int, topic: str, value: bytes | None, reason: str) -> None:
         d = dead_letter_dir(self.spool.directory)

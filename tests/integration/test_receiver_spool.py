@@ -179,3 +179,30 @@ def test_crash_after_acknowledgement_before_checkpoint_sends_no_copy(tmp_path: P
         if receiver is not None and receiver.poll() is None:
             _kill(receiver)
         broker.stop()
+
+
+def test_event_kafka_refuses_for_good_is_dead_lettered(tmp_path: Path, kafka_bootstrap: str) -> None:
+    """The topic takes at most 2,000-byte messages: the receiver's own limit (1 MB) lets a 12,000-byte
+    event in, Kafka refuses it, the drainer keeps it in the dead-letter folder, the request gets 413 and
+    the other events of the request are delivered."""
+    from radstack.config import load_settings
+    from tests.fixtures.kafka import running_receiver
+
+    topic = f"small-{time.time_ns()}"
+    ensure_topics(kafka_bootstrap, {topic: 1}, config={"max.message.bytes": "2000"})
+    port = int(kafka_bootstrap.rsplit(":", 1)[1])
+    settings = load_settings(env={"RADSTACK_HOME": str(tmp_path)}, overrides={
+        "kafka": {"port": port}, "receiver": {"topics": [topic], "delivery_timeout_ms": 20_000}})
+    pad = os.urandom(6000).hex()  # incompressible: the lz4 batch stays over the limit
+    events = [{"timestamp": 1, "n": 0}, {"timestamp": 2, "n": 1, "pad": pad}, {"timestamp": 3, "n": 2}]
+    with running_receiver(settings) as url:
+        r = httpx.post(f"{url}/v1/events/{topic}", content=orjson.dumps(events), timeout=60)
+        assert r.status_code == 413, r.text
+        assert r.json()["accepted"] == 2 and "dead-letter" in r.json()["message"]
+    dead = (tmp_path / "spool" / "receiver" / "dead-letter" / f"{topic}.ndjson").read_bytes().splitlines()
+    assert len(dead) == 1 and orjson.loads(orjson.loads(dead[0])["event"])["n"] == 1
+    assert "TOO_LARGE" in orjson.loads(dead[0])["reason"]
+    st = inspect(tmp_path / "spool" / "receiver")
+    assert st is not None and (st.depth, st.dead_lettered) == (0, 1)
+    got = sorted(orjson.loads(v)["n"] for v in consume(kafka_bootstrap, topic, "g-dead", 3, timeout=8))
+    assert got == [0, 2]
