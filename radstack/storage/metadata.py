@@ -163,7 +163,15 @@ def _tables(md: sa.MetaData) -> dict[str, sa.Table]:
         _col("value", sa.Text, nullable=False),
         _col("updated", sa.String(255), nullable=False),
     )
-    return {"segments": segments, "rules": rules, "tasks": tasks, "config": config, "state": state}
+    subscriptions = sa.Table(  # radstack: live queries whose answers the server pushes (serving/subscriptions.py)
+        "radstack_subscriptions",
+        md,
+        _col("id", sa.String(255), primary_key=True),
+        _col("created_date", sa.String(255), nullable=False),
+        _col("payload", sa.LargeBinary, nullable=False),
+    )
+    return {"segments": segments, "rules": rules, "tasks": tasks, "config": config, "state": state,
+            "subscriptions": subscriptions}
 
 
 def normalize_url(url: str) -> str:
@@ -206,6 +214,7 @@ class MetadataStore:
         t = _tables(self.metadata)
         self.t_segments, self.t_rules, self.t_tasks = t["segments"], t["rules"], t["tasks"]
         self.t_config, self.t_state = t["config"], t["state"]
+        self.t_subscriptions = t["subscriptions"]
         # An in-memory SQLite database is one shared connection: serialize its use.
         self._lock: threading.Lock | None = (
             threading.Lock() if isinstance(engine.pool, StaticPool) else None
@@ -653,6 +662,25 @@ class MetadataStore:
     def set_config(self, name: str, value: Any) -> None:
         with self._tx(write=True) as conn:
             self._upsert(conn, self.t_config, {"name": name, "payload": _json_bytes(value)}, ["name"])
+
+    # ---- subscriptions --------------------------------------------------------------------------
+
+    def insert_subscription(self, sub_id: str, payload: dict[str, Any]) -> None:
+        with self._tx(write=True) as conn:
+            conn.execute(sa.insert(self.t_subscriptions).values(
+                id=sub_id, created_date=format_instant(now_millis()), payload=_json_bytes(payload)))
+
+    def subscriptions(self) -> list[tuple[str, str, dict[str, Any]]]:
+        """Every stored subscription: ``(id, created_date, payload)``, oldest first."""
+        t = self.t_subscriptions
+        with self._tx() as conn:
+            rows = conn.execute(sa.select(t.c.id, t.c.created_date, t.c.payload).order_by(t.c.created_date, t.c.id))
+            return [(r.id, r.created_date, _loads(r.payload)) for r in rows]
+
+    def delete_subscription(self, sub_id: str) -> bool:
+        t = self.t_subscriptions
+        with self._tx(write=True) as conn:
+            return conn.execute(sa.delete(t).where(t.c.id == sub_id)).rowcount > 0
 
     def get_state(self, key: str, default: Any = None) -> Any:
         t = self.t_state
