@@ -101,6 +101,9 @@ class ServerSettings(Section):
         40, description="deepest nesting of parentheses, NOTs, subqueries, filters or expressions in a query (400 above)")
     max_string_bytes: int = Field(
         1024 * 1024, description="longest string REPEAT/LPAD/RPAD may build (400 above)")
+    max_subscriptions: int = Field(1000, description="live query subscriptions the server keeps (400 above)")
+    subscription_tick_ms: int = Field(
+        1000, description="how often a subscription whose SQL reads the current time (a sliding window) is re-run")
     auth: AuthSettings = Field(default_factory=AuthSettings)
 
 

@@ -43,6 +43,8 @@ from serving.jobs import BatchJobs
 from serving.metrics_api import install as install_metrics
 from serving.overlord.api import router as overlord_router
 from serving.overlord.tasks import TaskRunner
+from serving.subscriptions import SubscriptionHub
+from serving.subscriptions_api import router as subscriptions_router
 
 log = logging.getLogger(__name__)
 
@@ -244,11 +246,17 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         app.state.ctx = ctx
         ctx.task_runner.start()
         ctx.broker.start()
+        ctx.subscriptions = SubscriptionHub(
+            ctx.broker, ctx.metadata, load_users(settings) if settings.server.auth.enabled else None,
+            settings.server.max_subscriptions, settings.server.subscription_tick_ms)
+        ctx.subscriptions.start()
         ctx.coordinator = CoordinatorLoop(ctx)
         ctx.coordinator.start()
         try:
             yield
         finally:
+            if ctx.subscriptions is not None:
+                ctx.subscriptions.stop()  # ends the open event streams
             if ctx.broker is not None:
                 ctx.broker.queries.cancel_all()  # first: a long query must not hold the shutdown
             ctx.coordinator.stop()
@@ -301,6 +309,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     app.include_router(coordinator_router)
     app.include_router(sql_router)
     app.include_router(native_router)
+    app.include_router(subscriptions_router)
     app.include_router(console_router)
     for extra in jobs.routers:
         app.include_router(extra)

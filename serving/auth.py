@@ -44,7 +44,7 @@ UNSECURED_PATHS = ("/status/health",
                    "/", "/console", "/unified-console.html", "/radstack/v1/capabilities", "/radstack/v1/whoami")
 UNSECURED_PREFIXES = ("/console/",)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
-QUERY_PREFIXES = ("/druid/v2",)  # native + SQL queries (and their cancels): checked per datasource
+QUERY_PREFIXES = ("/druid/v2", "/radstack/v1/subscriptions")  # queries: checked per datasource (subscriptions: and owner)
 _DATASOURCE_PATH = re.compile(
     r"^/druid/coordinator/v1/(?:metadata/)?(?:datasources|rules|config/compaction)/(?P<ds>[^/]+)")
 

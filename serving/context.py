@@ -27,5 +27,6 @@ class ServerContext:
     task_runner: Any
     broker: Any = None
     coordinator: Any = None
+    subscriptions: Any = None  # serving.subscriptions.SubscriptionHub
     jobs: BatchJobs = field(default_factory=BatchJobs)
     started_ms: int = field(default_factory=lambda: now_millis())

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import FrameType
 
 import typer
 import uvicorn
+from fastapi import FastAPI
 
 from operations.server import create_server_app
 from radstack.config import load_settings
@@ -27,10 +29,21 @@ def serve(
     if port:
         overrides["server"]["port"] = port
     settings = load_settings(config, overrides=overrides)
-    uvicorn.run(
-        create_server_app(settings),
-        host=settings.server.host,
-        port=int(settings.server.port),
-        log_level="warning",
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
-    )
+    app = create_server_app(settings)
+    _Server(app, uvicorn.Config(app, host=settings.server.host, port=int(settings.server.port), log_level="warning",
+                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)).run()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the subscription event streams first when told to stop (they would
+    otherwise hold the graceful shutdown for its whole timeout)."""
+
+    def __init__(self, app: FastAPI, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.app = app
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        hub = getattr(getattr(self.app.state, "ctx", None), "subscriptions", None)
+        if hub is not None:
+            hub.close_streams()
+        super().handle_exit(sig, frame)

@@ -665,10 +665,13 @@ class MetadataStore:
 
     # ---- subscriptions --------------------------------------------------------------------------
 
-    def insert_subscription(self, sub_id: str, payload: dict[str, Any]) -> None:
+    def insert_subscription(self, sub_id: str, payload: dict[str, Any]) -> str:
+        """Store a new subscription; returns its created date."""
+        created = format_instant(now_millis())
         with self._tx(write=True) as conn:
-            conn.execute(sa.insert(self.t_subscriptions).values(
-                id=sub_id, created_date=format_instant(now_millis()), payload=_json_bytes(payload)))
+            conn.execute(sa.insert(self.t_subscriptions).values(id=sub_id, created_date=created,
+                                                                payload=_json_bytes(payload)))
+        return created
 
     def subscriptions(self) -> list[tuple[str, str, dict[str, Any]]]:
         """Every stored subscription: ``(id, created_date, payload)``, oldest first."""

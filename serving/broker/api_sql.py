@@ -103,7 +103,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
         user = request_user(request)
         result = execute(broker, query, context=context, parameters=parameters,
                          metadata=getattr(ctx, "metadata", None), running=running, server=server,
-                         authorize=_authorizer(user), can_read=_reader(user))
+                         authorize=authorizer(user), can_read=reader(user))
         stack.callback(result.close)
     except BaseException:
         stack.close()
@@ -125,7 +125,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     return StreamingResponse(body(), media_type=writer.content_type, headers=headers)
 
 
-def _authorizer(user: User | None) -> Any:
+def authorizer(user: User | None) -> Any:
     """READ on every datasource and ``sys`` table the statement reads (nothing to check without auth)."""
     if user is None:
         return None
@@ -138,7 +138,7 @@ def _authorizer(user: User | None) -> Any:
     return check
 
 
-def _reader(user: User | None) -> Any:
+def reader(user: User | None) -> Any:
     return None if user is None else (lambda ds: user.can("DATASOURCE", ds, "READ"))
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,6 +154,11 @@ class BrokerService:
         self._token: Any = object()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_change(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on the refreshing thread; it must not block) after every swap of the views."""
+        self._listeners.append(listener)
 
     # ---- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -341,6 +346,8 @@ class BrokerService:
         finally:
             cur.close()
         self._drop_unwanted(wanted)
+        for listener in self._listeners:
+            listener()
         return True
 
     def _drop_unwanted(self, wanted: set[str]) -> None:
