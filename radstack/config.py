@@ -104,6 +104,7 @@ class ServerSettings(Section):
     max_subscriptions: int = Field(1000, description="live query subscriptions the server keeps (400 above)")
     subscription_tick_ms: int = Field(
         1000, description="how often a subscription whose SQL reads the current time (a sliding window) is re-run")
+    subscription_threads: int = Field(2, description="subscription queries re-run at once after a change")
     auth: AuthSettings = Field(default_factory=AuthSettings)
 
 

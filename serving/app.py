@@ -248,7 +248,8 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         ctx.broker.start()
         ctx.subscriptions = SubscriptionHub(
             ctx.broker, ctx.metadata, load_users(settings) if settings.server.auth.enabled else None,
-            settings.server.max_subscriptions, settings.server.subscription_tick_ms)
+            settings.server.max_subscriptions, settings.server.subscription_tick_ms,
+            settings.server.subscription_threads)
         ctx.subscriptions.start()
         ctx.coordinator = CoordinatorLoop(ctx)
         ctx.coordinator.start()

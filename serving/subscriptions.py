@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -164,7 +165,7 @@ class SubscriptionHub:
     """The subscriptions of one server: storage, evaluation thread, listeners."""
 
     def __init__(self, broker: BrokerService, metadata: MetadataStore, users: Mapping[str, User] | None = None,
-                 max_subscriptions: int = 1000, tick_ms: int = 1000) -> None:
+                 max_subscriptions: int = 1000, tick_ms: int = 1000, threads: int = 2) -> None:
         self.broker = broker
         self.metadata = metadata
         self.users = dict(users or {})
@@ -181,6 +182,7 @@ class SubscriptionHub:
         self._thread: threading.Thread | None = None
         self.evaluations = 0
         self.pushes = 0
+        self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="radstack-subscription")
         broker.on_change(self._wake.set)
 
     # -- lifecycle --------------------------------------------------------------------------------
@@ -195,6 +197,7 @@ class SubscriptionHub:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        self._pool.shutdown(wait=False, cancel_futures=True)
         self.close_streams()
 
     def close_streams(self) -> None:
@@ -305,7 +308,8 @@ class SubscriptionHub:
         """The answer as JSON (what ``/druid/v2/sql`` or ``/druid/v2`` would return) and the datasources
         it read (None: unknown, e.g. only system tables)."""
         user = self._user(sub)
-        self.evaluations += 1
+        with self._lock:
+            self.evaluations += 1
         if sub.native is not None:
             rows = run_native_query(self.broker, sub.native, user=user)
             names = datasource_names(sub.native.get("dataSource"))
@@ -352,7 +356,8 @@ class SubscriptionHub:
         return max(0.01, min(ticks) - time.monotonic()) if ticks else 5.0
 
     def run_once(self) -> int:
-        """Re-run every listened-to group that is due; push changed answers. Returns the pushes."""
+        """Re-run every listened-to group that is due (``server.subscription_threads`` at once); push
+        changed answers. Returns the number of answers handed to listeners."""
         changed = self._changed_datasources()
         now = time.monotonic()
         with self._lock:
@@ -365,31 +370,32 @@ class SubscriptionHub:
                 if (g.dirty or changed is None or g.datasources is None or bool(changed & g.datasources)
                         or (g.sample.time_dependent and now >= g.next_tick)):
                     due.append(g)
-        pushes = 0
-        for g in due:
-            try:
-                body, datasources = self._evaluate(g.sample)
-                error = False
-            except DruidError as e:
-                body, datasources, error = orjson.dumps(e.to_json()), g.datasources, True
-            except Exception as e:  # noqa: BLE001 - a planner bug must not stop the other subscriptions
-                log.exception("subscription %s failed", g.sample.id)
-                body = orjson.dumps(DruidError(f"{type(e).__name__}: {e}", category="RUNTIME_FAILURE").to_json())
-                datasources, error = g.datasources, True
-            with self._lock:
-                g.dirty = False
-                g.evaluations += 1
-                g.datasources = datasources
-                g.next_tick = time.monotonic() + self.tick
-                listeners = [x for i in g.ids for x in self._listeners.get(i, ())]
-                if g.last is not None and g.last.body == body and g.last.error == error:
-                    listeners = [x for x in listeners if x.needs_first]  # unchanged: only to new clients
-                else:
-                    g.last = Answer((g.last.seq if g.last else 0) + 1, body, error)
-                    pushes += 1
-                answer = g.last
-            for x in listeners:
-                x.needs_first = False
-                x.offer(answer)
+        return sum(self._pool.map(self._refresh_group, due))
+
+    def _refresh_group(self, g: _Group) -> int:
+        """Re-run one group; push its answer when it changed (or to clients still waiting for a first)."""
+        try:
+            body, datasources = self._evaluate(g.sample)
+            error = False
+        except DruidError as e:
+            body, datasources, error = orjson.dumps(e.to_json()), g.datasources, True
+        except Exception as e:  # noqa: BLE001 - a planner bug must not stop the other subscriptions
+            log.exception("subscription %s failed", g.sample.id)
+            body = orjson.dumps(DruidError(f"{type(e).__name__}: {e}", category="RUNTIME_FAILURE").to_json())
+            datasources, error = g.datasources, True
+        with self._lock:
+            g.dirty = False
+            g.evaluations += 1
+            g.datasources = datasources
+            g.next_tick = time.monotonic() + self.tick
+            listeners = [x for i in g.ids for x in self._listeners.get(i, ())]
+            if g.last is not None and g.last.body == body and g.last.error == error:
+                listeners = [x for x in listeners if x.needs_first]  # unchanged: only to new clients
+            else:
+                g.last = Answer((g.last.seq if g.last else 0) + 1, body, error)
+            answer = g.last
             self.pushes += len(listeners)
-        return pushes
+        for x in listeners:
+            x.needs_first = False
+            x.offer(answer)
+        return len(listeners)
