@@ -7,16 +7,17 @@ Starts an embedded Apache Kafka broker, the ``ads`` streaming job (Spark, in thi
 serving process (``radctl serve``, its own OS process) on one home, then runs three phases of the same
 traffic (``--rate`` events/s for ``--seconds``):
 
-1. **none**: no subscriber — the serving process's CPU while the real-time segments grow (baseline),
-   and the freshness a dashboard polling ``SUM("count")`` every 100 ms sees (the yardstick);
-2. **shared**: ``--subscribers`` clients on ONE windowed top-k query (shared evaluation);
-3. **distinct**: ``--subscribers`` clients, each on its own windowed top-k query (``LIMIT 100+k``):
+1. **none**: no client — the serving process's CPU while the real-time segments grow (baseline);
+2. **poll**: one dashboard polling ``SUM("count")`` every 100 ms over HTTP — the freshness it sees is
+   the yardstick for the pushes;
+3. **shared**: ``--subscribers`` clients on ONE windowed top-k query (shared evaluation);
+4. **distinct**: ``--subscribers`` clients, each on its own windowed top-k query (``LIMIT 100+k``):
    ``--subscribers`` evaluations per change, the worst case.
 
 Every query is ``SELECT publisher, SUM("count") … WHERE __time >= CURRENT_TIMESTAMP - INTERVAL '1' HOUR
 GROUP BY 1 ORDER BY 2 DESC LIMIT n`` with ``n`` above the number of publishers, so an answer's rows add
 up to every event counted: the latency of event i is the first push (to each subscriber) whose total
-reaches it, minus the time i was produced. Clients are asyncio streams in this process. CPU per
+reaches it, minus the time i was produced. Clients are asyncio streams in a process of their own. CPU per
 subscriber = (the server's CPU seconds per second in the phase − in phase 1) / subscribers.
 """
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -76,8 +78,10 @@ async def _listen(url: str, pushes: list[tuple[float, int]], stop: asyncio.Event
                 return
 
 
-def run_clients(server: str, queries: list[str], stop: threading.Event) -> list[list[tuple[float, int]]]:
-    """One SSE client per query (subscribed first), until ``stop``; each client's pushes."""
+def client_process(server: str, queries: list[str], stop: Any, ready: Any, out: Any) -> None:
+    """One SSE client per query (subscribed first), until ``stop`` is set; sends each client's pushes
+    to ``out``. Runs in its own process, as dashboards do (perf_counter is CLOCK_MONOTONIC on Linux:
+    the same clock as the producer's timestamps)."""
     ids = [httpx.post(f"{server}/radstack/v1/subscriptions", json={"query": q}, timeout=60).json()["id"]
            for q in queries]
     pushes: list[list[tuple[float, int]]] = [[] for _ in ids]
@@ -87,6 +91,8 @@ def run_clients(server: str, queries: list[str], stop: threading.Event) -> list[
         tasks = [asyncio.create_task(_listen(f"{server}/radstack/v1/subscriptions/{i}/events", p, done))
                  for i, p in zip(ids, pushes, strict=True)]
         while not stop.is_set():
+            if not ready.is_set() and all(pushes):
+                ready.set()  # every stream has its first answer
             await asyncio.sleep(0.05)
         done.set()
         for t in tasks:
@@ -96,6 +102,24 @@ def run_clients(server: str, queries: list[str], stop: threading.Event) -> list[
     asyncio.run(main())
     for i in ids:
         httpx.delete(f"{server}/radstack/v1/subscriptions/{i}", timeout=60)
+    out.send(pushes)
+
+
+def run_clients(server: str, queries: list[str], stop: threading.Event,
+                ready: threading.Event) -> list[list[tuple[float, int]]]:
+    ctx = multiprocessing.get_context("spawn")
+    mp_stop, mp_ready = ctx.Event(), ctx.Event()
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=client_process, args=(server, queries, mp_stop, mp_ready, send), daemon=True)
+    proc.start()
+    while not mp_ready.wait(0.2):
+        if not proc.is_alive():
+            raise SystemExit("the client process died")
+    ready.set()
+    stop.wait()
+    mp_stop.set()
+    pushes = recv.recv()
+    proc.join(30)
     return pushes
 
 
@@ -112,14 +136,18 @@ def poll_total(server: str, stop: threading.Event) -> list[tuple[float, int]]:
 
 def phase(name: str, server: str, server_pid: int, queries: list[str], bootstrap: str, topic: str,
           rate: int, seconds: float, base: int, seed: int) -> dict[str, Any]:
-    stop = threading.Event()
+    stop, ready = threading.Event(), threading.Event()
     result: dict[str, Any] = {}
-    if queries:
-        clients = threading.Thread(target=lambda: result.update(pushes=run_clients(server, queries, stop)))
-    else:  # the yardstick: one client polling SUM("count") over HTTP every 100 ms, as a dashboard would
+    if name == "poll":  # the yardstick: one client polling SUM("count") over HTTP every 100 ms, as dashboards do
+        ready.set()
         clients = threading.Thread(target=lambda: result.update(pushes=[poll_total(server, stop)]))
+    elif queries:
+        clients = threading.Thread(target=lambda: result.update(pushes=run_clients(server, queries, stop, ready)))
+    else:  # no client at all: the server's CPU while the real-time segments grow
+        ready.set()
+        clients = threading.Thread(target=stop.wait)
     clients.start()
-    time.sleep(3 if queries else 0)  # connected, first answers received
+    ready.wait()  # subscribed, connected, first answers received
     p = _producer(bootstrap)
     n = int(rate * seconds)
     cpu0, t0 = cpu_seconds(server_pid), time.perf_counter()
@@ -203,7 +231,7 @@ def main() -> None:
                 time.sleep(0.5)
             total = warm
             k = args.subscribers
-            plans = [("none", []), ("shared", [topk(100)] * k), ("distinct", [topk(100 + i) for i in range(k)])]
+            plans = [("none", []), ("poll", []), ("shared", [topk(100)] * k), ("distinct", [topk(100 + i) for i in range(k)])]
             results = []
             for i, (name, queries) in enumerate(plans):
                 r = phase(name, server, server_proc.pid, queries, bootstrap, topic, args.rate, args.seconds, total, 10 + i)
@@ -214,14 +242,16 @@ def main() -> None:
                 results.append(r)
                 print(orjson.dumps(r).decode(), flush=True)
             base_cpu = results[0]["server_cpu_s_per_s"]
-            for r in results[1:]:
+            for r in results[2:]:
                 r["cpu_ms_per_s_per_subscriber"] = round((r["server_cpu_s_per_s"] - base_cpu) * 1000 / k, 2)
+            segments = httpx.post(f"{server}/druid/v2/sql", timeout=30, json={
+                "query": f"SELECT COUNT(*) AS n FROM sys.segments WHERE datasource = '{DS}'"}).json()[0]["n"]
             print(f"\nrate {args.rate} events/s, trigger {trigger}s, {k} subscribers, load average "
-                  f"{os.getloadavg()[0]:.2f}")
+                  f"{os.getloadavg()[0]:.2f}, {segments} real-time segments at the end (handoff off)")
             for r in results:
                 print(f"  {r['phase']:8s} server CPU {r['server_cpu_s_per_s']:.2f} s/s"
-                      + ("" if r["subscribers"] else f"; one client polling every 100 ms: produced → seen p50 "
-                         f"{r.get('p50_s')} s, p95 {r.get('p95_s')} s")
+                      + (f"; one client polling every 100 ms: produced → seen p50 {r.get('p50_s')} s, "
+                         f"p95 {r.get('p95_s')} s" if r["phase"] == "poll" else "")
                       + (f", per subscriber {r.get('cpu_ms_per_s_per_subscriber', 0):.2f} ms/s; produced → pushed "
                          f"p50 {r.get('p50_s')} s, p95 {r.get('p95_s')} s, max {r.get('max_s')} s "
                          f"({r.get('samples')} samples, {r.get('pushes_per_subscriber')} pushes each)" if r["subscribers"] else ""))
