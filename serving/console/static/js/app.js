@@ -1,12 +1,13 @@
-// The console's shell: capabilities, sign-in, navigation between the four views.
+// The console's shell: capabilities, sign-in, navigation between the views.
 import { getJSON, setCredentials, credentials } from "./api.js";
 import { el, hideModal, showModal, errorBox } from "./util.js";
 import { datasourcesView } from "./view-datasources.js";
 import { timelineView } from "./view-timeline.js";
 import { queryView } from "./view-query.js";
 import { ingestionView } from "./view-ingestion.js";
+import { liveView } from "./view-live.js";
 
-const VIEWS = { datasources: datasourcesView, timeline: timelineView, query: queryView, ingestion: ingestionView };
+const VIEWS = { datasources: datasourcesView, timeline: timelineView, query: queryView, live: liveView, ingestion: ingestionView };
 export const session = { capabilities: null, user: null, isAdmin: true };
 let cleanup = null;
 
