@@ -32,7 +32,7 @@ import orjson
 
 from radstack.storage.metadata import MetadataStore
 from serving.auth import User
-from serving.broker.api_sql import authorizer, reader
+from serving.broker.api_sql import authorizer, context_and_parameters, reader
 from serving.broker.native import datasource_names, run_native_query
 from serving.broker.service import BrokerService
 from serving.broker.sql.engine import execute
@@ -69,12 +69,7 @@ class Subscription:
             raise invalid_input("'query' must be a non-empty string of Druid SQL")
         if native is not None and not isinstance(native, dict):
             raise invalid_input("'nativeQuery' must be a JSON object")
-        context = body.get("context") or {}
-        if not isinstance(context, dict):
-            raise invalid_input("'context' must be a JSON object")
-        parameters = body.get("parameters") or []
-        if not isinstance(parameters, list):
-            raise invalid_input("'parameters' must be a JSON array")
+        context, parameters = context_and_parameters(body)
         fmt = body.get("resultFormat") or "object"
         if fmt not in FORMATS:
             raise invalid_input(f"resultFormat of a subscription must be one of {list(FORMATS)}")

@@ -57,6 +57,17 @@ async def parse_request(request: Request) -> dict[str, Any]:
     raise DruidError(f"Unsupported Content-Type: {ctype}", status=415)
 
 
+def context_and_parameters(body: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The ``context`` object and ``parameters`` array of a SQL request (400 when of the wrong type)."""
+    context = body.get("context") or {}
+    if not isinstance(context, dict):
+        raise DruidError("'context' must be a JSON object")
+    parameters = body.get("parameters") or []
+    if not isinstance(parameters, list):
+        raise DruidError("'parameters' must be a JSON array")
+    return context, parameters
+
+
 def _broker(request: Request) -> Any:
     ctx = getattr(request.app.state, "ctx", None)
     broker = getattr(ctx, "broker", None)
@@ -77,12 +88,7 @@ async def post_sql(request: Request) -> Response:
     types_header, sql_types_header = _bool(body, "typesHeader"), _bool(body, "sqlTypesHeader")
     if (types_header or sql_types_header) and not header:
         raise DruidError("Cannot include type headers without also setting [header]")
-    context = body.get("context") or {}
-    if not isinstance(context, dict):
-        raise DruidError("'context' must be a JSON object")
-    parameters = body.get("parameters") or []
-    if not isinstance(parameters, list):
-        raise DruidError("'parameters' must be a JSON array")
+    context, parameters = context_and_parameters(body)
     broker = _broker(request)
 
     return await run_in_threadpool(_run, request, broker, query, fmt, header, types_header,

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -92,17 +95,49 @@ def _topic_counts(bootstrap: str, expected: int) -> Counter[int]:
     return Counter(orjson.loads(v)["n"] for v in values)
 
 
-def test_kafka_down_50000_events_and_a_kill_9_then_exactly_once(tmp_path: Path) -> None:
+@dataclass
+class Stack:
+    """A broker of this test's own (it is stopped and started) and a receiver process on it."""
+
+    broker: KafkaBroker
+    cfg: Path
+    port: int
+    receiver: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def spool(self) -> Path:
+        return self.cfg.parent / "spool" / "receiver"
+
+    def restart_receiver(self, **env: str) -> subprocess.Popen[bytes]:
+        if self.receiver is not None and self.receiver.poll() is None:
+            _kill(self.receiver)
+        self.receiver = _receiver(self.cfg, self.port, **env)
+        return self.receiver
+
+
+@contextmanager
+def stack(tmp_path: Path) -> Iterator[Stack]:
     broker = _broker(tmp_path)
     port = free_port()
-    cfg = _config(tmp_path, broker, port)
-    url = f"http://127.0.0.1:{port}"
-    spool = tmp_path / "spool" / "receiver"
+    st = Stack(broker, _config(tmp_path, broker, port), port)
     broker.start(timeout=120)
-    receiver = None
     try:
         ensure_topics(broker.bootstrap_servers, {TOPIC: 2})
-        receiver = _receiver(cfg, port)
+        st.restart_receiver()
+        yield st
+    finally:
+        if st.receiver is not None and st.receiver.poll() is None:
+            _kill(st.receiver)
+        broker.stop()
+
+
+def test_kafka_down_50000_events_and_a_kill_9_then_exactly_once(tmp_path: Path) -> None:
+    with stack(tmp_path) as st:
+        broker, cfg, url, spool = st.broker, st.cfg, st.url, st.spool
         r = _post(url, 0, 100)
         assert (r.status_code, r.json()) == (200, {"accepted": 100}), r.text
         broker.stop()
@@ -117,14 +152,13 @@ def test_kafka_down_50000_events_and_a_kill_9_then_exactly_once(tmp_path: Path) 
             assert r.json()["accepted"] == r.json()["spooled"] == 500
             accepted += 500
             if i == 49:  # mid-outage: radctl status shows the depth, then kill -9 and restart the receiver
-                st = _status_json(cfg)["spool"]
-                depth_seen = st["depth"]
-                assert depth_seen >= 25_000 - 500, st
-                _kill(receiver)
-                receiver = _receiver(cfg, port)
+                shown = _status_json(cfg)["spool"]
+                depth_seen = shown["depth"]
+                assert depth_seen >= 25_000 - 500, shown
+                st.restart_receiver()
         assert statuses == Counter({202: 100})
-        st = inspect(spool)
-        assert st is not None and st.depth == 50_000, st  # every outage event is waiting, none lost by the kill
+        waiting = inspect(spool)
+        assert waiting is not None and waiting.depth == 50_000, waiting  # none lost by the kill
 
         t0 = time.monotonic()
         broker.start(timeout=120)
@@ -141,44 +175,27 @@ def test_kafka_down_50000_events_and_a_kill_9_then_exactly_once(tmp_path: Path) 
         assert (lost, duplicated) == (0, 0)
         assert sorted(counts) == list(range(accepted))
         assert _status_json(cfg)["spool"]["depth"] == 0
-    finally:
-        if receiver is not None:
-            _kill(receiver)
-        broker.stop()
 
 
 def test_crash_after_acknowledgement_before_checkpoint_sends_no_copy(tmp_path: Path) -> None:
-    broker = _broker(tmp_path)
-    port = free_port()
-    cfg = _config(tmp_path, broker, port)
-    url = f"http://127.0.0.1:{port}"
-    spool = tmp_path / "spool" / "receiver"
-    broker.start(timeout=120)
-    receiver = None
-    try:
-        ensure_topics(broker.bootstrap_servers, {TOPIC: 2})
-        receiver = _receiver(cfg, port)
+    with stack(tmp_path) as st:
+        broker, spool = st.broker, st.spool
         broker.stop()
         for i in range(20):  # 20,000 events into the spool while Kafka is down
-            assert _post(url, i * 1000, 1000).status_code == 202
-        _kill(receiver)
+            assert _post(st.url, i * 1000, 1000).status_code == 202
+        _kill(st.receiver)  # type: ignore[arg-type]
         broker.start(timeout=120)
         # the drainer dies (exit 87) the moment Kafka acknowledges the 7,000th event
-        receiver = _receiver(cfg, port, RADSTACK_SPOOL_FAULT="exit_after_delivered:7000")
-        assert receiver.wait(60) == 87
+        assert st.restart_receiver(RADSTACK_SPOOL_FAULT="exit_after_delivered:7000").wait(60) == 87
         committed = inspect(spool).committed  # type: ignore[union-attr]
         assert committed < 20_000
-        receiver = _receiver(cfg, port)
+        st.restart_receiver()
         _wait_drained(spool, 120)
         counts = _topic_counts(broker.bootstrap_servers, 20_000)
         duplicated = sum(c - 1 for c in counts.values())
         print(f"\nspool crash after ack: checkpoint at #{committed:,} when the process died; "
               f"{len(counts):,} of 20,000 in Kafka, duplicated {duplicated}")
         assert duplicated == 0 and sorted(counts) == list(range(20_000))
-    finally:
-        if receiver is not None and receiver.poll() is None:
-            _kill(receiver)
-        broker.stop()
 
 
 def test_event_kafka_refuses_for_good_is_dead_lettered(tmp_path: Path, kafka_bootstrap: str) -> None:
