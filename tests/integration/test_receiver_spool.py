@@ -77,10 +77,14 @@ def _post(url: str, first: int, n: int) -> httpx.Response:
     return httpx.post(f"{url}/v1/events/{TOPIC}", content=body, timeout=30)
 
 
+def _status(cfg: Path, *flags: str) -> bytes:
+    out = subprocess.run([sys.executable, "-m", "operations", "status", "--no-kafka", *flags],
+                         env={**_env(cfg), "COLUMNS": "200"}, capture_output=True, timeout=60, check=False)
+    return out.stdout
+
+
 def _status_json(cfg: Path) -> dict:
-    out = subprocess.run([sys.executable, "-m", "operations", "status", "--json", "--no-kafka"],
-                         env=_env(cfg), capture_output=True, timeout=60, check=False)
-    return orjson.loads(out.stdout)
+    return orjson.loads(_status(cfg, "--json"))
 
 
 def _wait_drained(spool: Path, timeout: float) -> None:
@@ -155,6 +159,7 @@ def test_kafka_down_50000_events_and_a_kill_9_then_exactly_once(tmp_path: Path) 
                 shown = _status_json(cfg)["spool"]
                 depth_seen = shown["depth"]
                 assert depth_seen >= 25_000 - 500, shown
+                assert f"receiver spool: {depth_seen:,} event(s) not yet in Kafka" in _status(cfg).decode()
                 st.restart_receiver()
         assert statuses == Counter({202: 100})
         waiting = inspect(spool)
