@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import os
 import threading
 import time
@@ -32,6 +33,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from realtime.producer import PRODUCER_DEFAULTS, TOO_LARGE_CODES, KafkaUnavailable
 from realtime.spool import Checkpoint, Entry, Spool, dead_letter_dir
+
+log = logging.getLogger(__name__)
 
 FAULT_ENV = "RADSTACK_SPOOL_FAULT"
 """Fault injection for tests: ``exit_after_delivered:N`` ends the process at once (exit code 87) when the
@@ -186,6 +189,10 @@ class SpoolDrainer:
             except _Restart:
                 self._drop_producer()
                 time.sleep(1.0)  # let requests the old producer had in flight land before the scan
+            except Exception:  # noqa: BLE001 - Kafka lost mid-scan, a disk error: never stop draining
+                log.exception("spool drainer: starting again from the checkpoint")
+                self._drop_producer()
+                self._stop.wait(1.0)
         self._save(force=True)
         self._drop_producer()
 

@@ -228,3 +228,37 @@ def test_event_kafka_refuses_for_good_is_dead_lettered(tmp_path: Path, kafka_boo
     assert st is not None and (st.depth, st.dead_lettered) == (0, 1)
     got = sorted(orjson.loads(v)["n"] for v in consume(kafka_bootstrap, topic, "g-dead", 3, timeout=8))
     assert got == [0, 2]
+
+
+def test_drainer_survives_a_failure_and_starts_again_from_the_checkpoint(
+        tmp_path: Path, kafka_bootstrap: str, kafka_topic: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kafka lost in the middle of the recovery scan (here: the first scan raises) does not stop the
+    drainer: it starts again from the checkpoint and delivers everything once."""
+    from confluent_kafka import KafkaException
+
+    from realtime.spool import Spool
+    from realtime.spool_drainer import SpoolDrainer
+
+    spool = Spool(tmp_path / "spool")
+    for i in range(5):
+        spool.append(kafka_topic, [orjson.dumps({"timestamp": 1, "n": i * 100 + j}) for j in range(100)])
+    real_scan = SpoolDrainer._scan
+    calls: list[int] = []
+
+    def flaky_scan(self: SpoolDrainer, topics: set[str]) -> set[int]:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KafkaException("lost in the middle of the scan")
+        return real_scan(self, topics)
+
+    monkeypatch.setattr(SpoolDrainer, "_scan", flaky_scan)
+    drainer = SpoolDrainer(spool, kafka_bootstrap).start()
+    deadline = time.monotonic() + 60
+    while drainer.committed < 500:
+        assert time.monotonic() < deadline, drainer.committed
+        time.sleep(0.1)
+    drainer.stop()
+    spool.close()
+    assert len(calls) == 2
+    got = Counter(orjson.loads(v)["n"] for v in consume(kafka_bootstrap, kafka_topic, "g-flaky", 600, timeout=10))
+    assert sorted(got) == list(range(500)) and set(got.values()) == {1}
