@@ -270,6 +270,8 @@ class Spool:
     def append(self, topic: str, values: list[bytes]) -> Entry:
         """Write ``values`` for ``topic`` as one entry; durable per the fsync policy when this returns.
         Raises :class:`SpoolFull` when the entry would pass ``max_bytes`` (or the disk is full)."""
+        if not values:
+            raise ValueError("an entry holds at least one event")
         with self._lock:
             if self._closed.is_set():
                 raise SpoolError("the spool is closed")

@@ -104,8 +104,13 @@ def test_one_process_per_spool(tmp_path: Path) -> None:
     Spool(tmp_path).close()
 
 
-def test_inspect_without_a_spool(tmp_path: Path) -> None:
+def test_inspect_without_a_spool_and_an_empty_entry(tmp_path: Path) -> None:
     assert inspect(tmp_path / "none") is None
+    s = Spool(tmp_path)
+    with pytest.raises(ValueError, match="at least one"):
+        s.append("events", [])
+    assert s.last_seq == 0
+    s.close()
 
 
 @pytest.mark.parametrize("policy", ["always", "interval", "never"])
