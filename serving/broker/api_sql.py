@@ -59,10 +59,14 @@ async def parse_request(request: Request) -> dict[str, Any]:
 
 def context_and_parameters(body: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
     """The ``context`` object and ``parameters`` array of a SQL request (400 when of the wrong type)."""
-    context = body.get("context") or {}
+    context = body.get("context")
+    if context is None:
+        context = {}
     if not isinstance(context, dict):
         raise DruidError("'context' must be a JSON object")
-    parameters = body.get("parameters") or []
+    parameters = body.get("parameters")
+    if parameters is None:
+        parameters = []
     if not isinstance(parameters, list):
         raise DruidError("'parameters' must be a JSON array")
     return context, parameters

@@ -13,6 +13,7 @@ from serving.subscriptions import Subscription
 def test_validation_errors_are_400s() -> None:
     bad = [[], {}, {"query": "SELECT 1", "nativeQuery": {}}, {"query": ""}, {"query": 5},
            {"nativeQuery": "timeseries"}, {"query": "SELECT 1", "context": [1]},
+           {"query": "SELECT 1", "context": []}, {"query": "SELECT 1", "parameters": {}},
            {"query": "SELECT 1", "parameters": {"a": 1}}, {"query": "SELECT 1", "resultFormat": "csv"},
            {"query": "SELECT 1", "resultFormat": "objectLines"}]
     for body in bad:
