@@ -396,11 +396,13 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
         dead = drainer.dead_in(entry.first_seq, entry.last_seq) if delivered else []
         if dead:
             refused = [{"index": -1, "seq": seq, "tooLarge": "TOO_LARGE" in why, "reason": why} for seq, why in dead]
-            return _json(413 if all(r["tooLarge"] for r in refused) else 400, {
-                "error": "events refused by Kafka", "accepted": len(values) - len(dead), "rejectedCount": len(dead),
-                "rejected": (rejected + refused)[:MAX_REPORTED_REJECTIONS],
-                "message": f"Kafka refused {len(dead)} event(s) for good; they are kept in the spool's dead-letter "
-                           "folder; retrying cannot help"})
+            accepted, detail = len(values) - len(dead), (
+                f"Kafka refused {len(dead)} event(s) for good; they are kept in the spool's dead-letter folder")
+            if all(r["tooLarge"] for r in refused):
+                return _too_large(rejected + refused, accepted, detail)
+            return _json(400, {"error": "events refused by Kafka", "accepted": accepted, "rejectedCount": len(dead),
+                               "rejected": (rejected + refused)[:MAX_REPORTED_REJECTIONS],
+                               "message": f"{detail}; retrying cannot help"})
         return _answer(len(values), rejected, 0 if delivered else len(values))
 
     return app

@@ -28,6 +28,7 @@ import threading
 import zlib
 from array import array
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 from pathlib import Path
@@ -103,10 +104,9 @@ def encode_entry(first_seq: int, topic: str, values: list[bytes]) -> bytes:
     return HEADER.pack(MAGIC, len(body), crc, first_seq, len(values), len(t)) + body
 
 
-def decode_entries(buf: bytes | memoryview, verify: bool = True) -> tuple[list[Entry], int]:
-    """The whole entries at the start of ``buf`` and the number of bytes they take. Stops at the first
+def iter_entries(buf: bytes | memoryview, verify: bool = True) -> Iterator[tuple[Entry, int]]:
+    """The whole entries at the start of ``buf``, each with the offset just past it. Stops at the first
     incomplete or (``verify``) corrupt entry."""
-    out: list[Entry] = []
     pos = 0
     n = len(buf)
     mv = memoryview(buf)
@@ -114,19 +114,24 @@ def decode_entries(buf: bytes | memoryview, verify: bool = True) -> tuple[list[E
         magic, size, crc, first, count, tlen = HEADER.unpack_from(mv, pos)
         end = pos + HEADER.size + size
         if magic != MAGIC or end > n or tlen + 4 * count > size:
-            break
+            return
         body = mv[pos + HEADER.size: end]
         if verify and zlib.crc32(body, zlib.crc32(CRC_PART.pack(first, count, tlen))) != crc:
-            break
+            return
         lengths = array("I")
         lengths.frombytes(body[tlen: tlen + 4 * count])
         base = tlen + 4 * count
         bounds = [base, *accumulate(lengths, initial=base)][1:]
         raw = bytes(body)
         values = [raw[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
-        out.append(Entry(first, raw[:tlen].decode(), values))
+        yield Entry(first, raw[:tlen].decode(), values), end
         pos = end
-    return out, pos
+
+
+def decode_entries(buf: bytes | memoryview, verify: bool = True) -> tuple[list[Entry], int]:
+    """The whole entries at the start of ``buf`` and the number of bytes they take."""
+    pairs = list(iter_entries(buf, verify))
+    return [e for e, _ in pairs], (pairs[-1][1] if pairs else 0)
 
 
 def _fsync_dir(path: Path) -> None:
@@ -377,13 +382,6 @@ class Spool:
                 keep.append((first, path))
         self._segments = keep
 
-    def stats(self, committed: int | None = None) -> SpoolStats:
-        with self._lock:
-            c = self.checkpoint.committed if committed is None else committed
-            dead = sum(1 for p in dead_letter_dir(self.directory).glob("*.ndjson") for _ in p.open("rb"))
-            return SpoolStats(str(self.directory), max(0, self.last_seq - c), self._bytes, len(self._segments),
-                              c, self.last_seq, dead)
-
     def close(self) -> None:
         with self._lock:
             if self._closed.is_set():
@@ -395,7 +393,6 @@ class Spool:
             self._syncer.join(timeout=5)
         fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
         os.close(self._lock_fd)
-
 
 
 class SpoolCursor:
@@ -426,24 +423,20 @@ class SpoolCursor:
                         data = f.read(min(size - self._pos, max(max_bytes, 1 << 16)))
                 except FileNotFoundError:  # all delivered and deleted meanwhile: go on with the next
                     continue
-                entries, used = decode_entries(data, verify=False)  # written by this process: whole entries
-                if not entries and used == 0:  # an entry larger than the read: take it whole
+                pairs = list(iter_entries(data, verify=False))  # written by this process: whole entries
+                if not pairs:  # an entry larger than the read: take it whole
                     with open(path, "rb") as f:
                         f.seek(self._pos)
-                        entries, used = decode_entries(f.read(size - self._pos), verify=False)
+                        pairs = list(iter_entries(f.read(size - self._pos), verify=False))
                 limit = self.spool.durable_seq
-                for e in entries:
+                start = self._pos
+                for e, end in pairs:
                     if e.last_seq > limit:
                         return out
-                    self._pos += entry_size(e)
+                    self._pos = start + end
                     if e.last_seq > self.seq:
                         out.append(e)
                         self.seq = e.last_seq
                 if out:
                     return out
         return out
-
-
-def entry_size(e: Entry) -> int:
-    """Bytes the entry takes in a segment."""
-    return HEADER.size + len(e.topic.encode()) + 4 * len(e.values) + sum(map(len, e.values))

@@ -48,6 +48,14 @@ PERMANENT = {  # Kafka refuses the event for good: dead-letter it
 }
 
 
+def _seq_of(headers: list[tuple[str, bytes | None]] | None, spool_id: bytes) -> int | None:
+    """The sequence number a message of this spool carries, or None."""
+    for k, v in headers or ():
+        if k == HEADER_KEY and v is not None and len(v) == 24 and v[:16] == spool_id:
+            return int.from_bytes(v[16:], "big")
+    return None
+
+
 class _Run:
     """Consecutive numbers of one entry produced to one partition (or, ``partition`` -1, found in Kafka
     by a scan): Kafka acknowledges them in order, so the first acknowledgement has the lowest offset.
@@ -67,14 +75,15 @@ class _Run:
         self.last_offset = -1
         self.drainer = drainer
 
-    def __call__(self, err: KafkaError | None, msg: Message) -> None:
+    def __call__(self, err: KafkaError | None, msg: Message, alone: bool = False) -> None:
         if err is None:
             off = msg.offset()
             if self.first_offset < 0:
                 self.first_offset = off
-            self.last_offset = off
+            if off > self.last_offset:  # a message produced again alone lands after the others
+                self.last_offset = off
             self.acked += 1
-        elif self.drainer is not None and not self.drainer._failed(self, err, msg):
+        elif self.drainer is not None and not self.drainer._failed(self, err, msg, alone):
             return  # produced again on its own: counted when that one is acknowledged
         self.done += 1
 
@@ -99,8 +108,6 @@ class SpoolDrainer:
         }
         self.kafka_down = False
         self.delivered = 0
-        self.dead_lettered = 0
-        self.scanned_duplicates = 0  # numbers found already in Kafka by a recovery scan
         self._stop = threading.Event()
         self._producer: Producer | None = None
         self._fatal = False
@@ -174,10 +181,6 @@ class SpoolDrainer:
             raise KafkaUnavailable(f"cannot read Kafka metadata: {e}") from e
         return t is not None and t.error is None and bool(t.partitions)
 
-    @property
-    def depth(self) -> int:
-        return max(0, self.spool.last_seq - self.committed)
-
     # -- the thread -------------------------------------------------------------------------------
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -204,6 +207,11 @@ class SpoolDrainer:
 
     def _new_producer(self) -> Producer:
         return Producer(self.producer_conf)
+
+    def _consumer(self, **conf: Any) -> Consumer:
+        """A consumer that only reads (metadata, watermarks, a scan): it never commits."""
+        return Consumer({"bootstrap.servers": self.bootstrap, "group.id": "radstack-spool-scan",
+                         "enable.auto.commit": False, **conf})
 
     def _drop_producer(self) -> None:
         p, self._producer = self._producer, None
@@ -241,9 +249,7 @@ class SpoolDrainer:
     def _scan(self, topics: set[str]) -> set[int]:
         """Numbers above ``committed`` in the headers of ``topics``, read from the checkpoint's offsets
         (a partition it does not know is read from its start) to the end."""
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "radstack-spool-scan",
-                             "enable.auto.commit": False, "enable.partition.eof": True,
-                             "fetch.wait.max.ms": 50})
+        consumer = self._consumer(**{"enable.partition.eof": True, "fetch.wait.max.ms": 50})
         found: set[int] = set()
         prefix = self.spool.spool_id
         origin = self._checkpoint().start  # below every number above committed (found ones included)
@@ -273,11 +279,9 @@ class SpoolDrainer:
                         if m.error().code() == KafkaError._PARTITION_EOF:
                             ends.pop(key, None)
                         continue
-                    for k, v in m.headers() or ():
-                        if k == HEADER_KEY and v is not None and len(v) == 24 and v[:16] == prefix:
-                            seq = int.from_bytes(v[16:], "big")
-                            if seq > self.committed:
-                                hits.append((m.topic(), m.partition(), m.offset(), seq))
+                    seq = _seq_of(m.headers(), prefix)
+                    if seq is not None and seq > self.committed:
+                        hits.append((m.topic(), m.partition(), m.offset(), seq))
                     if key in ends and m.offset() + 1 >= ends[key]:
                         ends.pop(key)
         finally:
@@ -286,17 +290,13 @@ class SpoolDrainer:
             found.add(seq)
             self._found.append((seq, t, p, off))
         self._found.sort()
-        self.scanned_duplicates += len(found)
         return found
 
     def _baseline(self, topic: str) -> None:
         """Before this producer first produces to ``topic``: its partition count, and (the first time
         this spool writes it) each partition's end, so a recovery scan starts there and not at the
         topic's beginning."""
-        producer = self._producer
-        assert producer is not None
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "radstack-spool-scan",
-                             "enable.auto.commit": False})
+        consumer = self._consumer()
         try:
             meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
             parts = {} if meta is None or meta.error is not None else meta.partitions
@@ -371,7 +371,7 @@ class SpoolDrainer:
         produce = producer.produce
         values = e.values[a - e.first_seq: b - e.first_seq + 1]
         for seq, v in zip(range(a, b + 1), values, strict=True):
-            hdr = [(HEADER_KEY, prefix + seq.to_bytes(8, "big"))]
+            hdr = [(HEADER_KEY, prefix + seq.to_bytes(8, "big"))]  # read back by _seq_of
             while True:
                 try:
                     produce(topic, v, partition=partition, headers=hdr, on_delivery=run)
@@ -405,8 +405,7 @@ class SpoolDrainer:
             if code in TOO_LARGE_CODES and not alone:
                 self._alone.append((run, msg.value() or b"", msg.headers() or []))
                 return False
-            seq = next((int.from_bytes(v[16:], "big") for k, v in msg.headers() or () if k == HEADER_KEY and v),
-                       run.first_seq)
+            seq = _seq_of(msg.headers(), self.spool.spool_id) or run.first_seq
             self._dead_letter(seq, run.topic, msg.value(), f"{err.name()}: {err.str()}")
             return True
         self._fatal = True
@@ -419,14 +418,7 @@ class SpoolDrainer:
             settled = threading.Event()
 
             def cb(err: KafkaError | None, msg: Message, run: _Run = run, settled: threading.Event = settled) -> None:
-                if err is None:
-                    run.acked += 1
-                    run.last_offset = max(run.last_offset, msg.offset())
-                    if run.first_offset < 0:
-                        run.first_offset = msg.offset()
-                    run.done += 1
-                elif self._failed(run, err, msg, alone=True):
-                    run.done += 1
+                run(err, msg, alone=True)
                 settled.set()
 
             producer.flush(30)  # nothing else in the batch
@@ -440,7 +432,6 @@ class SpoolDrainer:
         with open(d / f"{topic}.ndjson", "ab") as f:
             f.write(orjson.dumps({"seq": seq, "topic": topic, "reason": reason,
                                   "event": (value or b"").decode("utf-8", "replace")}) + b"\n")
-        self.dead_lettered += 1
         if len(self._dead) > 10_000:
             self._dead.clear()
         self._dead[seq] = reason

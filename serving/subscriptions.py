@@ -25,14 +25,14 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
 
 from radstack.storage.metadata import MetadataStore
 from serving.auth import User
-from serving.broker.api_sql import authorizer, context_and_parameters, reader
+from serving.broker.api_sql import authorizer, context_and_parameters, reader, stringify_arrays
 from serving.broker.native import datasource_names, run_native_query
 from serving.broker.service import BrokerService
 from serving.broker.sql.engine import execute
@@ -153,7 +153,6 @@ class _Group:
     datasources: frozenset[str] | None = None  # None: not known yet (re-run on any change)
     dirty: bool = True
     next_tick: float = 0.0
-    evaluations: int = 0
 
 
 class SubscriptionHub:
@@ -176,7 +175,6 @@ class SubscriptionHub:
         self._fingerprints: dict[str, tuple[Any, ...]] | None = None
         self._thread: threading.Thread | None = None
         self.evaluations = 0
-        self.pushes = 0
         self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="radstack-subscription")
         broker.on_change(self._wake.set)
 
@@ -212,7 +210,7 @@ class SubscriptionHub:
                                     "(server.max_subscriptions): delete some first")
         body, datasources = self._evaluate(sub)
         created = self.metadata.insert_subscription(sub.id, sub.payload())
-        stored = Subscription.from_payload(sub.id, created, sub.payload())
+        stored = replace(sub, created=created)
         group = self._add(stored)
         with self._lock:
             if group.last is None:
@@ -285,10 +283,6 @@ class SubscriptionHub:
                     if not ls:
                         del self._listeners[sub_id]
 
-    def listener_count(self) -> int:
-        with self._lock:
-            return sum(len(v) for v in self._listeners.values())
-
     # -- evaluation -------------------------------------------------------------------------------
     def _user(self, sub: Subscription) -> User | None:
         if not self.auth:
@@ -315,9 +309,8 @@ class SubscriptionHub:
             result = execute(self.broker, sub.sql or "", context=context, parameters=sub.parameters,
                              metadata=self.metadata, running=running, authorize=authorizer(user), can_read=reader(user))
             try:
-                stringify = context.get("sqlStringifyArrays", True) not in (False, "false")
-                body = ResultWriter(sub.result_format, result.columns, stringify_arrays=stringify).write_all(
-                    result.batches())
+                body = ResultWriter(sub.result_format, result.columns,
+                                    stringify_arrays=stringify_arrays(context)).write_all(result.batches())
             finally:
                 result.close()
         tr = result.translation
@@ -380,7 +373,6 @@ class SubscriptionHub:
             datasources, error = g.datasources, True
         with self._lock:
             g.dirty = False
-            g.evaluations += 1
             g.datasources = datasources
             g.next_tick = time.monotonic() + self.tick
             listeners = [x for i in g.ids for x in self._listeners.get(i, ())]
@@ -389,7 +381,6 @@ class SubscriptionHub:
             else:
                 g.last = Answer((g.last.seq if g.last else 0) + 1, body, error)
             answer = g.last
-            self.pushes += len(listeners)
         for x in listeners:
             x.needs_first = False
             x.offer(answer)

@@ -72,6 +72,11 @@ def context_and_parameters(body: dict[str, Any]) -> tuple[dict[str, Any], list[A
     return context, parameters
 
 
+def stringify_arrays(context: dict[str, Any]) -> bool:
+    """Druid's ``sqlStringifyArrays`` (default true): arrays in results written as JSON strings."""
+    return context.get("sqlStringifyArrays", True) not in (False, "false")
+
+
 def _broker(request: Request) -> Any:
     ctx = getattr(request.app.state, "ctx", None)
     broker = getattr(ctx, "broker", None)
@@ -118,7 +123,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     except BaseException:
         stack.close()
         raise
-    stringify = context.get("sqlStringifyArrays", True) not in (False, "false")
+    stringify = stringify_arrays(context)
     writer = ResultWriter(fmt, result.columns, header=header, types_header=types_header,
                           sql_types_header=sql_types_header, stringify_arrays=stringify)
     headers = {"X-Druid-SQL-Query-Id": qid}

@@ -7,7 +7,6 @@ events its checkpoint does not record yet: the restarted drainer finds them and 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -26,18 +25,12 @@ from operations.processes import free_port, http_ok
 from realtime.spool import inspect
 from realtime.topics import ensure_topics
 from tests.fixtures.kafka import consume
+from tests.integration.test_kafka_broker import _broker
+from tests.integration.test_streaming_restart import _kill
 
 pytestmark = pytest.mark.slow
 
 TOPIC = "events"
-
-
-def _broker(home: Path) -> KafkaBroker:
-    port = free_port()
-    controller = free_port()
-    while controller == port:
-        controller = free_port()
-    return KafkaBroker(home=home / "kafka", port=port, controller_port=controller, heap="384m")
 
 
 def _config(home: Path, broker: KafkaBroker, port: int) -> Path:
@@ -65,11 +58,6 @@ def _receiver(cfg: Path, port: int, **env: str) -> subprocess.Popen[bytes]:
         assert time.monotonic() < deadline, "the receiver did not start"
         time.sleep(0.1)
     return p
-
-
-def _kill(p: subprocess.Popen[bytes]) -> None:
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait(30)
 
 
 def _post(url: str, first: int, n: int) -> httpx.Response:
@@ -125,7 +113,7 @@ class Stack:
 
 @contextmanager
 def stack(tmp_path: Path) -> Iterator[Stack]:
-    broker = _broker(tmp_path)
+    broker = _broker(tmp_path / "kafka")
     port = free_port()
     st = Stack(broker, _config(tmp_path, broker, port), port)
     broker.start(timeout=120)
