@@ -34,6 +34,7 @@ from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import Interval, Period, TimeParseError, format_instant, parse_instant
 from radstack.joda import tokenize
+from radstack.projections import ProjectionSpec, ProjectionSpecError, parse_projection
 
 __all__ = [
     "SpecError",
@@ -186,6 +187,7 @@ class DataSchema:
     granularity: GranularitySpec = field(default_factory=GranularitySpec)
     transforms: tuple[Transform, ...] = ()
     transform_filter: dict[str, Any] | None = field(default=None, hash=False)
+    projections: tuple[ProjectionSpec, ...] = ()
 
     # -- conveniences -------------------------------------------------------------------------
     @property
@@ -254,6 +256,8 @@ class DataSchema:
             if self.transform_filter is not None:
                 ts["filter"] = self.transform_filter
             out["transformSpec"] = ts
+        if self.projections:
+            out["projections"] = [pr.to_json() for pr in self.projections]
         return out
 
 
@@ -434,6 +438,8 @@ def parse_data_schema(mapping: Mapping[str, Any]) -> DataSchema:
             f"{', '.join(overlap)} cannot be both a dimension and excluded",
         )
 
+    projections = _parse_projections(ds.get("projections"), f"{p}.projections", dimensions, metrics, gran)
+
     return DataSchema(
         data_source=data_source,
         timestamp_spec=timestamp_spec,
@@ -443,7 +449,27 @@ def parse_data_schema(mapping: Mapping[str, Any]) -> DataSchema:
         granularity=gran,
         transforms=tuple(transforms),
         transform_filter=tfilter,
+        projections=projections,
     )
+
+
+def _parse_projections(
+    raw: Any, p: str, dimensions: Sequence[DimensionSchema], metrics: Sequence[MetricSpec], gran: GranularitySpec
+) -> tuple[ProjectionSpec, ...]:
+    out: list[ProjectionSpec] = []
+    value_types = {m.name: m.value_type for m in metrics}
+    for i, raw_projection in enumerate(_list(raw, p)):
+        try:
+            pr = parse_projection(
+                raw_projection, f"{p}[{i}]", dimensions=[d.name for d in dimensions] or None, metrics=value_types,
+                segment_granularity=gran.segment_granularity, query_granularity=gran.query_granularity,
+            )
+        except ProjectionSpecError as e:
+            raise SpecError(e.path, e.message) from e
+        if any(o.name == pr.name for o in out):
+            raise SpecError(f"{p}[{i}].name", f"duplicate projection name {pr.name!r}")
+        out.append(pr)
+    return tuple(out)
 
 
 def _parse_timestamp_spec(raw: Any, p: str) -> TimestampSpec:

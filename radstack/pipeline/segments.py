@@ -278,7 +278,7 @@ class _PartitionWriter:
             shard_spec=ShardSpec("numbered", self.first + self._piece, 0),
             num_rows=w.rows,
         )
-        self.segments.append(store_segment(self.storage, seg, w.path, w.size))
+        self.segments.append(store_segment(self.storage, seg, w.path, w.size, self.schema.projections))
 
     def close(self) -> None:
         if self._held is not None:

@@ -38,9 +38,16 @@ from radstack.expressions import quote_identifier as _q
 from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, condense
+from radstack.projections import ProjectionSpec
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.segment_format import segment_data_key, segment_schema, write_segment_file
+from radstack.storage.projections import write_projection_files
+from radstack.storage.segment_format import (
+    projection_data_key,
+    segment_data_key,
+    segment_schema,
+    write_segment_file,
+)
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.timestamps import parse_timestamp_column, query_arrow
 
@@ -498,12 +505,20 @@ def runs(values: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
-def store_segment(deep_storage: _DeepStorage, segment: DataSegment, local: Path, size: int) -> DataSegment:
-    """Move a written segment file to the deep-storage key of ``segment``; the segment with its
-    ``loadSpec`` and size."""
+def store_segment(deep_storage: _DeepStorage, segment: DataSegment, local: Path, size: int,
+                  projections: Sequence[ProjectionSpec] = ()) -> DataSegment:
+    """Build ``projections`` from a written segment file, move the files to the deep-storage keys of
+    ``segment``; the segment with its ``loadSpec``, size and projection files."""
+    specs = {p.name: p for p in projections}
+    files = []
+    for name, path, rows in write_projection_files(local, projections):
+        spec = deep_storage.put_file(path, projection_data_key(segment.id, name))
+        path.unlink()
+        files.append({"name": name, "spec": specs[name].to_json(), "granularity": specs[name].granularity.to_json(),
+                      "loadSpec": dict(spec), "numRows": rows})
     load_spec = deep_storage.put_file(local, segment_data_key(segment.id))
     local.unlink()
-    return segment.with_load_spec(dict(load_spec), size=size)
+    return replace(segment, load_spec=dict(load_spec), size=size, projections=tuple(files))
 
 
 def _split(table: pa.Table, seg_gran: Granularity, max_rows: int) -> list[SegmentTable]:
@@ -573,7 +588,7 @@ def index_partition(
             )
             local = Path(tmp) / f"{n}.parquet"
             size = write_segment_file(piece.table, local)
-            segments.append(store_segment(deep_storage, seg, local, size))
+            segments.append(store_segment(deep_storage, seg, local, size, schema.projections))
     return IndexResult(segments, stats, dim_names)
 
 
@@ -600,17 +615,26 @@ def renumber_core(segments: Sequence[DataSegment], deep_storage: DeepStorage | N
         for i, s in enumerate(group):
             new = replace(s, shard_spec=ShardSpec("numbered", i, total, s.shard_spec.extra))
             if deep_storage is not None and s.partition_num != i:
-                old_key, new_key = segment_data_key(s.id), segment_data_key(new.id)
-                if hasattr(deep_storage, "rename"):
-                    deep_storage.rename(old_key, new_key)
-                    load_spec = deep_storage.load_spec(new_key)
-                else:
-                    with tempfile.TemporaryDirectory(prefix="radstack-renumber-") as tmp:
-                        local = Path(tmp) / "data.parquet"
-                        deep_storage.download(old_key, local)
-                        load_spec = deep_storage.put_file(local, new_key)
-                    deep_storage.delete(old_key)
-                new = new.with_load_spec(dict(load_spec))
+                load_spec = _move(deep_storage, segment_data_key(s.id), segment_data_key(new.id))
+                files = tuple(
+                    {**f, "loadSpec": _move(deep_storage, projection_data_key(s.id, f["name"]),
+                                            projection_data_key(new.id, f["name"]))}
+                    for f in s.projections
+                )
+                new = replace(new.with_load_spec(load_spec), projections=files)
             out.append(new)
     return out
+
+
+def _move(deep_storage: DeepStorage, old_key: str, new_key: str) -> dict[str, Any]:
+    """Move one deep-storage file; its new ``loadSpec``."""
+    if hasattr(deep_storage, "rename"):
+        deep_storage.rename(old_key, new_key)
+        return dict(deep_storage.load_spec(new_key))
+    with tempfile.TemporaryDirectory(prefix="radstack-renumber-") as tmp:
+        local = Path(tmp) / "data.parquet"
+        deep_storage.download(old_key, local)
+        load_spec = deep_storage.put_file(local, new_key)
+    deep_storage.delete(old_key)
+    return dict(load_spec)
 

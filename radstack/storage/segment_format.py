@@ -6,7 +6,8 @@ the dimensions in ``dimensionsSpec`` order (``string`` dictionary-encoded in Par
 ``int64``, ``double*`` → ``float64``, ``float*`` → ``float32``). Rows are sorted by ``__time`` then
 the dimensions; compression is ZSTD.
 
-Deep-storage keys: ``segments/{segment_path(id)}/data.parquet`` and ``…/descriptor.json``.
+Deep-storage keys: ``segments/{segment_path(id)}/data.parquet``, ``…/descriptor.json`` and, for each
+aggregate projection, ``…/projections/{name}.parquet`` (same format, see :mod:`radstack.storage.projections`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "segment_schema",
     "segment_data_key",
     "segment_descriptor_key",
+    "projection_data_key",
     "write_segment_file",
     "SegmentFileWriter",
     "read_segment_table",
@@ -66,6 +68,11 @@ def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | N
 
 def segment_data_key(segment_id: SegmentId) -> str:
     return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/{DATA_FILE}"
+
+
+def projection_data_key(segment_id: SegmentId, name: str) -> str:
+    """Where a segment's projection ``name`` lives: ``…/{segment_path}/projections/{name}.parquet``."""
+    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/projections/{name}.parquet"
 
 
 def segment_descriptor_key(segment_id: SegmentId) -> str:

@@ -5,7 +5,9 @@ A segment is one immutable time chunk of one datasource. Its id is
 ``payload`` column of ``druid_segments`` and the ``descriptor.json`` beside the data in deep storage —
 has Druid's DataSegment shape: ``dataSource``, ``interval``, ``version``, ``loadSpec``,
 ``dimensions`` and ``metrics`` (comma-joined), ``shardSpec``, ``binaryVersion``, ``size``,
-``identifier``. radstack adds ``numRows`` (Druid reports it from historicals, not the payload).
+``identifier``. radstack adds ``numRows`` (Druid reports it from historicals, not the payload) and,
+for segments built with aggregate projections, ``projections`` (name, spec, ``loadSpec``, ``numRows`` of
+each projection file; Druid keeps projections inside its segment files instead).
 """
 
 from __future__ import annotations
@@ -141,6 +143,8 @@ class DataSegment:
     num_rows: int = 0
     binary_version: int = BINARY_VERSION
     last_compaction_state: dict[str, Any] | None = field(default=None, compare=False, hash=False)
+    # radstack extension: the segment's projection files, each {"name", "spec", "loadSpec", "numRows"}
+    projections: tuple[dict[str, Any], ...] = field(default=(), compare=False, hash=False)
 
     @property
     def id(self) -> SegmentId:
@@ -177,6 +181,8 @@ class DataSegment:
         }
         if self.last_compaction_state is not None:
             out["lastCompactionState"] = self.last_compaction_state
+        if self.projections:
+            out["projections"] = [dict(p) for p in self.projections]
         return out
 
     def to_payload(self) -> str:
@@ -201,6 +207,7 @@ class DataSegment:
             num_rows=int(d.get("numRows", 0)),
             binary_version=int(d.get("binaryVersion", BINARY_VERSION)),
             last_compaction_state=d.get("lastCompactionState"),
+            projections=tuple(dict(p) for p in d.get("projections") or () if isinstance(p, dict)),
         )
 
 

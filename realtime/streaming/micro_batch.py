@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -132,7 +132,9 @@ def process_partition(
     pipeline_cols = [c for c in table.column_names if c not in (*BOOKKEEPING, KEEP_COLUMN)]
     res = index_table(
         table.filter(kept).select(pipeline_cols),
-        spec.data_schema,
+        # real-time segments carry no projection files: the broker aggregates them when a query
+        # reads a projection (they are small and short-lived)
+        replace(spec.data_schema, projections=()),
         deep_storage=deep_storage,
         version=interval_start_version,
         shard="append",

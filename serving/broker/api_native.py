@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from serving.auth import request_user
 from serving.broker.native import query_id_of, run_native_query
+from serving.broker.projections import projection_header
 from serving.broker.service import BrokerService
 from serving.errors import DruidError, invalid_input
 
@@ -62,12 +63,12 @@ async def post_native(request: Request) -> Response:
             raise invalid_input("A native query must be a JSON object")
         service = broker_of(request)
         qid = query_id_of(query) or service.queries.new_id()
-        headers = {"X-Druid-Query-Id": qid}
+        used: dict[str, str] = {}
         result = await run_in_threadpool(run_native_query, service, query, query_id=qid,
-                                         user=request_user(request))
+                                         user=request_user(request), used_projections=used)
     except DruidError as e:
         return error_response(e)
-    return json_response(result, pretty=pretty, headers=headers)
+    return json_response(result, pretty=pretty, headers={"X-Druid-Query-Id": qid, **projection_header(used)})
 
 
 @router.delete("/druid/v2/{query_id}")

@@ -17,6 +17,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from serving.auth import User, request_user
+from serving.broker.projections import projection_header
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
 from serving.broker.sql.translate import Translation
@@ -126,7 +127,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     stringify = stringify_arrays(context)
     writer = ResultWriter(fmt, result.columns, header=header, types_header=types_header,
                           sql_types_header=sql_types_header, stringify_arrays=stringify)
-    headers = {"X-Druid-SQL-Query-Id": qid}
+    headers = {"X-Druid-SQL-Query-Id": qid, **projection_header(result.translation.projections)}
     if header:
         headers["X-Druid-SQL-Header-Included"] = "yes"
 

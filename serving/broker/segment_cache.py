@@ -14,6 +14,7 @@ import shutil
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -55,6 +56,18 @@ def druid_type(duckdb_type: str) -> str:
 
 
 @dataclass(frozen=True)
+class LoadedProjection:
+    """One projection file of a loaded segment, held as its own DuckDB table."""
+
+    name: str
+    spec: dict[str, Any]  # the projection's JSON, as the indexer recorded it
+    granularity: Any  # its time granularity's JSON
+    table: str
+    num_rows: int
+    columns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class LoadedSegment:
     """A segment held in memory: its DuckDB table and what a query planner needs to know about it."""
 
@@ -66,6 +79,7 @@ class LoadedSegment:
     max_time: int | None
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in file order
     size: int  # bytes of the Parquet file
+    projections: tuple[LoadedProjection, ...] = ()
 
     @property
     def identifier(self) -> str:
@@ -111,27 +125,10 @@ class SegmentCache:
         if existing is not None:
             return existing
         parquet, local_dir = self._fetch(segment)
-        with self._lock:
-            self._counter += 1
-            table = f"__seg_{self._counter}"
+        table = self._table_name()
         cur = self._db.cursor()
         try:
-            names = [r[0] for r in cur.execute(
-                "SELECT name FROM parquet_schema(?) WHERE num_children IS NULL OR num_children = 0",
-                [str(parquet)],
-            ).fetchall()]
-            select = ", ".join(
-                'CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names
-            )
-            cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM read_parquet(?)", [str(parquet)])
-            cols = tuple(
-                (r[0], str(r[1]))
-                for r in cur.execute(
-                    "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
-                    "ORDER BY column_index",
-                    [table],
-                ).fetchall()
-            )
+            cols = _create_table(cur, table, parquet)
             if any(c[0] == "__time" for c in cols):
                 n, lo, hi = cur.execute(
                     f'SELECT count(*), epoch_ms(min("__time")), epoch_ms(max("__time")) FROM {table}'
@@ -142,6 +139,7 @@ class SegmentCache:
             raise SegmentLoadError(f"cannot load segment {sid} from {parquet}: {e}") from e
         finally:
             cur.close()
+        projections = tuple(p for p in (self._load_projection(segment, f, local_dir) for f in segment.projections) if p)
         loaded = LoadedSegment(
             segment=segment,
             table=table,
@@ -151,10 +149,12 @@ class SegmentCache:
             max_time=None if hi is None else int(hi),
             columns=cols,
             size=parquet.stat().st_size,
+            projections=projections,
         )
         with self._lock:
             if sid in self._loaded:  # lost a race: keep the first
-                self._drop_table(table)
+                for t in (table, *(p.table for p in projections)):
+                    self._drop_table(t)
                 return self._loaded[sid]
             self._loaded[sid] = loaded
         log.info("loaded segment %s (%d rows) into %s", sid, n, table)
@@ -166,7 +166,8 @@ class SegmentCache:
             loaded = self._loaded.pop(segment_id, None)
         if loaded is None:
             return
-        self._drop_table(loaded.table)
+        for t in (loaded.table, *(p.table for p in loaded.projections)):
+            self._drop_table(t)
         if loaded.local_dir is not None and loaded.local_dir.is_relative_to(self.cache_dir):
             shutil.rmtree(loaded.local_dir, ignore_errors=True)
         log.info("dropped segment %s", segment_id)
@@ -176,6 +177,49 @@ class SegmentCache:
             self._loaded.clear()
 
     # ---- internals ----------------------------------------------------------------------------
+    def _table_name(self) -> str:
+        with self._lock:
+            self._counter += 1
+            return f"__seg_{self._counter}"
+
+    def _load_projection(self, segment: DataSegment, record: dict[str, Any],
+                         local_dir: Path | None) -> LoadedProjection | None:
+        """Load one projection file; None (logged) when it cannot be read — the broker then
+        aggregates that segment's base rows for the projection instead."""
+        name, spec = record.get("name"), record.get("spec")
+        if not isinstance(name, str) or not isinstance(spec, dict) or not isinstance(record.get("loadSpec"), dict):
+            return None
+        table = self._table_name()
+        cur = self._db.cursor()
+        try:
+            path = self._fetch_file(record["loadSpec"], local_dir, f"projections/{name}.parquet")
+            cols = _create_table(cur, table, path)
+            (n,) = cur.execute(f"SELECT count(*) FROM {table}").fetchone()  # type: ignore[misc]
+        except Exception:  # noqa: BLE001 - a projection is an optimisation; the base rows still answer
+            log.warning("segment %s: projection %s not loaded", segment.identifier, name, exc_info=True)
+            self._drop_table(table)
+            return None
+        finally:
+            cur.close()
+        return LoadedProjection(name, spec, record.get("granularity"), table, int(n), cols)
+
+    def _fetch_file(self, spec: dict[str, Any], local_dir: Path | None, rel: str) -> Path:
+        """A file named by a ``loadSpec`` on local disk: fetched under ``local_dir`` or read in place."""
+        if spec.get("type") == "parquet-file" or local_dir is None:
+            path = Path(str(spec.get("path") or ""))
+            if not path.is_file():
+                raise SegmentLoadError(f"no file at {path}")
+            return path
+        dest = local_dir / rel
+        if dest.is_file():
+            return dest
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        result = fetch_load_spec(spec, dest, self._settings)
+        found = Path(result) if isinstance(result, str | Path) and Path(result).is_file() else dest
+        if not found.is_file():
+            raise SegmentLoadError(f"nothing at {dest} after fetching {spec}")
+        return found
+
     def _drop_table(self, table: str) -> None:
         cur = self._db.cursor()
         try:
@@ -213,6 +257,21 @@ class SegmentCache:
         return found, None
 
 
+def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:
+    """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns."""
+    names = [r[0] for r in cur.execute(
+        "SELECT name FROM parquet_schema(?) WHERE num_children IS NULL OR num_children = 0", [str(parquet)],
+    ).fetchall()]
+    select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names)
+    cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM read_parquet(?)", [str(parquet)])
+    return tuple(
+        (r[0], str(r[1]))
+        for r in cur.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table],
+        ).fetchall()
+    )
+
+
 def _find_parquet(path: Path) -> Path | None:
     if path.is_file() and path.suffix == ".parquet":
         return path
@@ -220,7 +279,7 @@ def _find_parquet(path: Path) -> Path | None:
         direct = path / "data.parquet"
         if direct.is_file():
             return direct
-        found = sorted(p for p in path.rglob("*.parquet") if p.is_file())
+        found = sorted(p for p in path.rglob("*.parquet") if p.is_file() and "projections" not in p.relative_to(path).parts)
         return found[0] if found else None
     return None
 

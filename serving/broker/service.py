@@ -3,8 +3,9 @@
 It polls the metadata store (``coordinator.metadata_poll_seconds``; :meth:`BrokerService.refresh` syncs
 at once), builds a :class:`VersionedIntervalTimeline` per datasource, loads every visible segment into
 the :class:`SegmentCache` and then, in one DuckDB transaction, replaces each datasource's VIEW (named
-after the datasource) with the UNION ALL of its visible segments, each clipped to its visible interval.
-Segments that stopped being visible are dropped afterwards; statements already running keep reading
+after the datasource) with the UNION ALL of its visible segments, each clipped to its visible interval
+(:mod:`serving.broker.views`), together with the views of its aggregate projections
+(:mod:`serving.broker.projections`). Segments that stopped being visible are dropped afterwards; statements already running keep reading
 their snapshot (DuckDB MVCC), so a query never sees two versions of one interval.
 """
 
@@ -21,71 +22,19 @@ import duckdb
 
 from radstack.config import CoordinatorSettings, ServerSettings, Settings
 from radstack.expressions import quote_identifier as quote_ident
-from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
+from radstack.intervals import Interval, format_instant
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
+from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql
 from serving.broker.query_manager import QueryManager
-from serving.broker.segment_cache import LoadedSegment, SegmentCache, SegmentLoadError, druid_type
+from serving.broker.segment_cache import SegmentCache, SegmentLoadError
+from serving.broker.views import Chunk, ColumnInfo, union_columns, view_sql
 
 log = logging.getLogger(__name__)
 
 _GEN_TABLE = "__rs_generation"
-
-
-def ts_literal(ms: int) -> str:
-    """A DuckDB TIMESTAMP literal for epoch millis (constant, so zone maps can prune)."""
-    iso = format_instant(ms)
-    return f"TIMESTAMP '{iso[:-1].replace('T', ' ')}'"
-
-
-def time_range_sql(start: int, end: int, col: str = '"__time"') -> str:
-    """``start <= col < end`` with eternity bounds left out; ``TRUE`` when unbounded."""
-    parts = []
-    if start > ETERNITY_START:
-        parts.append(f"{col} >= {ts_literal(start)}")
-    if end < ETERNITY_END:
-        parts.append(f"{col} < {ts_literal(end)}")
-    return " AND ".join(parts) if parts else "TRUE"
-
-
-@dataclass(frozen=True)
-class Chunk:
-    """A visible piece of one loaded segment."""
-
-    loaded: LoadedSegment
-    clip: Interval
-
-    @property
-    def segment_id(self) -> str:
-        return self.loaded.identifier
-
-    @property
-    def table(self) -> str:
-        return self.loaded.table
-
-    @property
-    def needs_clip(self) -> bool:
-        lo, hi = self.loaded.min_time, self.loaded.max_time
-        if lo is None or hi is None:
-            return False
-        return lo < self.clip.start or hi >= self.clip.end
-
-    def data_interval(self) -> Interval | None:
-        """The clipped span that can hold rows: clip ∩ [minTime, maxTime]."""
-        lo, hi = self.loaded.min_time, self.loaded.max_time
-        if lo is None or hi is None:
-            return None
-        return self.clip.intersect(Interval(lo, hi + 1))
-
-
-@dataclass(frozen=True)
-class ColumnInfo:
-    name: str
-    sql_type: str  # DuckDB type of the view column
-    druid_type: str  # STRING | LONG | FLOAT | DOUBLE
-    kind: str  # time | dimension | metric
 
 
 @dataclass(frozen=True)
@@ -94,6 +43,7 @@ class DatasourceState:
     chunks: tuple[Chunk, ...]
     columns: tuple[ColumnInfo, ...]
     timeline: VersionedIntervalTimeline = field(compare=False)
+    projections: tuple[ProjectionView, ...] = ()
 
     @property
     def view(self) -> str:
@@ -321,7 +271,9 @@ class BrokerService:
                 wanted.add(loaded.identifier)
                 chunks.append(Chunk(loaded, vis.interval))
             if chunks:
-                new_states[ds] = DatasourceState(ds, tuple(chunks), _union_columns(chunks), tl)
+                columns = union_columns(chunks)
+                new_states[ds] = DatasourceState(ds, tuple(chunks), columns, tl,
+                                                 datasource_projections(ds, chunks, columns))
         old = self._state
         if _same_views(old.datasources, new_states):
             self._state = BrokerState(old.generation, new_states, tuple(segments), frozenset(overshadowed))
@@ -331,11 +283,17 @@ class BrokerService:
         cur = self._db.cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
-            for ds in old.datasources:
+            kept = {p.view_name for st in new_states.values() for p in st.projections}
+            for ds, st in old.datasources.items():
                 if ds not in new_states:
                     cur.execute(f"DROP VIEW IF EXISTS {quote_ident(ds)}")
+                for p in st.projections:
+                    if p.view_name not in kept:
+                        cur.execute(f"DROP VIEW IF EXISTS {p.view}")
             for ds, st in new_states.items():
-                cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st)}")
+                cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st.chunks, st.columns)}")
+                for p in st.projections:
+                    cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.chunks, st.columns)}")
             cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
             cur.execute("COMMIT")
             self._state = BrokerState(gen, new_states, tuple(segments), frozenset(overshadowed))
@@ -365,85 +323,6 @@ def _same_views(a: dict[str, DatasourceState], b: dict[str, DatasourceState]) ->
             return False
         if [(c.segment_id, c.clip) for c in st.chunks] != [(c.segment_id, c.clip) for c in other.chunks]:
             return False
+        if st.projections != other.projections:
+            return False
     return True
-
-
-_TYPE_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3, "VARCHAR": 4}
-
-
-def _merge_type(a: str | None, b: str) -> str:
-    if a is None or a == b:
-        return b
-    if a == "TIMESTAMP" or b == "TIMESTAMP":
-        return "TIMESTAMP"
-    ra, rb = _TYPE_RANK.get(a, 4), _TYPE_RANK.get(b, 4)
-    if ra == 4 or rb == 4:
-        return "VARCHAR"
-    return a if ra >= rb else b
-
-
-def _union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
-    """The datasource schema: ``__time``, dimensions (newest segment's order first), metrics."""
-    types: dict[str, str] = {}
-    metrics: set[str] = set()
-    dims_order: list[str] = []
-    newest_first = sorted(chunks, key=lambda c: (c.loaded.segment.version, c.clip.start), reverse=True)
-    for c in newest_first:
-        seg = c.loaded.segment
-        metrics.update(seg.metrics)
-        for d in seg.dimensions:
-            if d not in dims_order:
-                dims_order.append(d)
-        for name, t in c.loaded.columns:
-            types[name] = _merge_type(types.get(name), _norm_type(t))
-    order = ["__time"] if "__time" in types else []
-    order += [d for d in dims_order if d in types and d not in metrics]
-    # columns not declared in the descriptor: file order, dimensions before metrics
-    for c in newest_first:
-        for name, _ in c.loaded.columns:
-            if name not in order and name not in metrics:
-                order.append(name)
-    for c in newest_first:
-        for name, _ in c.loaded.columns:
-            if name not in order:
-                order.append(name)
-    out = []
-    for name in order:
-        kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
-        out.append(ColumnInfo(name, types[name], druid_type(types[name]), kind))
-    return tuple(out)
-
-
-def _norm_type(t: str) -> str:
-    t = t.upper()
-    if t in ("INTEGER", "SMALLINT", "TINYINT", "UINTEGER", "USMALLINT", "UTINYINT", "BOOLEAN", "HUGEINT"):
-        return "BIGINT"
-    if t.startswith("TIMESTAMP"):
-        return "TIMESTAMP"
-    if t.startswith("DECIMAL"):
-        return "DOUBLE"
-    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR"):
-        return t
-    return "VARCHAR"
-
-
-def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:
-    """``SELECT`` of one chunk with the datasource's column list (NULLs for columns it lacks)."""
-    have = dict(chunk.loaded.columns)
-    items = []
-    for c in columns:
-        q = quote_ident(c.name)
-        if c.name not in have:
-            items.append(f"CAST(NULL AS {c.sql_type}) AS {q}")
-        elif _norm_type(have[c.name]) != c.sql_type:
-            items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
-        else:
-            items.append(q)
-    sql = f"SELECT {extra}{', '.join(items)} FROM {chunk.table}"
-    if chunk.needs_clip:
-        sql += f" WHERE {time_range_sql(chunk.clip.start, chunk.clip.end)}"
-    return sql
-
-
-def view_sql(st: DatasourceState) -> str:
-    return " UNION ALL ".join(chunk_select_sql(c, st.columns) for c in st.chunks)

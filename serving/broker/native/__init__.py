@@ -75,7 +75,9 @@ def datasource_names(spec: Any) -> set[str]:
 
 
 def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
-                     user: User | None = None) -> list[dict[str, Any]]:
+                     user: User | None = None, used_projections: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Run one native query; ``used_projections`` (when given) receives datasource → the aggregate
+    projection that answered."""
     if not isinstance(query, dict):
         raise invalid_input("A native query must be a JSON object")
     qtype = query.get("queryType")
@@ -102,6 +104,8 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
             with planning_guard():
                 ctx = QueryContext.create(query, state, cursor, rq, needs_intervals=needs_intervals,
                                           default_granularity=default_gran)
+                if ctx.projection is not None and used_projections is not None:
+                    used_projections[ctx.projection.datasource] = ctx.projection.name
                 return runner(ctx)
         except DruidError:
             raise

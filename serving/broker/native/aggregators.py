@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from radstack.projections import ROWS_COLUMN
 from serving.broker.native.dimensions import parse_dimension
 from serving.errors import invalid_input, unsupported
 
@@ -69,6 +70,8 @@ def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
     if not name:
         raise invalid_input(f"Aggregator of type [{typ}] needs a 'name'")
     if typ == "count":
+        if ctx.projection is not None:  # each projection row stands for __rows base rows
+            return Aggregator(name, f'CAST(coalesce(sum("{ROWS_COLUMN}"), 0) AS BIGINT)', "LONG", 0, spec)
         return Aggregator(name, "count(*)", "LONG", 0, spec)
     for prefix, (sql_type, dtype) in _NUM.items():
         if typ in (f"{prefix}Sum", f"{prefix}Min", f"{prefix}Max"):

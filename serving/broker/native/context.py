@@ -18,17 +18,13 @@ from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import Interval, TimeParseError, condense
 from serving.broker.native.granularity_sql import bucket_sql, fill_buckets, format_bucket
+from serving.broker.native.projections import choose_projection
 from serving.broker.native.virtual_columns import parse_virtual_columns
+from serving.broker.projections import ProjectionView
 from serving.broker.query_manager import RunningQuery
 from serving.broker.segment_cache import druid_type
-from serving.broker.service import (
-    BrokerState,
-    Chunk,
-    DatasourceState,
-    chunk_select_sql,
-    quote_ident,
-    time_range_sql,
-)
+from serving.broker.service import BrokerState, DatasourceState
+from serving.broker.views import Chunk, chunk_select_sql, quote_ident, time_range_sql
 from serving.errors import DruidError, invalid_input, unsupported
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}
@@ -112,6 +108,7 @@ class QueryContext:
     granularity: Granularity = field(default_factory=lambda: Granularity.parse("all"))
     column_types: dict[str, str] = field(default_factory=dict)  # name → Druid type, incl. virtual
     virtual_names: set[str] = field(default_factory=set)
+    projection: ProjectionView | None = None  # the aggregate projection this query reads, if any
     _base: str | None = None
     _missing: list[str] | None = None
 
@@ -132,6 +129,8 @@ class QueryContext:
                 ctx.column_types.setdefault(c.name, c.druid_type)
         if "__time" in ctx.column_types:
             ctx.column_types["__time"] = "TIMESTAMP"  # filters/expressions read it as epoch millis
+        if len(dss) == 1 and len(names) == 1 and dss[0].projections:
+            ctx.projection = choose_projection(query, dss[0].projections, ctx.granularity, ivs)
         return ctx
 
     @property
@@ -215,6 +214,8 @@ class QueryContext:
         if not parts:
             ds = self.datasources[0]
             return f"(SELECT * FROM {ds.view} WHERE FALSE)"
+        if self.projection is not None:  # same rows re-aggregated: the chunk list above only decides emptiness
+            return f"(SELECT * FROM {self.projection.view})"
         joiner = " UNION ALL BY NAME " if len(self.datasources) > 1 else " UNION ALL "
         return "(" + joiner.join(parts) + ")"
 

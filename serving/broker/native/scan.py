@@ -11,7 +11,7 @@ from typing import Any
 
 from serving.broker.native.context import QueryContext, q, sql_str
 from serving.broker.native.results import render
-from serving.broker.service import chunk_select_sql
+from serving.broker.views import chunk_select_sql
 from serving.errors import invalid_input
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Druid's schemas, as INFORMATION_SCHEMA.SCHEMATA lists them.
 SCHEMAS: tuple[str, ...] = ("druid", "lookup", "sys", "INFORMATION_SCHEMA", "view")
@@ -40,6 +41,9 @@ class Catalog:
     """Datasources visible to SQL (``druid`` schema), each with its columns in table order."""
 
     datasources: dict[str, list[ColumnInfo]] = field(default_factory=dict)
+    #: datasource → its aggregate projections (:class:`serving.broker.projections.ProjectionView`);
+    #: their views are queryable only through the projections rule, never listed in INFORMATION_SCHEMA
+    projections: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_broker(cls, broker) -> Catalog:  # type: ignore[no-untyped-def]
@@ -61,4 +65,8 @@ class Catalog:
 
     def sql_schema(self) -> dict[str, dict[str, str]]:
         """``{table: {column: sql type}}`` for sqlglot's type annotation."""
-        return {ds: {c.name: c.sql_type for c in cols} for ds, cols in self.datasources.items()}
+        out = {ds: {c.name: c.sql_type for c in cols} for ds, cols in self.datasources.items()}
+        for views in self.projections.values():
+            for v in views:
+                out[v.view_name] = {c.name: ("TIMESTAMP" if c.name == "__time" else c.sql_type) for c in v.columns}
+        return out

@@ -8,7 +8,7 @@ from typing import Any
 from serving.broker.sql.catalog import Catalog
 
 
-def _truthy(v: Any) -> bool:
+def truthy(v: Any) -> bool:
     if isinstance(v, str):
         return v.strip().lower() not in ("false", "0", "no", "")
     return bool(v)
@@ -23,6 +23,7 @@ class TranslationContext:
     system_tables: set[tuple[str, str]] = field(default_factory=set)  # (schema, table) used
     datasources: set[str] = field(default_factory=set)  # datasources read
     cte_names: set[str] = field(default_factory=set)
+    projections: dict[str, str] = field(default_factory=dict)  # datasource → projection that answered
     max_string_bytes: int = 1024 * 1024  # server.max_string_bytes: REPEAT/LPAD/RPAD beyond it → 400
 
     @property
@@ -32,4 +33,4 @@ class TranslationContext:
 
     @property
     def approximate_count_distinct(self) -> bool:
-        return _truthy(self.query_context.get("useApproximateCountDistinct", True))
+        return truthy(self.query_context.get("useApproximateCountDistinct", True))

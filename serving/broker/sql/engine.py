@@ -65,7 +65,8 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
     """The SQL catalog from a broker state snapshot (or from ``broker.datasources()``/``columns()``)."""
     if state is not None and hasattr(state, "datasources"):
         return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind) for c in st.columns]
-                        for ds, st in state.datasources.items()})
+                        for ds, st in state.datasources.items()},
+                       {ds: st.projections for ds, st in state.datasources.items() if st.projections})
     return Catalog.from_broker(broker)
 
 

@@ -1,5 +1,6 @@
 """Druid SQL → DuckDB SQL: parse, refuse anything but a query, bind parameters, resolve tables, name
-outputs like Calcite, annotate types, then apply the rewrite rules and re-check the result."""
+outputs like Calcite, read aggregate projections where they answer, annotate types, then apply the
+rewrite rules and re-check the result."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.earliest_latest import earliest_latest
 from serving.broker.sql.rules.millis import millis
 from serving.broker.sql.rules.output_names import name_projections
+from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.string_limits import string_limits
 from serving.broker.sql.rules.strings import strings
 from serving.broker.sql.rules.tables import resolve_tables
@@ -55,6 +57,7 @@ class Translation:
     udfs: set[str] = field(default_factory=set)
     system_tables: set[tuple[str, str]] = field(default_factory=set)
     datasources: set[str] = field(default_factory=set)
+    projections: dict[str, str] = field(default_factory=dict)  # datasource → the projection that answered
 
 
 def translate(
@@ -85,6 +88,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
     functions.check_input(tree)
     tree = resolve_tables(tree, ctx)
     tree = name_projections(tree, ctx)
+    tree = use_projections(tree, ctx)
     if system_schema is None:
 
         system_schema = SYSTEM_SCHEMA
@@ -98,4 +102,5 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
         udfs=set(ctx.udfs),
         system_tables=set(ctx.system_tables),
         datasources=set(ctx.datasources),
+        projections=dict(ctx.projections),
     )

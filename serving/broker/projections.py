@@ -1,0 +1,168 @@
+"""Projection views: each aggregate projection of a datasource served as one DuckDB view.
+
+For every projection some visible segment carries (its spec taken from the newest such segment), the
+view is the ``UNION ALL`` over *all* visible chunks of the projection's rows: a chunk whose segment has
+the projection file (with the same spec) reads that file's table — clipped to the chunk's visible
+interval, which is exact when the clip falls on the projection's bucket boundaries — and any other chunk
+(real-time segments, segments built before the projection was declared, clips inside a bucket) is
+aggregated from its base rows on the fly by :func:`radstack.storage.projections.projection_sql`. So a
+projection view always holds exactly what the datasource view holds, re-aggregated; the planners
+(:mod:`serving.broker.sql.rules.projections`, :mod:`serving.broker.native.projections`) decide whether a
+query can read it instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from radstack.expressions import quote_identifier as quote_ident
+from radstack.granularity import Granularity, GranularityError
+from radstack.intervals import ETERNITY_END, ETERNITY_START
+from radstack.projections import (
+    ROWS_COLUMN,
+    ProjectionSpec,
+    ProjectionSpecError,
+    is_aligned_instant,
+    parse_projection,
+)
+from radstack.storage.projections import projection_columns, projection_sql
+from serving.broker.segment_cache import LoadedProjection
+from serving.broker.views import Chunk, ColumnInfo, chunk_select_sql, norm_type, time_range_sql
+
+log = logging.getLogger(__name__)
+
+_STORED = {"BIGINT": "long", "DOUBLE": "double", "FLOAT": "float"}
+PROJECTION_HEADER = "X-Radstack-Projection"
+"""Response header naming the projections that answered: ``datasource=projection[, …]``."""
+
+
+def projection_header(used: dict[str, str]) -> dict[str, str]:
+    """The response header for the projections a query read (none when it read only base rows)."""
+    return {PROJECTION_HEADER: ", ".join(f"{ds}={name}" for ds, name in sorted(used.items()))} if used else {}
+
+
+@dataclass(frozen=True)
+class ProjectionView:
+    """One projection of one datasource as the broker serves it."""
+
+    datasource: str
+    spec: ProjectionSpec
+    spec_json: dict[str, Any] = field(compare=False, hash=False)
+    columns: tuple[ColumnInfo, ...]
+    stored_rows: int  # rows read from projection files
+    computed_rows: int  # base rows aggregated on the fly
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def view_name(self) -> str:
+        return f"__projection__{self.datasource}__{self.name}"
+
+    @property
+    def view(self) -> str:
+        return quote_ident(self.view_name)
+
+    @property
+    def cost(self) -> int:
+        """Rows a full scan of the view reads (the planners pick the cheapest covering projection)."""
+        return self.stored_rows + self.computed_rows
+
+    def metric_type(self, metric: str) -> str | None:
+        """``long`` | ``double`` | ``float``: the stored type of a metric this projection keeps."""
+        for c in self.columns:
+            if c.name == metric and c.kind == "metric":
+                return _STORED.get(c.sql_type)
+        return None
+
+
+def datasource_projections(ds: str, chunks: Sequence[Chunk], columns: Sequence[ColumnInfo]) -> tuple[ProjectionView, ...]:
+    """The projections of a datasource, from the projection files its visible segments carry."""
+    newest: dict[str, LoadedProjection] = {}
+    for c in sorted(chunks, key=lambda c: (c.loaded.segment.version, c.clip.start)):
+        for p in c.loaded.projections:
+            newest[p.name] = p
+    by_name = {c.name: c for c in columns}
+    metric_types = {c.name: _STORED.get(c.sql_type, "double") for c in columns if c.kind == "metric"}
+    out = []
+    for _, lp in sorted(newest.items()):
+        spec = _spec_of(lp, metric_types)
+        if spec is None:
+            continue
+        stored = computed = 0
+        for c in chunks:
+            own = _own_file(c, spec, lp.spec)
+            if own is not None:
+                stored += own.num_rows
+            else:
+                computed += c.loaded.num_rows
+        view_cols = [ColumnInfo("__time", "TIMESTAMP", "LONG", "time")]
+        for d in spec.dimensions:
+            view_cols.append(by_name.get(d) or ColumnInfo(d, "VARCHAR", "STRING", "dimension"))
+        for m in spec.metrics:
+            base = by_name.get(m)
+            view_cols.append(base or ColumnInfo(m, "DOUBLE", "DOUBLE", "metric"))
+        view_cols.append(ColumnInfo(ROWS_COLUMN, "BIGINT", "LONG", "metric"))
+        view = ProjectionView(ds, spec, lp.spec, tuple(view_cols), stored, computed)
+        if not stored:  # no visible segment has the file: aggregating everything on the fly gains nothing
+            continue
+        out.append(view)
+    return tuple(out)
+
+
+def projection_view_sql(view: ProjectionView, chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...]) -> str:
+    """The ``UNION ALL`` of the projection's rows over every chunk (see the module docstring)."""
+    parts = []
+    names = projection_columns(view.spec)
+    types = {c.name: c.sql_type for c in view.columns}
+    for c in chunks:
+        own = _own_file(c, view.spec, view.spec_json)
+        if own is not None:
+            have = dict(own.columns)
+            items = []
+            for n in names:
+                if n not in have:
+                    items.append(f"CAST(NULL AS {types[n]}) AS {quote_ident(n)}")
+                elif norm_type(have[n]) != types[n]:
+                    items.append(f"CAST({quote_ident(n)} AS {types[n]}) AS {quote_ident(n)}")
+                else:
+                    items.append(quote_ident(n))
+            sql = f"SELECT {', '.join(items)} FROM {own.table}"
+            if c.needs_clip:
+                sql += f" WHERE {time_range_sql(c.clip.start, c.clip.end)}"
+        else:
+            inner = f"({chunk_select_sql(c, columns)})"
+            sql = projection_sql(inner, view.spec, {col.name for col in columns})
+        parts.append(f"SELECT * FROM ({sql})")
+    return " UNION ALL ".join(parts)
+
+
+def _own_file(chunk: Chunk, spec: ProjectionSpec, spec_json: dict[str, Any]) -> LoadedProjection | None:
+    """The chunk's projection file for ``spec``, when it can be read as is (same spec, clip on bucket
+    boundaries); None when the chunk must be aggregated instead."""
+    for p in chunk.loaded.projections:
+        if p.name != spec.name or p.spec != spec_json:
+            continue
+        if chunk.needs_clip and not all(
+            b in (ETERNITY_START, ETERNITY_END) or is_aligned_instant(b, spec.granularity)
+            for b in (chunk.clip.start, chunk.clip.end)
+        ):
+            return None
+        return p
+    return None
+
+
+def _spec_of(lp: LoadedProjection, metric_types: dict[str, str]) -> ProjectionSpec | None:
+    try:
+        gran = Granularity.parse(lp.granularity) if lp.granularity is not None else None
+        spec = parse_projection(lp.spec, lp.name, dimensions=None, metrics=metric_types,
+                                segment_granularity=gran or Granularity.parse("day"),
+                                query_granularity=gran or Granularity.parse("none"))
+    except (ProjectionSpecError, GranularityError, ValueError):
+        log.warning("projection %s: cannot read its spec %s", lp.name, lp.spec, exc_info=True)
+        return None
+    return replace(spec, granularity=gran) if gran is not None else spec

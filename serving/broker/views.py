@@ -1,0 +1,145 @@
+"""The SQL a datasource is served through: visible chunks of loaded segments, the datasource's
+column list, and the ``UNION ALL`` view over the chunks (each clipped to its visible interval)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from radstack.expressions import quote_identifier as quote_ident
+from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
+from serving.broker.segment_cache import LoadedSegment, druid_type
+
+
+def ts_literal(ms: int) -> str:
+    """A DuckDB TIMESTAMP literal for epoch millis (constant, so zone maps can prune)."""
+    iso = format_instant(ms)
+    return f"TIMESTAMP '{iso[:-1].replace('T', ' ')}'"
+
+
+def time_range_sql(start: int, end: int, col: str = '"__time"') -> str:
+    """``start <= col < end`` with eternity bounds left out; ``TRUE`` when unbounded."""
+    parts = []
+    if start > ETERNITY_START:
+        parts.append(f"{col} >= {ts_literal(start)}")
+    if end < ETERNITY_END:
+        parts.append(f"{col} < {ts_literal(end)}")
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A visible piece of one loaded segment."""
+
+    loaded: LoadedSegment
+    clip: Interval
+
+    @property
+    def segment_id(self) -> str:
+        return self.loaded.identifier
+
+    @property
+    def table(self) -> str:
+        return self.loaded.table
+
+    @property
+    def needs_clip(self) -> bool:
+        lo, hi = self.loaded.min_time, self.loaded.max_time
+        if lo is None or hi is None:
+            return False
+        return lo < self.clip.start or hi >= self.clip.end
+
+    def data_interval(self) -> Interval | None:
+        """The clipped span that can hold rows: clip ∩ [minTime, maxTime]."""
+        lo, hi = self.loaded.min_time, self.loaded.max_time
+        if lo is None or hi is None:
+            return None
+        return self.clip.intersect(Interval(lo, hi + 1))
+
+
+@dataclass(frozen=True)
+class ColumnInfo:
+    name: str
+    sql_type: str  # DuckDB type of the view column
+    druid_type: str  # STRING | LONG | FLOAT | DOUBLE
+    kind: str  # time | dimension | metric
+
+
+_TYPE_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3, "VARCHAR": 4}
+
+
+def _merge_type(a: str | None, b: str) -> str:
+    if a is None or a == b:
+        return b
+    if a == "TIMESTAMP" or b == "TIMESTAMP":
+        return "TIMESTAMP"
+    ra, rb = _TYPE_RANK.get(a, 4), _TYPE_RANK.get(b, 4)
+    if ra == 4 or rb == 4:
+        return "VARCHAR"
+    return a if ra >= rb else b
+
+
+def union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
+    """The datasource schema: ``__time``, dimensions (newest segment's order first), metrics."""
+    types: dict[str, str] = {}
+    metrics: set[str] = set()
+    dims_order: list[str] = []
+    newest_first = sorted(chunks, key=lambda c: (c.loaded.segment.version, c.clip.start), reverse=True)
+    for c in newest_first:
+        seg = c.loaded.segment
+        metrics.update(seg.metrics)
+        for d in seg.dimensions:
+            if d not in dims_order:
+                dims_order.append(d)
+        for name, t in c.loaded.columns:
+            types[name] = _merge_type(types.get(name), norm_type(t))
+    order = ["__time"] if "__time" in types else []
+    order += [d for d in dims_order if d in types and d not in metrics]
+    # columns not declared in the descriptor: file order, dimensions before metrics
+    for c in newest_first:
+        for name, _ in c.loaded.columns:
+            if name not in order and name not in metrics:
+                order.append(name)
+    for c in newest_first:
+        for name, _ in c.loaded.columns:
+            if name not in order:
+                order.append(name)
+    out = []
+    for name in order:
+        kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
+        out.append(ColumnInfo(name, types[name], druid_type(types[name]), kind))
+    return tuple(out)
+
+
+def norm_type(t: str) -> str:
+    t = t.upper()
+    if t in ("INTEGER", "SMALLINT", "TINYINT", "UINTEGER", "USMALLINT", "UTINYINT", "BOOLEAN", "HUGEINT"):
+        return "BIGINT"
+    if t.startswith("TIMESTAMP"):
+        return "TIMESTAMP"
+    if t.startswith("DECIMAL"):
+        return "DOUBLE"
+    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR"):
+        return t
+    return "VARCHAR"
+
+
+def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:
+    """``SELECT`` of one chunk with the datasource's column list (NULLs for columns it lacks)."""
+    have = dict(chunk.loaded.columns)
+    items = []
+    for c in columns:
+        q = quote_ident(c.name)
+        if c.name not in have:
+            items.append(f"CAST(NULL AS {c.sql_type}) AS {q}")
+        elif norm_type(have[c.name]) != c.sql_type:
+            items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
+        else:
+            items.append(q)
+    sql = f"SELECT {extra}{', '.join(items)} FROM {chunk.table}"
+    if chunk.needs_clip:
+        sql += f" WHERE {time_range_sql(chunk.clip.start, chunk.clip.end)}"
+    return sql
+
+
+def view_sql(chunks: tuple[Chunk, ...], columns: tuple[ColumnInfo, ...]) -> str:
+    return " UNION ALL ".join(chunk_select_sql(c, columns) for c in chunks)
