@@ -130,7 +130,7 @@ def compact_with_spark(
                                             "double": pa.float64()}.get(t, pa.string()))
     input_segments = [v.segment for v in plan.inputs]
     dims = resolve_dimensions(config, settings, input_segments, arrow_types)
-    schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup)
+    schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings)
     combined = reduce(lambda a, b: a.unionByName(b), [_conform(df, lo, hi, dims, metric_specs) for df, lo, hi in frames])
     rows_in, totals_in = _totals(combined, metric_specs)
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark

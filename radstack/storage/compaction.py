@@ -440,16 +440,29 @@ def compaction_schema(
     dimensions: Sequence[tuple[str, str]],
     *,
     rollup: bool = True,
+    settings: Settings | None = None,
 ) -> DataSchema:
     """The DataSchema the indexer re-rolls with: ``__time`` as millis, the given ``(name, type)``
-    dimensions, every metric replaced by its combining aggregator reading its own column."""
-    return parse_data_schema({
+    dimensions, every metric replaced by its combining aggregator reading its own column, and the
+    aggregate projections to build (the compaction config's ``projections``, else the datasource
+    spec's; dropped with a warning when they no longer fit the compacted columns)."""
+    schema = {
         "dataSource": config.data_source,
         "timestampSpec": {"column": TIME_COLUMN, "format": "millis"},
         "dimensionsSpec": {"dimensions": [{"type": t, "name": n} for n, t in dimensions]},
         "metricsSpec": [m.combining().to_json() for m in metrics_spec],
         "granularitySpec": tier.granularity_json(rollup),
-    })
+    }
+    projections = config.raw.get("projections")
+    if projections is None:
+        spec = _catalog_spec(settings, config.data_source)
+        projections = [p.to_json() for p in spec.data_schema.projections] if spec is not None else []
+    if projections:
+        try:
+            return parse_data_schema({**schema, "projections": projections})
+        except SpecError as e:
+            log.warning("compaction of %s: projections left out: %s", config.data_source, e)
+    return parse_data_schema(schema)
 
 
 def compaction_state(schema: DataSchema, max_rows: int) -> dict[str, Any]:
@@ -637,7 +650,7 @@ def run_compaction(
                     for f in t.schema:
                         types.setdefault(f.name, f.type)
                 dims = resolve_dimensions(config, settings, input_segments, types)
-                schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup)
+                schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings)
                 data = pa.concat_tables([conform(t, dims, metric_specs) for t in tables]) if tables else None
                 if data is None or data.num_rows == 0:
                     raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: no rows to compact")

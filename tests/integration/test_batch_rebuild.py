@@ -31,6 +31,11 @@ dataSchema:
     - {type: count, name: count}
     - {type: longSum, name: bytes, fieldName: bytes}
   granularitySpec: {segmentGranularity: hour, queryGranularity: minute, rollup: true}
+  projections:
+    - type: aggregate
+      name: by_country
+      groupingColumns: [country]
+      aggregators: [{type: longSum, name: count, fieldName: count}, {type: longSum, name: bytes, fieldName: bytes}]
 processing:
   topics: [web]
   eventId: id
@@ -124,6 +129,13 @@ def test_rebuild_exact_dedup_late_tombstones_versions(web, batch_spark) -> None:
             [s for s in data if s.interval == seg.interval]
         )
         assert seg.version == res.version
+    for seg in data:  # the projection was built beside every segment file, and moved with it on renumbering
+        [proj] = seg.projections
+        rows = pq.read_table(proj["loadSpec"]["path"]).to_pylist()
+        base = pq.read_table(seg.load_spec["path"]).to_pylist()
+        assert proj["name"] == "by_country" and proj["numRows"] == len(rows) == len({r["country"] for r in base})
+        assert sum(r["count"] for r in rows) == sum(r["count"] for r in base)
+        assert sum(r["__rows"] for r in rows) == len(base)
     published = md.segments("web", used=True)
     assert {s.identifier for s in published} == {s.identifier for s in res.segments}
     assert md.get_state("batch.inflight.web") == {"jobs": []}

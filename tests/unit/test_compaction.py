@@ -290,3 +290,32 @@ def test_unknown_metric_combination_is_an_error(broker_env: Any) -> None:
     [plan] = plan_compaction(broker_env.metadata.segments("flows"), cfg, now_ms=parse_instant("2024-02-01T00:00:00Z"))
     with pytest.raises(CompactionError, match="metricsSpec"):
         run_compaction(broker_env.metadata, broker_env.deep_storage, plan, cfg, settings=broker_env.settings)
+
+
+def test_compaction_builds_the_configured_projections(broker_env: Any) -> None:
+    """Compaction writes the projections of its config beside each compacted segment; the broker reads
+    them for covered queries, with the base rows' answers."""
+    raw = events("2024-01-01T00:00:00Z", 1, MINUTE, COMBOS6)
+    broker_env.index(raw, ingest_schema(), version=RT_VERSION, shard="append")
+    daily_country = {"type": "aggregate", "name": "daily_country", "groupingColumns": ["country"],
+                     "aggregators": [{"type": "longSum", "name": "bytes", "fieldName": "bytes"},
+                                     {"type": "longMax", "name": "maxLatency", "fieldName": "maxLatency"}]}
+    cfg = CompactionConfig.from_json(config(skipOffsetFromLatest="PT0S", projections=[daily_country]))
+    _, results, errors = compact_datasource(broker_env.metadata, broker_env.deep_storage, cfg,
+                                            settings=broker_env.settings, now_ms=parse_instant("2024-01-10T00:00:00Z"))
+    assert not errors and len(results) == 1
+    [seg] = results[0].segments
+    assert [(p["name"], p["numRows"]) for p in seg.projections] == [("daily_country", 3)]
+    mark_overshadowed_unused(broker_env.metadata)
+    broker_env.service.refresh(force=True)
+    query = "SELECT country, COUNT(*), SUM(bytes), MAX(maxLatency) FROM flows GROUP BY 1 ORDER BY 1"
+    from serving.broker.sql.engine import execute
+
+    res = execute(broker_env.service, query)
+    res.close()
+    assert res.translation.projections == {"flows": "daily_country"}
+    with_projection = sql(broker_env, query)
+    res = execute(broker_env.service, query, context={"noProjections": True})
+    base = [tuple(r.values()) for b in res.batches() for r in b.to_pylist()]
+    res.close()
+    assert with_projection == base and [r[1] for r in base] == [48, 48, 48]  # 24 hours × 2 devices
