@@ -12,7 +12,9 @@
 3. Starts the real server (``operations.server.create_server_app`` under uvicorn, in its own process group, logs
    to ``{home}/logs/bench-server.log``) and times a dashboard mix over HTTP: timeseries by hour, topN
    10 on the 100,000-value dimension, groupBy two dimensions with a filter, and the Druid SQL
-   equivalents; prints p50/p99 per query.
+   equivalents; prints p50/p99 per query, each query run both from the datasource's aggregate
+   projections (as the broker chooses) and from the base rows (context ``noProjections``), interleaved
+   request by request, after checking that both give the same answer.
 """
 
 from __future__ import annotations
@@ -52,6 +54,20 @@ SCHEMA: dict[str, Any] = {
         {"type": "longSum", "name": "m3", "fieldName": "m3"},
     ],
     "granularitySpec": {"segmentGranularity": "day", "queryGranularity": "none", "rollup": False},
+    # aggregate projections for the dashboard mix (docs/projections.md)
+    "projections": [
+        {"type": "aggregate", "name": "hourly",
+         "virtualColumns": [{"type": "expression", "name": "__gran", "expression": "timestamp_floor(__time, 'PT1H')",
+                             "outputType": "LONG"}],
+         "groupingColumns": [{"type": "long", "name": "__gran"}],
+         "aggregators": [{"type": "longSum", "name": "m1", "fieldName": "m1"},
+                         {"type": "doubleSum", "name": "m2", "fieldName": "m2"}]},
+        {"type": "aggregate", "name": "daily_d100k", "groupingColumns": ["d100k"],
+         "aggregators": [{"type": "longSum", "name": "m1", "fieldName": "m1"}]},
+        {"type": "aggregate", "name": "daily_d10_d100_d1k", "groupingColumns": ["d10", "d100", "d1k"],
+         "aggregators": [{"type": "longSum", "name": "m1", "fieldName": "m1"},
+                         {"type": "doubleSum", "name": "m2", "fieldName": "m2"}]},
+    ],
 }
 INTERVAL = "2025-01-01/2025-01-31"
 PAPER = {"count": 53.5e6, "sum": 36.2e6}
@@ -80,9 +96,12 @@ def load(settings: Settings, rows: int) -> None:
 
     md = MetadataStore.from_url(settings.metadata_url)
     md.create_tables()
-    if md.segments(DS):
-        print(f"datasource {DS!r} already loaded in {settings.home}")
+    loaded = md.segments(DS)
+    if loaded:
         md.close()
+        if not all(seg.projections for seg in loaded):
+            raise SystemExit(f"{settings.home} holds {DS!r} built without projections: use a new --home")
+        print(f"datasource {DS!r} already loaded in {settings.home}")
         return
     t0 = time.perf_counter()
     table = generate(rows)
@@ -138,7 +157,7 @@ def scan_rates(settings: Settings, cores: int, repeat: int) -> list[dict[str, An
         t_view = timed(lambda a=agg: cur.execute(f'SELECT {a} FROM "{DS}" WHERE {pred}').fetchall(), repeat)
         t_raw = timed(lambda a=agg: raw.execute(f"SELECT {a} FROM {raw_src} WHERE {pred}").fetchall(), repeat)
         q = {"queryType": "timeseries", "dataSource": DS, "intervals": [INTERVAL], "granularity": "all",
-             "aggregations": [native[kind]]}
+             "aggregations": [native[kind]], "context": {"noProjections": True}}  # a scan rate reads base rows
         t_native = timed(lambda q=q: run_native_query(svc, q), repeat)
         out.append({"query": kind, "rows": n_rows, "view_s": t_view, "raw_s": t_raw, "native_s": t_native,
                     "view_rate": n_rows / t_view / cores, "raw_rate": n_rows / t_raw / cores,
@@ -222,24 +241,63 @@ def dashboard_queries(interval: str) -> dict[str, tuple[str, Any]]:
     }
 
 
+def _pct(times: list[float], q: float) -> float:
+    times = sorted(times)
+    return times[min(len(times) - 1, int(len(times) * q))]
+
+
 def latency(url: str, queries: dict[str, tuple[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Per query: ``n`` requests reading the base rows (context ``noProjections``) and ``n`` letting
+    the broker pick a projection, interleaved pair by pair; the answers must be the same."""
     out = []
-    with httpx.Client(base_url=url, timeout=60) as client:
+    with httpx.Client(base_url=url, timeout=120) as client:
         for name, (path, body) in queries.items():
-            r = client.post(path, json=body)
-            if r.status_code != 200:
+            base_body = {**body, "context": {**body.get("context", {}), "noProjections": True}}
+            r, rb = client.post(path, json=body), client.post(path, json=base_body)
+            if r.status_code != 200 or rb.status_code != 200:
                 out.append({"query": name, "error": f"{r.status_code} {r.text[:200]}"})
                 continue
-            times = []
+            if not _same(_rows(r.json()), _rows(rb.json())):
+                raise SystemExit(f"{name}: the projection's answer differs from the base rows'")
+            times: list[float] = []
+            base: list[float] = []
             for _ in range(n):
-                t0 = time.perf_counter()
-                r = client.post(path, json=body)
-                times.append((time.perf_counter() - t0) * 1000)
-                r.raise_for_status()
-            times.sort()
-            out.append({"query": name, "p50": times[len(times) // 2],
-                        "p99": times[min(len(times) - 1, int(len(times) * 0.99))], "n": n})
+                for b, sink in ((base_body, base), (body, times)):
+                    t0 = time.perf_counter()
+                    client.post(path, json=b).raise_for_status()
+                    sink.append((time.perf_counter() - t0) * 1000)
+            out.append({"query": name, "p50": _pct(times, 0.5), "p99": _pct(times, 0.99), "n": n,
+                        "base_p50": _pct(base, 0.5), "base_p99": _pct(base, 0.99),
+                        "projection": r.headers.get("X-Radstack-Projection", "-")})
     return out
+
+
+def _rows(answer: Any) -> Any:
+    """An answer with its top-level rows in a canonical order (a GROUP BY without ORDER BY has none)."""
+    if not isinstance(answer, list):
+        return answer
+    return sorted(answer, key=lambda row: repr(_rounded(row)))
+
+
+def _rounded(v: Any) -> Any:
+    if isinstance(v, float):
+        return float(f"{v:.9g}")
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal JSON answers, doubles to 1e-9 relative (a sum in another order rounds differently)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-12)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 def main() -> None:
@@ -274,14 +332,16 @@ def main() -> None:
     try:
         for label, interval, n in (("one day", "2025-01-15/2025-01-16", args.requests),
                                    ("all 30 days", INTERVAL, args.requests_full)):
-            print(f"\n## dashboard latency over HTTP, {label} ({n} sequential requests each)")
-            print("| query | p50 ms | p99 ms |")
-            print("|---|---|---|")
+            print(f"\n## dashboard latency over HTTP, {label} ({n} sequential requests each, base rows and "
+                  "projection interleaved)")
+            print("| query | projection | p50 ms | p99 ms | base rows p50 ms | base rows p99 ms | p50 base / projection |")
+            print("|---|---|---|---|---|---|---|")
             for r in latency(url, dashboard_queries(interval), n):
                 if "error" in r:
-                    print(f"| {r['query']} | error: {r['error']} | |")
+                    print(f"| {r['query']} | error: {r['error']} | | | | | |")
                 else:
-                    print(f"| {r['query']} | {r['p50']:.1f} | {r['p99']:.1f} |")
+                    print(f"| {r['query']} | {r['projection']} | {r['p50']:.1f} | {r['p99']:.1f} | "
+                          f"{r['base_p50']:.1f} | {r['base_p99']:.1f} | {r['base_p50'] / r['p50']:.1f}× |")
     finally:
         stop_server(proc)
 
