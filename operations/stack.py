@@ -33,6 +33,7 @@ from operations.processes import (
 )
 from radstack.config import Settings
 from radstack.datasources import load_catalog
+from radstack.storage.replicas import MAX_REPLICAS
 from realtime.archiver.settings import archiver_config
 from realtime.spool import SpoolStats
 from realtime.spool import inspect as inspect_spool
@@ -135,6 +136,18 @@ PROCESSES: list[ProcessSpec] = [
         ready_timeout=lambda s: 240.0,
         stop_timeout=45.0,
     ),
+    *[
+        ProcessSpec(  # further real-time replicas (streaming.replicas): same job, own checkpoint and copy
+            name=f"stream-replica{r}",
+            enabled=lambda s, r=r: _has_streaming_specs(s) and int(s.streaming.replicas) > r,
+            argv=lambda s, r=r: radctl_argv("stream", "--replica", str(r)),
+            port=lambda s: None,
+            health=lambda s, r=r: streaming_health(s, replica=r),
+            ready_timeout=lambda s: 240.0,
+            stop_timeout=45.0,
+        )
+        for r in range(1, MAX_REPLICAS)
+    ],
 ]
 
 

@@ -21,6 +21,7 @@ def stream(
     available_now: bool = typer.Option(False, "--available-now", help="Process what Kafka holds now, then exit."),
     config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
     timeout: float = typer.Option(None, help="Stop after this many seconds (scripts and tests)."),
+    replica: int = typer.Option(0, "--replica", min=0, max=7, help="Which real-time replica this process is (streaming.replicas; docs/realtime.md)."),
 ) -> None:
     """Kafka → parse/validate (dead letters to <topic>.dlq) → transforms → dedup → join → enrichment
     → window period → real-time segments, published per micro-batch, idempotently."""
@@ -30,7 +31,8 @@ def stream(
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        handlers=[logging.FileHandler(settings.logs_dir / "stream.log"), logging.StreamHandler(sys.stderr)],
+        handlers=[logging.FileHandler(settings.logs_dir / ("stream.log" if not replica else f"stream-replica{replica}.log")),
+                  logging.StreamHandler(sys.stderr)],
     )
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -44,7 +46,7 @@ def stream(
         typer.echo(f"no datasource spec with processing.topics in {settings.datasources_dir}", err=True)
         raise typer.Exit(2)
     opts = stream_options(settings, available_now=available_now)
-    jobs = [StreamingJob(settings, catalog[n], opts) for n in names]
+    jobs = [StreamingJob(settings, catalog[n], opts, replica=replica) for n in names]
     for j in jobs[1:]:
         j._spark = jobs[0].spark  # one Spark session for every query
     stop = threading.Event()
@@ -82,7 +84,7 @@ def stream(
         failed = True
         typer.echo(e, err=True)
     for j in jobs:
-        st = j.metadata.get_state(f"streaming.{j.spec.name}") or {}
+        st = j.metadata.get_state(j.sink.key) or {}
         typer.echo(f"{j.spec.name}: {st.get('counters', {})}")
     if failed:
         raise typer.Exit(1)

@@ -35,6 +35,7 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
+from radstack.storage.replicas import replica_of
 from radstack.storage.segment_format import read_segment_table
 
 __all__ = ["HANDOFF_SUFFIX", "handoff_version", "is_realtime_version", "handoff_closed_intervals", "merge_interval"]
@@ -59,8 +60,11 @@ def handoff_closed_intervals(
     *,
     watermark_ms: int | None,
     window_ms: int,
+    replica: int = 0,
 ) -> list[Interval]:
-    """Hand off every closed interval that still has used real-time partitions; returns them."""
+    """Hand off every closed interval that still has used real-time partitions; returns them.
+    With real-time replicas, the merge reads only ``replica``'s copy (each copy is complete) and retires
+    every replica's partitions."""
     if watermark_ms is None:
         return []
     by_interval: dict[Interval, list[Any]] = {}
@@ -70,23 +74,24 @@ def handoff_closed_intervals(
     for interval in sorted(by_interval, key=lambda i: (i.start, i.end)):
         segs = by_interval[interval]
         rt = [s for s in segs if is_realtime_version(interval, s.version)]
-        if not rt or not interval_closed(interval, watermark_ms, window_ms):
+        own = [s for s in rt if replica_of(s) == replica]
+        if not own or not interval_closed(interval, watermark_ms, window_ms):
             continue
-        if merge_interval(metadata, deep_storage, spec, interval, rt):
+        if merge_interval(metadata, deep_storage, spec, interval, own, retire=rt):
             done.append(interval)
     return done
 
 
-def merge_interval(metadata: MetadataStore, deep_storage: DeepStorage, spec: DatasourceSpec, interval: Interval, realtime: list[Any]) -> bool:
-    """Merge ``realtime`` (the used real-time partitions of ``interval``) into the handoff version."""
-
-
+def merge_interval(metadata: MetadataStore, deep_storage: DeepStorage, spec: DatasourceSpec, interval: Interval,
+                   realtime: list[Any], retire: list[Any] | None = None) -> bool:
+    """Merge ``realtime`` (the used real-time partitions of ``interval``, one replica's) into the
+    handoff version; ``retire`` (default ``realtime``: every replica's) are marked unused with it."""
     hv = handoff_version(interval)
     overlapping = metadata.segments(spec.name, used=True, interval=interval)
     if any(s.version > hv for s in overlapping):
         log.info("%s %s: a newer (batch) version serves it; not handing off", spec.name, interval)
         return False
-    ids = [s.identifier for s in realtime]
+    ids = [s.identifier for s in (realtime if retire is None else retire)]
     existing = [s for s in overlapping if s.version == hv and s.interval == interval]
     if existing:
         # An earlier handoff already serves this interval: the real-time partitions are overshadowed.

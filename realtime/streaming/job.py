@@ -18,7 +18,7 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +64,8 @@ class StreamOptions:
     handoff: bool = True
     progress_seconds: float = 1.0
     bootstrap_servers: str | None = None
+    #: the Kafka consumer group prefix (each real-time replica has its own)
+    group_id_prefix: str | None = None
 
 
 def stream_options(settings: Settings, **overrides: Any) -> StreamOptions:
@@ -106,13 +108,17 @@ def handoff_window_ms(spec: DatasourceSpec) -> int:
     return w + (max(join_window_ms(j) for j in joins) + w if joins else 0)
 
 
-def checkpoint_dir(settings: Settings, data_source: str) -> Path:
-    return Path(settings.home) / "checkpoints" / data_source
+def checkpoint_dir(settings: Settings, data_source: str, replica: int = 0) -> Path:
+    """``checkpoints/<datasource>`` (replica 0), ``checkpoints/<datasource>.replica<r>``."""
+    return Path(settings.home) / "checkpoints" / (data_source if replica == 0 else f"{data_source}.replica{replica}")
 
 
 def _kafka_stream(spark: SparkSession, topics: list[str], o: StreamOptions, max_offsets: int) -> DataFrame:
+    reader = spark.readStream.format("kafka")
+    if o.group_id_prefix:
+        reader = reader.option("groupIdPrefix", o.group_id_prefix)
     return (
-        spark.readStream.format("kafka")
+        reader
         .option("kafka.bootstrap.servers", o.bootstrap_servers)
         .option("subscribe", ",".join(topics))
         .option("startingOffsets", o.starting_offsets)
@@ -177,16 +183,20 @@ class StreamingJob:
         *,
         spark: SparkSession | None = None,
         metadata: MetadataStore | None = None,
+        replica: int = 0,
     ) -> None:
 
         self.settings = settings
         self.spec = spec
+        self.replica = replica
         self.options = options or stream_options(settings)
+        if replica:
+            self.options = replace(self.options, group_id_prefix=f"radstack-{spec.name}-replica{replica}")
         self.metadata = metadata or MetadataStore.from_settings(settings)
         self._spark = spark
         self.query: StreamingQuery | None = None
-        self.tracker = ProgressTracker.resume(self.metadata.get_state(progress_key(spec.name)))
-        self.checkpoint = checkpoint_dir(settings, spec.name)
+        self.tracker = ProgressTracker.resume(self.metadata.get_state(progress_key(spec.name, replica)))
+        self.checkpoint = checkpoint_dir(settings, spec.name, replica)
         self.joins = join_options(spec)
         self.sink = SegmentSink(
             spec,
@@ -203,6 +213,7 @@ class StreamingJob:
                 partition_stride=partition_stride(
                     self.options.max_offsets_per_trigger, len(spec.processing.topics) + len(self.joins)
                 ),
+                replica=replica,
             ),
         )
         self._stop = threading.Event()
@@ -214,7 +225,7 @@ class StreamingJob:
 
             self._spark = build_spark_session(
                 self.settings,
-                app_name=f"radstack-stream-{self.spec.name}",
+                app_name=f"radstack-stream-{self.spec.name}" + (f"-replica{self.replica}" if self.replica else ""),
                 shuffle_partitions=streaming_shuffle_partitions(self.settings),
             )
         return self._spark
@@ -235,7 +246,8 @@ class StreamingJob:
         self.checkpoint.mkdir(parents=True, exist_ok=True)
         stream = build_stream(self.spark, self.spec, self.options)
         w = (
-            stream.writeStream.queryName(f"radstack_{self.spec.name}".replace("-", "_").replace(" ", "_"))
+            stream.writeStream.queryName(
+                f"radstack_{self.spec.name}{f'_replica{self.replica}' if self.replica else ''}".replace("-", "_").replace(" ", "_"))
             .foreachBatch(self.sink)
             .option("checkpointLocation", str(self.checkpoint))
         )
@@ -258,7 +270,7 @@ class StreamingJob:
         changed = self.tracker.update(list(self.query.recentProgress), sink_rows=rows)
         now = time.monotonic()
         if changed or (self.query.isActive and now - self._progress_written >= HEARTBEAT_SECONDS):
-            self.metadata.put_state(progress_key(self.spec.name), self.tracker.state())
+            self.metadata.put_state(progress_key(self.spec.name, self.replica), self.tracker.state())
             self._progress_written = now
 
     def run(self, timeout: float | None = None) -> None:

@@ -19,6 +19,7 @@ from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import format_instant, parse_instant
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.replicas import MAX_REPLICAS, progress_key, state_key
 
 __all__ = ["ProgressTracker", "lag_from_progress", "status_view"]
 
@@ -173,9 +174,13 @@ def streaming_status(settings: Settings, metadata: MetadataStore = None) -> dict
         names = sorted(n for n, s in load_catalog(settings).items() if s.processing.topics)
         out: dict[str, dict[str, Any]] = {}
         for n in names:
-            s, p = md.get_state(f"streaming.{n}"), md.get_state(f"streaming.{n}.progress")
+            s, p = md.get_state(state_key(n)), md.get_state(progress_key(n))
             if s is not None or p is not None:
                 out[n] = status_view(s, p)
+            for r in range(1, MAX_REPLICAS):  # real-time replicas, when there are some
+                s, p = md.get_state(state_key(n, r)), md.get_state(progress_key(n, r))
+                if s is not None or p is not None:
+                    out.setdefault(n, {}).setdefault("replicas", {})[str(r)] = status_view(s, p)
         return out
     except Exception:  # no tables yet, unreadable specs: nothing to show
         return {}
@@ -184,8 +189,8 @@ def streaming_status(settings: Settings, metadata: MetadataStore = None) -> dict
             md.close()
 
 
-def streaming_health(settings: Settings, max_age_seconds: float = 60.0) -> bool:
-    """True when every streaming datasource reported progress within ``max_age_seconds``."""
+def streaming_health(settings: Settings, max_age_seconds: float = 60.0, replica: int = 0) -> bool:
+    """True when every streaming datasource reported progress (of ``replica``) within ``max_age_seconds``."""
 
     try:
 
@@ -193,7 +198,7 @@ def streaming_health(settings: Settings, max_age_seconds: float = 60.0) -> bool:
         with MetadataStore.from_settings(settings, create=False) as md:
             now = now_millis()
             for n in names:
-                p = md.get_state(f"streaming.{n}.progress") or {}
+                p = md.get_state(progress_key(n, replica)) or {}
                 if not p.get("updated") or now - parse_instant(p["updated"]) > max_age_seconds * 1000:
                     return False
         return bool(names)

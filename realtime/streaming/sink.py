@@ -40,6 +40,7 @@ from radstack.pipeline.window import late_threshold
 from radstack.spec import DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.publish import publish
+from radstack.storage.replicas import partition_range, progress_key, state_key
 from realtime.streaming.handoff import handoff_closed_intervals
 from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_micro_batch
 
@@ -56,17 +57,10 @@ COUNTERS = ("input", "processed", "thrownAway", "late", "filtered", "unparseable
 #: test hook: ``<batch id>`` → the process exits right after publishing that batch, before Spark
 #: commits it (simulates a crash in the worst place)
 CRASH_ENV = "RADSTACK_STREAM_CRASH_AFTER_PUBLISH"
-#: the partition cursor starts again at 0 here (far below Druid's int limit; an interval stays open
-#: for minutes or hours, so numbers handed out 2^30 partitions ago belong to long-closed intervals)
-PARTITION_WRAP = 2**30
-
-
-def state_key(data_source: str) -> str:
-    return f"streaming.{data_source}"
-
-
-def progress_key(data_source: str) -> str:
-    return f"streaming.{data_source}.progress"
+#: the partition cursor of replica 0 starts again at 0 here (far below Druid's int limit; an interval
+#: stays open for minutes or hours, so numbers handed out 2^30 partitions ago belong to long-closed
+#: intervals); other replicas wrap inside their own range (radstack.storage.replicas.partition_range)
+PARTITION_WRAP = partition_range(0)[1]
 
 
 @dataclass
@@ -85,6 +79,8 @@ class SinkConfig:
     handoff_window_ms: int | None = None
     #: partition numbers one Spark partition may use per interval (pieces of > maxRowsPerSegment rows)
     partition_stride: int = 1
+    #: which real-time replica this job is (radstack/storage/replicas.py): its state key, its partition numbers
+    replica: int = 0
 
 
 @dataclass
@@ -101,7 +97,7 @@ class SegmentSink:
 
     @property
     def key(self) -> str:
-        return state_key(self.spec.name)
+        return state_key(self.spec.name, self.config.replica)
 
     def query_id(self) -> str:
         """The streaming query's id, which Spark keeps in the checkpoint across restarts."""
@@ -165,7 +161,8 @@ class SegmentSink:
             offsets.setdefault(topic, {})[str(part)] = off + 1
         if out.segments:
             nxt = max(seg.partition_num for seg in out.segments) + 1
-            state["nextPartitionNum"] = 0 if nxt >= PARTITION_WRAP else nxt
+            lo, hi = partition_range(self.config.replica)
+            state["nextPartitionNum"] = lo if nxt >= hi else nxt
         else:
             state["nextPartitionNum"] = first_partition
         duration = int((time.monotonic() - t0) * 1000)
@@ -209,8 +206,9 @@ class SegmentSink:
         datasource, one past the highest number any of its segments has."""
         if "nextPartitionNum" in state:
             return int(state["nextPartitionNum"])
+        lo, hi = partition_range(self.config.replica)
         nums = [seg.partition_num for seg in self.metadata.segments(self.spec.name, used=None)]
-        return max(nums, default=-1) + 1
+        return max((n for n in nums if lo <= n < hi), default=lo - 1) + 1
 
     def run_handoff(self, watermark: int | None) -> list[Interval]:
 
@@ -221,6 +219,7 @@ class SegmentSink:
                 self.spec,
                 watermark_ms=watermark,
                 window_ms=self.config.handoff_window_ms or self.config.window_ms,
+                replica=self.config.replica,
             )
         except Exception:  # handoff is an optimisation: never fail the stream over it
             log.exception("handoff failed; will retry")

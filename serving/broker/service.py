@@ -25,6 +25,7 @@ from radstack.expressions import quote_identifier as quote_ident
 from radstack.intervals import Interval, format_instant
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.replicas import choose_replicas, realtime_replicas, serve_one_replica
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql
@@ -105,6 +106,7 @@ class BrokerService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._listeners: list[Callable[[], None]] = []
+        self._replicas: dict[str, int] = {}
 
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (on the refreshing thread; it must not block) after every swap of the views."""
@@ -242,14 +244,17 @@ class BrokerService:
                 s if isinstance(s, DataSegment) else DataSegment.from_json(s)
                 for s in self.metadata.segments(used=True)
             ]
-            changed = self.apply_segments(segments)
+            # real-time replicas: serve one copy per datasource, the one furthest ahead in Kafka
+            self._replicas = choose_replicas(realtime_replicas(segments), self.metadata.get_state, self._replicas)
+            changed = self.apply_segments(segments, replicas=self._replicas)
             self._token = token if token is not None else object()
             return changed
 
-    def apply_segments(self, segments: list[DataSegment]) -> bool:
-        """Serve exactly ``segments`` (the used set): load, swap views, drop what is no longer visible."""
+    def apply_segments(self, segments: list[DataSegment], replicas: dict[str, int] | None = None) -> bool:
+        """Serve exactly ``segments`` (the used set): load, swap views, drop what is no longer visible.
+        ``replicas``: datasource → the real-time replica whose segments are served (the others' are not)."""
         by_ds: dict[str, list[DataSegment]] = {}
-        for s in segments:
+        for s in serve_one_replica(segments, replicas or {}):
             by_ds.setdefault(s.data_source, []).append(s)
         new_states: dict[str, DatasourceState] = {}
         overshadowed: set[str] = set()

@@ -66,13 +66,14 @@ def test_index_dataframe_versions_by_interval_start_and_numbers_partitions(strea
     assert sum(pq.read_table(s.load_spec["path"]).column("count").to_numpy().sum() for s in res.segments) == 90
 
 
-def _publish_realtime(md: Any, ds: Any, spec: Any, batches: list[list[dict[str, Any]]]) -> list[Any]:
+def _publish_realtime(md: Any, ds: Any, spec: Any, batches: list[list[dict[str, Any]]], replica: int = 0) -> list[Any]:
     from radstack.pipeline.segments import index_table
     from radstack.storage.publish import publish
+    from radstack.storage.replicas import partition_range
 
     out = []
     for n, b in enumerate(batches):
-        res = index_table(_rows(b), spec.data_schema, deep_storage=ds,
+        res = index_table(_rows(b), spec.data_schema, deep_storage=ds, first_partition=partition_range(replica)[0],
                           base_offsets={(Interval(T0, T0 + HOUR), format_instant(T0)): n})
         publish(md, ds, res.segments)
         out += res.segments
@@ -107,6 +108,23 @@ def test_handoff_merges_partitions_with_combining_aggregators(env: Any) -> None:
     }
     tl = VersionedIntervalTimeline.from_segments(md.segments("ads"))
     assert [h.version for h in tl.lookup(iv)] == [handoff_version(iv)]
+
+
+def test_handoff_with_replicas_merges_its_own_copy_and_retires_all(env: Any) -> None:
+    """Two replicas' copies of the same events: the handing-off replica merges only its own copy (no
+    double count) and both copies are marked unused with the merge."""
+    from realtime.streaming.handoff import handoff_closed_intervals
+
+    md, ds, _ = env
+    spec = load_datasource_spec(SPEC)
+    events = [{"__time": T0 + 1000, "publisher": "a", "price": 1.0}, {"__time": T0 + 2000, "publisher": "a", "price": 2.0}]
+    copy0 = _publish_realtime(md, ds, spec, [events[:1], events[1:]])
+    copy1 = _publish_realtime(md, ds, spec, [events], replica=1)
+    assert handoff_closed_intervals(md, ds, spec, watermark_ms=T0 + 2 * HOUR, window_ms=600_000, replica=1) == [
+        Interval(T0, T0 + HOUR)]
+    [merged] = md.segments("ads")
+    assert [r["count"] for r in pq.read_table(merged.load_spec["path"]).to_pylist()] == [2]
+    assert {s.identifier for s in md.segments("ads", used=False)} == {s.identifier for s in copy0 + copy1}
 
 
 def test_handoff_never_overrides_a_batch_version(env: Any) -> None:
