@@ -10,7 +10,8 @@ asks the query broker ``SELECT SUM("count")`` every 100 ms; the freshness of eve
 served answer first reached i+1 minus the time i was produced (as in ``bench_streaming.py``). Also
 measured, over the measured window: CPU seconds per second of all streaming processes (from
 ``/proc``), and the Kafka records they read (the sum of their committed offsets). Scenarios:
-``1`` replica, ``2`` replicas, ``2`` replicas with the served one killed halfway.
+``1`` replica, ``2`` replicas, ``2`` replicas with the served one killed halfway. ``--pin`` gives
+each replica a core of its own (``taskset``), the closest this one machine gets to a node per replica.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def group_cpu_seconds(pgid: int) -> float:
 
 
 def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, seconds: float,
-             warmup: float) -> dict[str, Any]:
+             warmup: float, pin: bool = False) -> dict[str, Any]:
     from operations.processes import radctl_argv
     from radstack.config import load_settings
     from radstack.storage.deep_storage import open_deep_storage
@@ -72,8 +73,14 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
     }))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_HOME"] = str(case)
+    cpus = os.cpu_count() or 1
+
+    def argv(r: int) -> list[str]:
+        cmd = radctl_argv("stream", "--datasource", "ads", "--replica", str(r))
+        return ["taskset", "-c", str(r % cpus), *cmd] if pin else cmd
+
     procs = {
-        r: subprocess.Popen(radctl_argv("stream", "--datasource", "ads", "--replica", str(r)), env=env,
+        r: subprocess.Popen(argv(r), env=env,
                             stdout=open(case / f"stream-{r}.out", "wb"), stderr=subprocess.STDOUT,  # noqa: SIM115
                             start_new_session=True)
         for r in range(replicas)
@@ -106,9 +113,12 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
                 seen.append((time.perf_counter(), count() - base))
                 time.sleep(0.1)
 
+        dead_cpu: list[float] = []
+
         def killer() -> None:
             time.sleep(seconds / 2)
             victim = svc._replicas.get("ads", 0)
+            dead_cpu.append(group_cpu_seconds(procs[victim].pid))  # /proc forgets it once killed
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(procs[victim].pid, signal.SIGKILL)
             print(f"  killed replica {victim} at {seconds / 2:.0f} s", flush=True)
@@ -124,7 +134,7 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
         while (seen[-1][1] if seen else 0) < n and time.perf_counter() - t0 < seconds + 120:
             time.sleep(0.2)
         elapsed = time.perf_counter() - t0
-        cpu = sum(group_cpu_seconds(pr.pid) for pr in procs.values()) - cpu0
+        cpu = sum(group_cpu_seconds(pr.pid) for pr in procs.values()) + sum(dead_cpu) - cpu0
         reads = sum(committed_total(md.get_state(state_key("ads", r))) for r in range(replicas)) - reads0
         done.set()
         poller.join()
@@ -149,6 +159,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--warmup", type=float, default=15.0)
     ap.add_argument("--scenario", choices=["1", "2", "2-kill"], action="append", default=None)
+    ap.add_argument("--pin", action="store_true",
+                    help="pin replica r to CPU r (taskset): each replica gets a core of its own, as on its own node")
     args = ap.parse_args()
     from operations.kafka_broker import KafkaBroker
     from operations.processes import free_port
@@ -164,7 +176,7 @@ def main() -> None:
             print("|---|---|---|---|---|---|---|---|")
             for name in args.scenario or ["1", "2", "2-kill"]:
                 r = scenario(home, broker.bootstrap_servers, int(name[0]), name.endswith("kill"), args.rate,
-                             args.seconds, args.warmup)
+                             args.seconds, args.warmup, args.pin)
                 print(f"| {r['replicas']} | {'yes' if r['kill'] else 'no'} | {r['events']:,} (served {r['served']:,}) "
                       f"| {r['p50_s']:.2f} | {r['p95_s']:.2f} | {r['max_s']:.2f} | {r['cpu_s_per_s']:.2f} "
                       f"| {r['kafka_records_read']:,} |", flush=True)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from radstack.expressions import quote_identifier as quote_ident
+from radstack.expressions import string_literal
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import ETERNITY_END, ETERNITY_START
 from radstack.projections import (
@@ -54,6 +55,8 @@ class ProjectionView:
     columns: tuple[ColumnInfo, ...]
     stored_rows: int  # rows read from projection files
     computed_rows: int  # base rows aggregated on the fly
+    #: (segment id, visible interval) of every chunk read from its file: the store table's content
+    store_key: tuple[tuple[str, Any], ...] = ()
 
     @property
     def name(self) -> str:
@@ -66,6 +69,12 @@ class ProjectionView:
     @property
     def view(self) -> str:
         return quote_ident(self.view_name)
+
+    @property
+    def store(self) -> str:
+        """The table holding the projection files of every chunk that has one (one table, not a
+        ``UNION ALL`` of one per segment: DuckDB scans one table in parallel, measured 2× faster)."""
+        return quote_ident(f"__projection_store__{self.datasource}__{self.name}")
 
     @property
     def cost(self) -> int:
@@ -94,10 +103,12 @@ def datasource_projections(ds: str, chunks: Sequence[Chunk], columns: Sequence[C
         if spec is None:
             continue
         stored = computed = 0
+        key = []
         for c in chunks:
             own = _own_file(c, spec, lp.spec)
             if own is not None:
                 stored += own.num_rows
+                key.append((c.segment_id, c.clip))
             else:
                 computed += c.loaded.num_rows
         view_cols = [ColumnInfo("__time", "TIMESTAMP", "LONG", "time")]
@@ -107,37 +118,47 @@ def datasource_projections(ds: str, chunks: Sequence[Chunk], columns: Sequence[C
             base = by_name.get(m)
             view_cols.append(base or ColumnInfo(m, "DOUBLE", "DOUBLE", "metric"))
         view_cols.append(ColumnInfo(ROWS_COLUMN, "BIGINT", "LONG", "metric"))
-        view = ProjectionView(ds, spec, lp.spec, tuple(view_cols), stored, computed)
+        view = ProjectionView(ds, spec, lp.spec, tuple(view_cols), stored, computed, tuple(key))
         if not stored:  # no visible segment has the file: aggregating everything on the fly gains nothing
             continue
         out.append(view)
     return tuple(out)
 
 
-def projection_view_sql(view: ProjectionView, chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...]) -> str:
-    """The ``UNION ALL`` of the projection's rows over every chunk (see the module docstring)."""
+def store_sql(view: ProjectionView, chunks: Sequence[Chunk]) -> str:
+    """The rows of the projection's store table: every chunk's projection file (clipped to the
+    chunk's visible interval when it must be), cast to the view's column types."""
     parts = []
     names = projection_columns(view.spec)
     types = {c.name: c.sql_type for c in view.columns}
     for c in chunks:
         own = _own_file(c, view.spec, view.spec_json)
-        if own is not None:
-            have = dict(own.columns)
-            items = []
-            for n in names:
-                if n not in have:
-                    items.append(f"CAST(NULL AS {types[n]}) AS {quote_ident(n)}")
-                elif norm_type(have[n]) != types[n]:
-                    items.append(f"CAST({quote_ident(n)} AS {types[n]}) AS {quote_ident(n)}")
-                else:
-                    items.append(quote_ident(n))
-            sql = f"SELECT {', '.join(items)} FROM {own.table}"
-            if c.needs_clip:
-                sql += f" WHERE {time_range_sql(c.clip.start, c.clip.end)}"
-        else:
+        if own is None:
+            continue
+        have = dict(own.columns)
+        items = []
+        for n in names:
+            if n not in have:
+                items.append(f"CAST(NULL AS {types[n]}) AS {quote_ident(n)}")
+            elif norm_type(have[n]) != types[n]:
+                items.append(f"CAST({quote_ident(n)} AS {types[n]}) AS {quote_ident(n)}")
+            else:
+                items.append(quote_ident(n))
+        sql = f"SELECT {', '.join(items)} FROM read_parquet({string_literal(str(own.path))})"
+        if c.needs_clip:
+            sql += f" WHERE {time_range_sql(c.clip.start, c.clip.end)}"
+        parts.append(sql)
+    return " UNION ALL ".join(parts)
+
+
+def projection_view_sql(view: ProjectionView, chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...]) -> str:
+    """The projection's rows over every chunk: its store table, then each chunk without a usable
+    file aggregated from its base rows (see the module docstring)."""
+    parts = [f"SELECT * FROM {view.store}"]
+    for c in chunks:
+        if _own_file(c, view.spec, view.spec_json) is None:
             inner = f"({chunk_select_sql(c, columns)})"
-            sql = projection_sql(inner, view.spec, {col.name for col in columns})
-        parts.append(f"SELECT * FROM ({sql})")
+            parts.append(f"SELECT * FROM ({projection_sql(inner, view.spec, {col.name for col in columns})})")
     return " UNION ALL ".join(parts)
 
 

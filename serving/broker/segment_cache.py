@@ -20,6 +20,7 @@ import duckdb
 
 from radstack.config import Settings
 from radstack.expressions import quote_identifier as _q
+from radstack.expressions import string_literal
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segments import DataSegment, segment_path
@@ -57,12 +58,13 @@ def druid_type(duckdb_type: str) -> str:
 
 @dataclass(frozen=True)
 class LoadedProjection:
-    """One projection file of a loaded segment, held as its own DuckDB table."""
+    """One projection file of a loaded segment, on local disk (the broker copies the files of all
+    segments into one table per projection: :mod:`serving.broker.projections`)."""
 
     name: str
     spec: dict[str, Any]  # the projection's JSON, as the indexer recorded it
     granularity: Any  # its time granularity's JSON
-    table: str
+    path: Path
     num_rows: int
     columns: tuple[tuple[str, str], ...]
 
@@ -153,8 +155,7 @@ class SegmentCache:
         )
         with self._lock:
             if sid in self._loaded:  # lost a race: keep the first
-                for t in (table, *(p.table for p in projections)):
-                    self._drop_table(t)
+                self._drop_table(table)
                 return self._loaded[sid]
             self._loaded[sid] = loaded
         log.info("loaded segment %s (%d rows) into %s", sid, n, table)
@@ -166,8 +167,7 @@ class SegmentCache:
             loaded = self._loaded.pop(segment_id, None)
         if loaded is None:
             return
-        for t in (loaded.table, *(p.table for p in loaded.projections)):
-            self._drop_table(t)
+        self._drop_table(loaded.table)
         if loaded.local_dir is not None and loaded.local_dir.is_relative_to(self.cache_dir):
             shutil.rmtree(loaded.local_dir, ignore_errors=True)
         log.info("dropped segment %s", segment_id)
@@ -189,19 +189,18 @@ class SegmentCache:
         name, spec = record.get("name"), record.get("spec")
         if not isinstance(name, str) or not isinstance(spec, dict) or not isinstance(record.get("loadSpec"), dict):
             return None
-        table = self._table_name()
         cur = self._db.cursor()
         try:
             path = self._fetch_file(record["loadSpec"], local_dir, f"projections/{name}.parquet")
-            cols = _create_table(cur, table, path)
-            (n,) = cur.execute(f"SELECT count(*) FROM {table}").fetchone()  # type: ignore[misc]
+            src = f"read_parquet({string_literal(str(path))})"
+            cols = tuple((str(r[0]), str(r[1])) for r in cur.execute(f"DESCRIBE SELECT * FROM {src}").fetchall())
+            (n,) = cur.execute(f"SELECT count(*) FROM {src}").fetchone()  # type: ignore[misc]
         except Exception:  # noqa: BLE001 - a projection is an optimisation; the base rows still answer
             log.warning("segment %s: projection %s not loaded", segment.identifier, name, exc_info=True)
-            self._drop_table(table)
             return None
         finally:
             cur.close()
-        return LoadedProjection(name, spec, record.get("granularity"), table, int(n), cols)
+        return LoadedProjection(name, spec, record.get("granularity"), path, int(n), cols)
 
     def _fetch_file(self, spec: dict[str, Any], local_dir: Path | None, rel: str) -> Path:
         """A file named by a ``loadSpec`` on local disk: fetched under ``local_dir`` or read in place."""

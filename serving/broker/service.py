@@ -28,7 +28,7 @@ from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import choose_replicas, realtime_replicas, serve_one_replica
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
-from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql
+from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import SegmentCache, SegmentLoadError
 from serving.broker.views import Chunk, ColumnInfo, union_columns, view_sql
@@ -289,15 +289,19 @@ class BrokerService:
         try:
             cur.execute("BEGIN TRANSACTION")
             kept = {p.view_name for st in new_states.values() for p in st.projections}
+            stores = {p.view_name: p.store_key for st in old.datasources.values() for p in st.projections}
             for ds, st in old.datasources.items():
                 if ds not in new_states:
                     cur.execute(f"DROP VIEW IF EXISTS {quote_ident(ds)}")
                 for p in st.projections:
                     if p.view_name not in kept:
                         cur.execute(f"DROP VIEW IF EXISTS {p.view}")
+                        cur.execute(f"DROP TABLE IF EXISTS {p.store}")
             for ds, st in new_states.items():
                 cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st.chunks, st.columns)}")
                 for p in st.projections:
+                    if stores.get(p.view_name) != p.store_key:  # its files changed: copy them again
+                        cur.execute(f"CREATE OR REPLACE TABLE {p.store} AS {store_sql(p, st.chunks)}")
                     cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.chunks, st.columns)}")
             cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
             cur.execute("COMMIT")
