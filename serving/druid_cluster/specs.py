@@ -71,9 +71,33 @@ def processed_topic(spec: DatasourceSpec) -> str:
     return f"{spec.name}-processed"
 
 
+def _projections_over_input(schema: DataSchema) -> list[dict[str, Any]]:
+    """The projections for Druid ingesting raw (processed, not rolled-up) rows: a radstack projection
+    aggregator reads a *metric*; Druid's read input columns — so each becomes its metric's own
+    aggregation (a sum of a ``count`` metric → ``count``; a sum/min/max of a metric of the same kind →
+    that kind over the metric's input field). A projection with any other combination is left out."""
+    metrics = {m.name: m for m in schema.metrics}
+    out = []
+    for p in schema.projections:
+        aggs: list[dict[str, Any]] = []
+        for a in p.aggregators:
+            m = metrics.get(a.field_name or "")
+            if a.kind == "count":
+                aggs.append(a.to_json())
+            elif m is not None and m.type == "count" and a.kind == "sum":
+                aggs.append({"type": "count", "name": a.name})
+            elif m is not None and m.kind == a.kind and m.field_name and m.expression is None:
+                aggs.append({"type": a.type, "name": a.name, "fieldName": m.field_name})
+        if len(aggs) == len(p.aggregators):
+            out.append({**p.to_json(), "aggregators": aggs})
+    return out
+
+
 def _data_schema_for_processed(schema: DataSchema) -> dict[str, Any]:
     out = schema.to_json()
     out.pop("transformSpec", None)  # already applied by the shared transform before the topic
+    if schema.projections:
+        out["projections"] = _projections_over_input(schema)
     out["timestampSpec"] = {"column": TIME_COLUMN, "format": "millis"}
     gran = dict(out["granularitySpec"])
     gran.pop("intervals", None)  # a supervisor ingests whatever arrives

@@ -72,6 +72,32 @@ def test_supervisor_spec_reads_the_processed_topic(ads: Any) -> None:
     assert sup["spec"]["tuningConfig"]["type"] == "kafka"
 
 
+def test_projections_are_exported_in_druid_terms(ads: Any) -> None:
+    """radstack's projection aggregators read metrics; a supervisor's read input fields, so they are
+    rewritten; the segment re-index reads the rolled-up metric columns and keeps them as they are."""
+    from dataclasses import replace
+
+    from radstack.spec import parse_data_schema
+
+    raw = ads.data_schema.to_json()
+    raw["projections"] = [
+        {"type": "aggregate", "name": "by_publisher", "groupingColumns": ["publisher"],
+         "aggregators": [{"type": "longSum", "name": "count", "fieldName": "count"},
+                         {"type": "doubleSum", "name": "price", "fieldName": "price"},
+                         {"type": "doubleMax", "name": "max_price", "fieldName": "max_price"}]},
+        {"type": "aggregate", "name": "odd", "groupingColumns": ["city"],
+         "aggregators": [{"type": "doubleMin", "name": "lowest_max", "fieldName": "max_price"}]},
+    ]
+    spec = replace(ads, data_schema=parse_data_schema(raw))
+    [exported] = kafka_supervisor_spec(spec, bootstrap_servers="k:9092")["spec"]["dataSchema"]["projections"]
+    assert exported["name"] == "by_publisher"  # "odd" (a min over a max) has no input-column form
+    assert exported["aggregators"] == [{"type": "count", "name": "count"},
+                                       {"type": "doubleSum", "name": "price", "fieldName": "price"},
+                                       {"type": "doubleMax", "name": "max_price", "fieldName": "price"}]
+    reindex = index_parallel_spec(spec, Interval(T0, T0 + H), input_source_for(SegmentFiles("local", ("/x/data.parquet",))))
+    assert [p["name"] for p in reindex["spec"]["dataSchema"]["projections"]] == ["by_publisher", "odd"]
+
+
 def test_processed_topic_override_and_transform_spec_dropped() -> None:
     spec = load_datasource_spec({
         "dataSchema": {
