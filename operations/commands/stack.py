@@ -109,7 +109,10 @@ def status(
             for col in ("datasource", "input/s", "processed/s", "batch ms", "last batch", "lag", "processed",
                         "dead-lettered", "thrown away", "duplicates", "committed offsets"):  # fmt: skip
                 sv.add_column(col)
-            for ds, v in streaming.items():
+            rows = [(name, view) for ds, v in streaming.items()
+                    for name, view in [(ds, v), *((f"{ds} (replica {r})", rv) for r, rv in v.get("replicas", {}).items())]
+                    if "inputRate" in view]
+            for ds, v in rows:
                 rate = (lambda x: "-" if x is None else f"{x:,.0f}")  # noqa: E731
                 sv.add_row(ds, rate(v["inputRate"]), rate(v["processedRate"]), str(v["batchDurationMs"] or "-"),
                            str(v["lastBatchId"]), str(v["lag"] if v["lag"] is not None else "-"), str(v["processed"]),

@@ -97,3 +97,22 @@ def test_broker_serves_one_copy(broker_env: Any) -> None:
             res.close()
 
     assert count() == 10 and svc._replicas == {"ads": 1}
+
+
+def test_status_lists_every_replica(settings: Any) -> None:
+    """``radctl status --json`` shows each further replica's counters under ``replicas``."""
+    from pathlib import Path
+
+    from radstack.storage.metadata import MetadataStore
+    from realtime.streaming.progress import streaming_status
+
+    settings.datasources_dir.mkdir(parents=True, exist_ok=True)
+    ads = Path(__file__).resolve().parents[2] / "examples" / "ads" / "ads.yaml"
+    (settings.datasources_dir / "ads.yaml").write_text(ads.read_text())
+    md = MetadataStore.from_settings(settings)
+    md.put_state("streaming.ads", {"lastBatchId": 2, "offsets": {"t": {"0": 4}}, "counters": {"processed": 4}})
+    md.put_state("streaming.ads.replica1", {"lastBatchId": 3, "offsets": {"t": {"0": 5}}, "counters": {"processed": 5}})
+    view = streaming_status(settings, md)["ads"]
+    assert (view["processed"], view["committedOffsets"]) == (4, {"t": {"0": 4}})
+    assert view["replicas"]["1"]["processed"] == 5 and view["replicas"]["1"]["lastBatchId"] == 3
+    md.close()
