@@ -50,7 +50,7 @@ def group_cpu_seconds(pgid: int) -> float:
 
 
 def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, seconds: float,
-             warmup: float, pin: bool = False) -> dict[str, Any]:
+             warmup: float, pin: bool = False, trigger: float | None = None) -> dict[str, Any]:
     from operations.processes import radctl_argv
     from radstack.config import load_settings
     from radstack.storage.deep_storage import open_deep_storage
@@ -69,7 +69,8 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
     (case / "radstack.yaml").write_text(yaml.safe_dump({
         "kafka": {"embedded": False, "bootstrap_servers": bootstrap},
         "spark": {"master": "local[2]"},
-        "streaming": {"handoff": False, "replicas": replicas},
+        "streaming": {"handoff": False, "replicas": replicas,
+                      **({"trigger_seconds": trigger} if trigger is not None else {})},
     }))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_HOME"] = str(case)
@@ -159,6 +160,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--warmup", type=float, default=15.0)
     ap.add_argument("--scenario", choices=["1", "2", "2-kill"], action="append", default=None)
+    ap.add_argument("--trigger", type=float, default=None, help="streaming.trigger_seconds (default: the setting's)")
     ap.add_argument("--pin", action="store_true",
                     help="pin replica r to CPU r (taskset): each replica gets a core of its own, as on its own node")
     args = ap.parse_args()
@@ -176,7 +178,7 @@ def main() -> None:
             print("|---|---|---|---|---|---|---|---|")
             for name in args.scenario or ["1", "2", "2-kill"]:
                 r = scenario(home, broker.bootstrap_servers, int(name[0]), name.endswith("kill"), args.rate,
-                             args.seconds, args.warmup, args.pin)
+                             args.seconds, args.warmup, args.pin, args.trigger)
                 print(f"| {r['replicas']} | {'yes' if r['kill'] else 'no'} | {r['events']:,} (served {r['served']:,}) "
                       f"| {r['p50_s']:.2f} | {r['p95_s']:.2f} | {r['max_s']:.2f} | {r['cpu_s_per_s']:.2f} "
                       f"| {r['kafka_records_read']:,} |", flush=True)
