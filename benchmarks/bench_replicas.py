@@ -33,7 +33,16 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_streaming import EXAMPLE, _events, _producer, send_at_rate, served_count, visibility_latency  # noqa: E402
+from bench_streaming import (  # noqa: E402
+    EXAMPLE,
+    _events,
+    _producer,
+    send_at_rate,
+    served_count,
+    start_poller,
+    visibility_latency,
+    warm_up,
+)
 
 CLK = os.sysconf("SC_CLK_TCK")
 
@@ -94,26 +103,9 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
     def count() -> int:
         return served_count(svc, "ads")
 
-    def wait_for(total: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while count() < total:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"only {count()} of {total} events became visible")
-            time.sleep(0.2)
-
     try:
-        base = max(1, int(rate * warmup))
-        send_at_rate(p, topic, _events(base, int(time.time() * 1000), rate, 99), base, rate)
-        wait_for(base, 300)
+        base = warm_up(p, topic, rate, warmup, count)
         n = int(rate * seconds)
-        seen: list[tuple[float, int]] = []
-        done = threading.Event()
-
-        def poll() -> None:
-            while not done.is_set():
-                seen.append((time.perf_counter(), count() - base))
-                time.sleep(0.1)
-
         dead_cpu: list[float] = []
 
         def killer() -> None:
@@ -126,8 +118,7 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
 
         cpu0 = sum(group_cpu_seconds(pr.pid) for pr in procs.values())
         reads0 = sum(committed_total(md.get_state(state_key("ads", r))) for r in range(replicas))
-        poller = threading.Thread(target=poll, daemon=True)
-        poller.start()
+        seen, done, poller = start_poller(count, base)
         if kill:
             threading.Thread(target=killer, daemon=True).start()
         t0 = time.perf_counter()

@@ -186,30 +186,9 @@ def freshness(settings: Settings, spark: Any, bootstrap: str, rate: int, seconds
     def count() -> int:
         return served_count(svc, "bench_fr")
 
-    def wait_for(total: int, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while count() < total:
-            job.poll_progress()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"only {count()} of {total} events became visible")
-            time.sleep(0.2)
-
-    # warm up at the same rate (a long-running job has a warm JIT, worker pool and state store)
-    base = max(1, int(rate * warmup))
-    send_at_rate(p, topic, _events(base, int(time.time() * 1000), rate, 99), base, rate)
-    wait_for(base, 300)
-
+    base = warm_up(p, topic, rate, warmup, count, job.poll_progress)
     n = int(rate * seconds)
-    seen: list[tuple[float, int]] = []
-    done = threading.Event()
-
-    def poll() -> None:
-        while not done.is_set():
-            seen.append((time.perf_counter(), count() - base))
-            time.sleep(0.1)
-
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
+    seen, done, poller = start_poller(count, base)
     t0 = time.perf_counter()
     produced = send_at_rate(p, topic, _events(n, int(time.time() * 1000), rate, 5), n, rate)
     produce_rate = n / (time.perf_counter() - t0)
@@ -222,6 +201,35 @@ def freshness(settings: Settings, spark: Any, bootstrap: str, rate: int, seconds
     svc.stop()
     return {"rate": rate, "trigger_s": trigger, "achieved_produce_rate": produce_rate, "events": n,
             **visibility_latency(seen, produced, n)}
+
+
+def warm_up(p: Producer, topic: str, rate: int, seconds: float, count: Any, tick: Any = lambda: None) -> int:
+    """Send ``seconds`` of traffic at ``rate`` (a long-running job has a warm JIT, worker pool and state
+    store) and wait until ``count()`` shows all of it; returns how many events that was."""
+    base = max(1, int(rate * seconds))
+    send_at_rate(p, topic, _events(base, int(time.time() * 1000), rate, 99), base, rate)
+    deadline = time.monotonic() + 300
+    while count() < base:
+        tick()
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {count()} of {base} events became visible")
+        time.sleep(0.2)
+    return base
+
+
+def start_poller(count: Any, base: int) -> tuple[list[tuple[float, int]], threading.Event, threading.Thread]:
+    """Poll ``count() - base`` every 100 ms into ``seen`` (time, events visible) until the event is set."""
+    seen: list[tuple[float, int]] = []
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            seen.append((time.perf_counter(), count() - base))
+            time.sleep(0.1)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    return seen, done, poller
 
 
 def served_count(svc: Any, data_source: str) -> int:
