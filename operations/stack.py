@@ -127,26 +127,17 @@ PROCESSES: list[ProcessSpec] = [
         or http_ok(f"http://127.0.0.1:{s.archiver.metrics_port}/metrics"),
         stop_timeout=60.0,  # a clean stop flushes and commits every buffer
     ),
-    ProcessSpec(
-        name="stream",  # the real-time layer: Spark Structured Streaming (realtime/streaming)
-        enabled=lambda s: _has_streaming_specs(s),
-        argv=lambda s: radctl_argv("stream"),
-        port=lambda s: None,
-        health=lambda s: _stream_health(s),
-        ready_timeout=lambda s: 240.0,
-        stop_timeout=45.0,
-    ),
     *[
-        ProcessSpec(  # further real-time replicas (streaming.replicas): same job, own checkpoint and copy
-            name=f"stream-replica{r}",
+        ProcessSpec(  # the real-time layer (realtime/streaming); r ≥ 1: further replicas (streaming.replicas)
+            name="stream" if r == 0 else f"stream-replica{r}",
             enabled=lambda s, r=r: _has_streaming_specs(s) and int(s.streaming.replicas) > r,
-            argv=lambda s, r=r: radctl_argv("stream", "--replica", str(r)),
+            argv=lambda s, r=r: radctl_argv("stream", *(("--replica", str(r)) if r else ())),
             port=lambda s: None,
             health=lambda s, r=r: streaming_health(s, replica=r),
             ready_timeout=lambda s: 240.0,
             stop_timeout=45.0,
         )
-        for r in range(1, MAX_REPLICAS)
+        for r in range(MAX_REPLICAS)
     ],
 ]
 
@@ -157,11 +148,6 @@ def _has_streaming_specs(s: Any) -> bool:
         return any(spec.processing.topics for spec in load_catalog(s).values())
     except Exception:
         return False
-
-
-def _stream_health(s: Any) -> bool:
-
-    return streaming_health(s)
 
 
 def probe_host(host: Any) -> str:

@@ -51,12 +51,21 @@ class ProjectionView:
 
     datasource: str
     spec: ProjectionSpec
-    spec_json: dict[str, Any] = field(compare=False, hash=False)
     columns: tuple[ColumnInfo, ...]
-    stored_rows: int  # rows read from projection files
-    computed_rows: int  # base rows aggregated on the fly
     #: (segment id, visible interval) of every chunk read from its file: the store table's content
-    store_key: tuple[tuple[str, Any], ...] = ()
+    store_key: tuple[tuple[str, Any], ...]
+    #: the chunks read from their projection file, with that file
+    files: tuple[tuple[Chunk, LoadedProjection], ...] = field(default=(), compare=False, hash=False)
+    #: the chunks aggregated from their base rows on the fly
+    on_the_fly: tuple[Chunk, ...] = field(default=(), compare=False, hash=False)
+
+    @property
+    def stored_rows(self) -> int:
+        return sum(p.num_rows for _, p in self.files)
+
+    @property
+    def computed_rows(self) -> int:
+        return sum(c.loaded.num_rows for c in self.on_the_fly)
 
     @property
     def name(self) -> str:
@@ -102,15 +111,15 @@ def datasource_projections(ds: str, chunks: Sequence[Chunk], columns: Sequence[C
         spec = _spec_of(lp, metric_types)
         if spec is None:
             continue
-        stored = computed = 0
-        key = []
+        files, on_the_fly = [], []
         for c in chunks:
             own = _own_file(c, spec, lp.spec)
             if own is not None:
-                stored += own.num_rows
-                key.append((c.segment_id, c.clip))
+                files.append((c, own))
             else:
-                computed += c.loaded.num_rows
+                on_the_fly.append(c)
+        if not files:  # no visible segment has the file: aggregating everything on the fly gains nothing
+            continue
         view_cols = [ColumnInfo("__time", "TIMESTAMP", "LONG", "time")]
         for d in spec.dimensions:
             view_cols.append(by_name.get(d) or ColumnInfo(d, "VARCHAR", "STRING", "dimension"))
@@ -118,23 +127,18 @@ def datasource_projections(ds: str, chunks: Sequence[Chunk], columns: Sequence[C
             base = by_name.get(m)
             view_cols.append(base or ColumnInfo(m, "DOUBLE", "DOUBLE", "metric"))
         view_cols.append(ColumnInfo(ROWS_COLUMN, "BIGINT", "LONG", "metric"))
-        view = ProjectionView(ds, spec, lp.spec, tuple(view_cols), stored, computed, tuple(key))
-        if not stored:  # no visible segment has the file: aggregating everything on the fly gains nothing
-            continue
-        out.append(view)
+        key = tuple((c.segment_id, c.clip) for c, _ in files)
+        out.append(ProjectionView(ds, spec, tuple(view_cols), key, tuple(files), tuple(on_the_fly)))
     return tuple(out)
 
 
-def store_sql(view: ProjectionView, chunks: Sequence[Chunk]) -> str:
+def store_sql(view: ProjectionView) -> str:
     """The rows of the projection's store table: every chunk's projection file (clipped to the
     chunk's visible interval when it must be), cast to the view's column types."""
     parts = []
     names = projection_columns(view.spec)
     types = {c.name: c.sql_type for c in view.columns}
-    for c in chunks:
-        own = _own_file(c, view.spec, view.spec_json)
-        if own is None:
-            continue
+    for c, own in view.files:
         have = dict(own.columns)
         items = []
         for n in names:
@@ -151,14 +155,13 @@ def store_sql(view: ProjectionView, chunks: Sequence[Chunk]) -> str:
     return " UNION ALL ".join(parts)
 
 
-def projection_view_sql(view: ProjectionView, chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...]) -> str:
+def projection_view_sql(view: ProjectionView, columns: tuple[ColumnInfo, ...]) -> str:
     """The projection's rows over every chunk: its store table, then each chunk without a usable
     file aggregated from its base rows (see the module docstring)."""
+    present = {col.name for col in columns}
     parts = [f"SELECT * FROM {view.store}"]
-    for c in chunks:
-        if _own_file(c, view.spec, view.spec_json) is None:
-            inner = f"({chunk_select_sql(c, columns)})"
-            parts.append(f"SELECT * FROM ({projection_sql(inner, view.spec, {col.name for col in columns})})")
+    for c in view.on_the_fly:
+        parts.append(f"SELECT * FROM ({projection_sql(f'({chunk_select_sql(c, columns)})', view.spec, present)})")
     return " UNION ALL ".join(parts)
 
 

@@ -87,6 +87,12 @@ class RunningQuery:
                 c.interrupt()
 
 
+def native_flag(value: Any) -> bool:
+    """A boolean of a native query or its context, as the native engine reads them: ``true`` or
+    ``"true"`` (any case); anything else is false."""
+    return value is True or (isinstance(value, str) and value.lower() == "true")
+
+
 class QueryManager:
     def __init__(self, max_concurrent: int = 16, default_timeout_ms: int = 300_000, *, max_queued: int = 128,
                  queue_timeout_ms: int = 60_000, low_priority_percent: int = 50) -> None:

@@ -301,8 +301,8 @@ class BrokerService:
                 cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st.chunks, st.columns)}")
                 for p in st.projections:
                     if stores.get(p.view_name) != p.store_key:  # its files changed: copy them again
-                        cur.execute(f"CREATE OR REPLACE TABLE {p.store} AS {store_sql(p, st.chunks)}")
-                    cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.chunks, st.columns)}")
+                        cur.execute(f"CREATE OR REPLACE TABLE {p.store} AS {store_sql(p)}")
+                    cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.columns)}")
             cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
             cur.execute("COMMIT")
             self._state = BrokerState(gen, new_states, tuple(segments), frozenset(overshadowed))

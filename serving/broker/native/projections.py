@@ -19,21 +19,18 @@ from radstack.granularity import Granularity
 from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval
 from radstack.projections import granularity_covers, is_aligned_instant
 from serving.broker.projections import ProjectionView
+from serving.broker.query_manager import native_flag
 from serving.errors import invalid_input
 
 _AGG_RE = re.compile(r"^(long|double|float)(Sum|Min|Max)$")
 _QUERY_TYPES = ("timeseries", "topN", "groupBy")
 
 
-def _flag(v: Any) -> bool:
-    return v is True or (isinstance(v, str) and v.lower() == "true")
-
-
 def choose_projection(query: dict[str, Any], views: Sequence[ProjectionView], granularity: Granularity,
                       intervals: Sequence[Interval]) -> ProjectionView | None:
     """The cheapest covering projection, or None; 400 when the context demands one that cannot answer."""
     ctx = query.get("context") or {}
-    if _flag(ctx.get("noProjections")) or query.get("queryType") not in _QUERY_TYPES:
+    if native_flag(ctx.get("noProjections")) or query.get("queryType") not in _QUERY_TYPES:
         return None
     wanted = ctx.get("useProjection")
     candidates = [v for v in views if wanted is None or v.name == wanted]
@@ -42,7 +39,7 @@ def choose_projection(query: dict[str, Any], views: Sequence[ProjectionView], gr
         return min(covering, key=lambda v: v.cost)
     if wanted is not None:
         raise invalid_input(f"Projection[{wanted}] specified, but does not satisfy query")
-    if _flag(ctx.get("forceProjections")) and views:
+    if native_flag(ctx.get("forceProjections")) and views:
         raise invalid_input("Force projections specified, but none satisfy query")
     return None
 

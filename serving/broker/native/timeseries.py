@@ -12,19 +12,16 @@ from typing import Any
 
 from serving.broker.native.aggregation import BUCKET, AggregationPlan
 from serving.broker.native.context import QueryContext, q
+from serving.broker.query_manager import native_flag
 from serving.errors import invalid_input
-
-
-def _truthy(v: Any) -> bool:
-    return v is True or (isinstance(v, str) and v.lower() == "true")
 
 
 def run_timeseries(ctx: QueryContext) -> list[dict[str, Any]]:
     if not ctx.exists:
         return []
     plan = AggregationPlan.create(ctx, [])
-    skip_empty = _truthy(ctx.context.get("skipEmptyBuckets"))
-    descending = _truthy(ctx.query.get("descending"))
+    skip_empty = native_flag(ctx.context.get("skipEmptyBuckets"))
+    descending = native_flag(ctx.query.get("descending"))
     limit = ctx.query.get("limit")
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise invalid_input(f"limit must be a non-negative integer, got {limit!r}")
@@ -61,7 +58,7 @@ def run_timeseries(ctx: QueryContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {"timestamp": ctx.fmt_time(ts), "result": plan.render_values(r)} for ts, r in rows
     ]
-    if _truthy(ctx.context.get("grandTotal")):
+    if native_flag(ctx.context.get("grandTotal")):
         total = _fetch(ctx, plan.post_sql(plan.aggregate_sql(with_bucket=False)))
         out.append({"timestamp": None, "result": plan.render_values(total[0] if total else {})})
     return out

@@ -56,7 +56,7 @@ def use_projections(tree: exp.Expression, ctx: TranslationContext) -> exp.Expres
     force = truthy(qc.get("forceProjections", False)) or wanted is not None
     for select in list(tree.find_all(exp.Select)):
         table = _only_table(select, ctx)
-        if table is None:
+        if table is None or not _aggregates(select):  # a scan reads base rows
             continue
         views = ctx.catalog.projections.get(table.name, ())
         if wanted is not None:
@@ -65,7 +65,7 @@ def use_projections(tree: exp.Expression, ctx: TranslationContext) -> exp.Expres
             continue
         covering = [v for v in views if _covers(select, table, v, ctx)]
         if not covering:
-            if force and _aggregates(select):
+            if force:
                 raise validation_error(
                     f"Projection[{wanted}] specified, but does not satisfy query" if wanted is not None
                     else f"Force projections specified, but none satisfy query on datasource[{table.name}]"
@@ -117,8 +117,7 @@ def _enclosing_aggregate(node: exp.Expression, root: exp.Select) -> exp.Expressi
 
 
 def _covers(select: exp.Select, table: exp.Table, view: ProjectionView, ctx: TranslationContext) -> bool:
-    if not _aggregates(select):
-        return False
+    """Whether ``view`` holds everything the aggregating block ``select`` reads (module docstring)."""
     names = {table.alias_or_name, table.name}
     aliases = {e.alias for e in select.expressions if e.alias}
     dims, metrics = set(view.spec.dimensions), view.spec.metrics
