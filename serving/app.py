@@ -40,6 +40,7 @@ from serving.coordinator import run_duties
 from serving.coordinator_api import router as coordinator_router
 from serving.errors import DruidError
 from serving.jobs import BatchJobs
+from serving.lookups_api import router as lookups_router
 from serving.metrics_api import install as install_metrics
 from serving.overlord.api import router as overlord_router
 from serving.overlord.tasks import TaskRunner
@@ -308,6 +309,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
 
     app.include_router(overlord_router)
     app.include_router(coordinator_router)
+    app.include_router(lookups_router)
     app.include_router(sql_router)
     app.include_router(native_router)
     app.include_router(subscriptions_router)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from radstack.config import CoordinatorSettings, ServerSettings, Settings
 from radstack.expressions import quote_identifier as quote_ident
@@ -32,6 +33,7 @@ from serving.broker.projections import ProjectionView, datasource_projections, p
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import SegmentCache, SegmentLoadError
 from serving.broker.views import Chunk, ColumnInfo, union_columns, view_sql
+from serving.lookups import LoadedLookup, LookupChanges, LookupRegistry
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,7 @@ class BrokerState:
     datasources: dict[str, DatasourceState]
     segments: tuple[DataSegment, ...]  # every used segment from the metadata store
     overshadowed: frozenset[str]
+    lookups: dict[str, LoadedLookup] = field(default_factory=dict)  # name → its table (serving/lookups.py)
 
 
 class BrokerService:
@@ -107,6 +110,7 @@ class BrokerService:
         self._thread: threading.Thread | None = None
         self._listeners: list[Callable[[], None]] = []
         self._replicas: dict[str, int] = {}
+        self.lookups = LookupRegistry(settings, metadata, deep_storage)
 
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (on the refreshing thread; it must not block) after every swap of the views."""
@@ -235,11 +239,14 @@ class BrokerService:
         if self.metadata is None:
             return False
         with self._refresh_lock:
+            lookups_changed = self.apply_lookups(self.lookups.changes(self._state.lookups))
             token = None
             if hasattr(self.metadata, "change_token"):
                 token = self.metadata.change_token()
                 if not force and token == self._token:
-                    return False
+                    if lookups_changed:
+                        self._notify()
+                    return lookups_changed
             segments = [
                 s if isinstance(s, DataSegment) else DataSegment.from_json(s)
                 for s in self.metadata.segments(used=True)
@@ -248,7 +255,43 @@ class BrokerService:
             self._replicas = choose_replicas(realtime_replicas(segments), self.metadata.get_state, self._replicas)
             changed = self.apply_segments(segments, replicas=self._replicas)
             self._token = token if token is not None else object()
-            return changed
+            if lookups_changed and not changed:
+                self._notify()
+            return changed or lookups_changed
+
+    def apply_lookups(self, changes: LookupChanges) -> bool:
+        """(Re)create the tables of the lookups ``changes`` loaded and drop the removed ones, in one
+        transaction that also moves the generation, so a query sees one version of every lookup."""
+        if not changes:
+            return False
+        old = self._state
+        lookups = {n: lk for n, lk in old.lookups.items() if n not in changes.removed}
+        cur = self._db.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            for name in changes.removed:
+                cur.execute(f"DROP TABLE IF EXISTS {quote_ident(old.lookups[name].table)}")
+            for name, (loaded, pairs) in changes.loaded.items():
+                rows = pa.table({"k": pa.array(list(pairs), pa.string()), "v": pa.array(list(pairs.values()), pa.string())})
+                cur.register("__lookup_rows", rows)
+                cur.execute(f"CREATE OR REPLACE TABLE {quote_ident(loaded.table)} AS SELECT k, v FROM __lookup_rows")
+                cur.unregister("__lookup_rows")
+                lookups[name] = loaded
+            gen = old.generation + 1
+            cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
+            cur.execute("COMMIT")
+            self._state = BrokerState(gen, old.datasources, old.segments, old.overshadowed, lookups)
+        except Exception:
+            with contextlib.suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            raise
+        finally:
+            cur.close()
+        return True
+
+    def _notify(self) -> None:
+        for listener in self._listeners:
+            listener()
 
     def apply_segments(self, segments: list[DataSegment], replicas: dict[str, int] | None = None) -> bool:
         """Serve exactly ``segments`` (the used set): load, swap views, drop what is no longer visible.
@@ -281,7 +324,7 @@ class BrokerService:
                                                  datasource_projections(ds, chunks, columns))
         old = self._state
         if _same_views(old.datasources, new_states):
-            self._state = BrokerState(old.generation, new_states, tuple(segments), frozenset(overshadowed))
+            self._state = BrokerState(old.generation, new_states, tuple(segments), frozenset(overshadowed), old.lookups)
             self._drop_unwanted(wanted)
             return False
         gen = old.generation + 1
@@ -305,7 +348,7 @@ class BrokerService:
                     cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.columns)}")
             cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
             cur.execute("COMMIT")
-            self._state = BrokerState(gen, new_states, tuple(segments), frozenset(overshadowed))
+            self._state = BrokerState(gen, new_states, tuple(segments), frozenset(overshadowed), old.lookups)
         except Exception:
             with contextlib.suppress(duckdb.Error):
                 cur.execute("ROLLBACK")
@@ -313,8 +356,7 @@ class BrokerService:
         finally:
             cur.close()
         self._drop_unwanted(wanted)
-        for listener in self._listeners:
-            listener()
+        self._notify()
         return True
 
     def _drop_unwanted(self, wanted: set[str]) -> None:

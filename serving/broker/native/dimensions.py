@@ -3,7 +3,8 @@
 A dimension spec becomes one SQL expression producing the output value. Druid's default output type
 is STRING, so a LONG column grouped without ``outputType`` comes back as strings ("123"), and
 ``__time`` as its epoch millis in a string. Supported extraction functions: ``substring``, ``strlen``,
-``upper``, ``lower``, ``regex``, ``partial``, ``searchQuery``, ``lookup`` (inline map), ``timeFormat``,
+``upper``, ``lower``, ``regex``, ``partial``, ``searchQuery``, ``lookup`` (inline map), ``registeredLookup``
+(a lookup of the coordinator's configuration, docs/lookups.md), ``timeFormat``,
 ``time``, ``stringFormat``, ``bucket``, ``cascade``; others answer 501.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from radstack.expressions import quote_identifier as quote_ident
 from radstack.granularity import Granularity, GranularityError
 from radstack.joda import joda_to_strftime
 from serving.broker.native.granularity_sql import bucket_sql
@@ -68,6 +70,13 @@ def parse_dimension(spec: Any) -> DimensionSpec:
         if not isinstance(fn, dict):
             raise invalid_input("Extraction dimension spec needs 'extractionFn'")
         return DimensionSpec(dim, out_name, out_type, fn)
+    if typ == "lookup":  # Druid's LookupDimensionSpec: a registered lookup by ``name``, or an inline ``lookup``
+        keep = {k: spec[k] for k in ("retainMissingValue", "replaceMissingValueWith") if k in spec}
+        if spec.get("name"):
+            return DimensionSpec(dim, out_name, out_type, {"type": "registeredLookup", "lookup": spec["name"], **keep})
+        if isinstance(spec.get("lookup"), dict):
+            return DimensionSpec(dim, out_name, out_type, {"type": "lookup", "lookup": spec["lookup"], **keep})
+        raise invalid_input("Lookup dimension spec needs 'name' (a registered lookup) or 'lookup' (an inline map)")
     if typ in ("listFiltered", "regexFiltered", "prefixFiltered"):
         # single-valued dimensions: filtering the values is a per-row filter on the value
         return DimensionSpec(dim, out_name, out_type, {"type": "__" + typ, **spec})
@@ -106,18 +115,19 @@ def extraction_sql(fn: dict[str, Any], value: str, src_type: str, ctx: QueryCont
         if lk.get("type", "map") != "map":
             raise unsupported(f"lookup type [{lk.get('type')}] is not supported")
         mapping = lk.get("map") or {}
-        if fn.get("retainMissingValue"):
-            other = s
-        elif fn.get("replaceMissingValueWith") is not None:
-            other = _s(fn["replaceMissingValueWith"])
-        else:
-            other = "NULL"
+        other = _missing_value_sql(fn, s)
         if not mapping:
             return other
         whens = " ".join(f"WHEN {_s(k)} THEN {'NULL' if v is None else _s(v)}" for k, v in mapping.items())
         return f"CASE {s} {whens} ELSE {other} END"
     if typ == "registeredLookup":
-        raise unsupported("registeredLookup extraction functions need lookups, which are not configured")
+        name = fn.get("lookup")
+        loaded = ctx.state.lookups.get(name) if ctx is not None else None
+        if loaded is None:
+            raise invalid_input(f"Lookup [{name}] not found")
+        found = f"(SELECT __lookup.v FROM {quote_ident(loaded.table)} AS __lookup WHERE __lookup.k = {s})"
+        other = _missing_value_sql(fn, s)
+        return found if other == "NULL" else f"COALESCE({found}, {other})"
     if typ == "timeFormat":
         return _time_format_sql(fn, value, src_type, ctx)
     if typ == "time":
@@ -149,6 +159,18 @@ def extraction_sql(fn: dict[str, Any], value: str, src_type: str, ctx: QueryCont
     if typ == "javascript":
         raise unsupported("JavaScript extraction functions are disabled")
     raise unsupported(f"Extraction function type [{typ}] is not supported")
+
+
+def _missing_value_sql(fn: dict[str, Any], s: str) -> str:
+    """What a lookup extraction gives for a key its lookup lacks: the key itself
+    (``retainMissingValue``), ``replaceMissingValueWith``, or NULL."""
+    if fn.get("retainMissingValue"):
+        if fn.get("replaceMissingValueWith") not in (None, ""):
+            raise invalid_input("Cannot specify a [replaceMissingValueWith] and set [retainMissingValue] to true")
+        return s
+    if fn.get("replaceMissingValueWith") is not None:
+        return _s(fn["replaceMissingValueWith"])
+    return "NULL"
 
 
 def _filtered_dim_sql(spec: dict[str, Any], s: str) -> str:

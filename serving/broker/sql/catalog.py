@@ -21,6 +21,10 @@ SYSTEM_TABLES: dict[tuple[str, str], str] = {
 }
 
 
+#: The columns of every table in the ``lookup`` schema, as in Druid.
+LOOKUP_COLUMNS: tuple[tuple[str, str], ...] = (("k", "VARCHAR"), ("v", "VARCHAR"))
+
+
 @dataclass(frozen=True)
 class ColumnInfo:
     """One datasource column: its name and Druid type (``LONG``, ``FLOAT``, ``DOUBLE``, ``STRING``)."""
@@ -44,6 +48,8 @@ class Catalog:
     #: datasource → its aggregate projections (:class:`serving.broker.projections.ProjectionView`);
     #: their views are queryable only through the projections rule, never listed in INFORMATION_SCHEMA
     projections: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    #: lookup name → the DuckDB table of its pairs (columns ``k``, ``v``): the ``lookup`` schema
+    lookups: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_broker(cls, broker) -> Catalog:  # type: ignore[no-untyped-def]
@@ -66,6 +72,8 @@ class Catalog:
     def sql_schema(self) -> dict[str, dict[str, str]]:
         """``{table: {column: sql type}}`` for sqlglot's type annotation."""
         out = {ds: {c.name: c.sql_type for c in cols} for ds, cols in self.datasources.items()}
+        for table in self.lookups.values():
+            out[table] = dict(LOOKUP_COLUMNS)
         for views in self.projections.values():
             for v in views:
                 out[v.view_name] = {c.name: ("TIMESTAMP" if c.name == "__time" else c.sql_type) for c in v.columns}

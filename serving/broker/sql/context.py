@@ -22,6 +22,7 @@ class TranslationContext:
     udfs: set[str] = field(default_factory=set)  # DuckDB UDFs the statement needs
     system_tables: set[tuple[str, str]] = field(default_factory=set)  # (schema, table) used
     datasources: set[str] = field(default_factory=set)  # datasources read
+    lookups: set[str] = field(default_factory=set)  # lookups read (lookup.name or LOOKUP())
     cte_names: set[str] = field(default_factory=set)
     projections: dict[str, str] = field(default_factory=dict)  # datasource → projection that answered
     max_string_bytes: int = 1024 * 1024  # server.max_string_bytes: REPEAT/LPAD/RPAD beyond it → 400

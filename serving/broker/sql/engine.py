@@ -66,7 +66,8 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
     if state is not None and hasattr(state, "datasources"):
         return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind) for c in st.columns]
                         for ds, st in state.datasources.items()},
-                       {ds: st.projections for ds, st in state.datasources.items() if st.projections})
+                       {ds: st.projections for ds, st in state.datasources.items() if st.projections},
+                       {name: lk.table for name, lk in getattr(state, "lookups", {}).items()})
     return Catalog.from_broker(broker)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from serving.broker.sql import sys_tables
-from serving.broker.sql.catalog import SCHEMAS, SYSTEM_TABLES, Catalog
+from serving.broker.sql.catalog import LOOKUP_COLUMNS, SCHEMAS, SYSTEM_TABLES, Catalog
 from serving.broker.sql.types import jdbc_type
 
 S = pa.string()
@@ -69,6 +69,8 @@ def schemata_table() -> pa.Table:
 def tables_table(catalog: Catalog) -> pa.Table:
     rows = [{"TABLE_CATALOG": CATALOG, "TABLE_SCHEMA": "druid", "TABLE_NAME": ds, "TABLE_TYPE": "TABLE",
              "IS_JOINABLE": "NO", "IS_BROADCAST": "NO"} for ds in sorted(catalog.datasources)]
+    rows += [{"TABLE_CATALOG": CATALOG, "TABLE_SCHEMA": "lookup", "TABLE_NAME": name, "TABLE_TYPE": "TABLE",
+              "IS_JOINABLE": "YES", "IS_BROADCAST": "YES"} for name in sorted(catalog.lookups)]
     for schema, table in SYSTEM_TABLES:
         rows.append({"TABLE_CATALOG": CATALOG, "TABLE_SCHEMA": schema, "TABLE_NAME": table,
                      "TABLE_TYPE": "SYSTEM_TABLE", "IS_JOINABLE": "NO", "IS_BROADCAST": "NO"})
@@ -80,6 +82,9 @@ def columns_table(catalog: Catalog) -> pa.Table:
     for ds in sorted(catalog.datasources):
         for i, col in enumerate(catalog.datasources[ds]):
             rows.append(_column_row("druid", ds, col.name, i, col.sql_type, col.name != "__time"))
+    for name in sorted(catalog.lookups):
+        for i, (col, sql_type) in enumerate(LOOKUP_COLUMNS):
+            rows.append(_column_row("lookup", name, col, i, sql_type, True))
     for schema, table, cols in system_columns():
         for i, (name, sql_type) in enumerate(cols):
             rows.append(_column_row(schema, table, name, i, sql_type, True))

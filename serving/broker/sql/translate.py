@@ -21,6 +21,7 @@ from serving.broker.sql.rules.arithmetic import arithmetic
 from serving.broker.sql.rules.casts import casts
 from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.earliest_latest import earliest_latest
+from serving.broker.sql.rules.lookup import lookup
 from serving.broker.sql.rules.millis import millis
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
@@ -45,7 +46,7 @@ TYPED_RULES = [arithmetic, casts]
 #: Function rewrites, children before parents.
 FUNCTION_RULES = [
     time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
-    millis, approx, earliest_latest, strings, string_limits,
+    millis, approx, earliest_latest, strings, string_limits, lookup,
 ]
 
 
@@ -57,6 +58,7 @@ class Translation:
     udfs: set[str] = field(default_factory=set)
     system_tables: set[tuple[str, str]] = field(default_factory=set)
     datasources: set[str] = field(default_factory=set)
+    lookups: set[str] = field(default_factory=set)  # lookups read (lookup.name, LOOKUP())
     projections: dict[str, str] = field(default_factory=dict)  # datasource → the projection that answered
 
 
@@ -102,5 +104,6 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
         udfs=set(ctx.udfs),
         system_tables=set(ctx.system_tables),
         datasources=set(ctx.datasources),
+        lookups=set(ctx.lookups),
         projections=dict(ctx.projections),
     )

@@ -1,5 +1,5 @@
 """Table references: ``druid.ds`` / ``"ds"`` / ``ds`` → the datasource view; ``INFORMATION_SCHEMA.*``
-and ``sys.*`` → the per-query system tables; anything else → Druid's ``Object 'x' not found``."""
+and ``sys.*`` → the per-query system tables; ``lookup.name`` → the lookup's table (``k``, ``v``); anything else → Druid's ``Object 'x' not found``."""
 
 from __future__ import annotations
 
@@ -48,7 +48,15 @@ def _resolve(table: exp.Table, ctx: TranslationContext) -> None:
         table.set("catalog", None)
         return
     if schema == "lookup":
-        raise validation_error(f"Object '{name}' not found within 'lookup'")
+        if name not in ctx.catalog.lookups:
+            raise validation_error(f"Object '{name}' not found within 'lookup'")
+        ctx.lookups.add(name)
+        if not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+        table.set("this", exp.to_identifier(ctx.catalog.lookups[name], quoted=True))
+        table.set("db", None)
+        table.set("catalog", None)
+        return
     if schema == "view":
         raise validation_error(f"Object '{name}' not found within 'view'")
     key = _system_key(schema, name)
