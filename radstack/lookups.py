@@ -10,7 +10,11 @@ Two kinds of ``lookupExtractorFactory`` are understood:
 * ``map``: the pairs inline (``map``), optionally ``injective``;
 * ``cachedNamespace`` with an ``extractionNamespace`` of type ``uri``: a file (``uri``, or the newest
   file under ``uriPrefix`` whose name matches ``fileRegex``) parsed with a ``namespaceParseSpec`` of
-  format ``csv``, ``tsv``, ``customJson`` or ``simpleJson``, re-read every ``pollPeriod``.
+  format ``csv``, ``tsv``, ``customJson`` or ``simpleJson``, re-read every ``pollPeriod``;
+* ``ipRange`` (a radstack extension, not in Druid): IPv4 ranges → value, answered by range search (the
+  narrowest range holding the address wins), from inline ``ranges`` or a ``uri`` file (CSV with a
+  header, or JSON lines) whose rows have ``cidr`` or ``start``/``end`` (``start_ip``/``end_ip``) and
+  the ``valueColumn``. It is how an IP → AS table is applied at query time.
 
 This module holds the spec and the parsing of file contents; reading the files (and refusing places a
 client may not name) is the server's (:mod:`serving.lookups`).
@@ -20,9 +24,10 @@ from __future__ import annotations
 
 import csv
 import io
+import ipaddress
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +38,9 @@ __all__ = [
     "LookupDefinition",
     "LookupSpecError",
     "check_name",
+    "ip_range",
+    "ip_to_long",
+    "parse_ranges",
     "ParseSpec",
     "parse_config",
     "parse_container",
@@ -78,9 +86,11 @@ class LookupDefinition:
     name: str
     version: str
     factory: dict[str, Any] = field(hash=False, compare=False)
-    kind: str = "map"  # "map" | "uri"
+    kind: str = "map"  # "map" | "uri" | "ipRange"
     injective: bool = False
     pairs: tuple[tuple[str, str], ...] = ()  # map lookups
+    ranges: tuple[tuple[int, int, str], ...] = ()  # inline ipRange lookups: (first, last address, value)
+    value_column: str | None = None  # ipRange files
     uri: str | None = None
     uri_prefix: str | None = None
     file_regex: str = ".*"
@@ -204,7 +214,23 @@ def parse_container(name: str, raw: Any, path: str = "lookup") -> LookupDefiniti
         return LookupDefinition(name, version, factory, "uri", injective, uri=uri, uri_prefix=prefix,
                                 file_regex=str(regex), parse_spec=spec,
                                 poll_ms=_poll_ms(ns.get("pollPeriod"), f"{np_}.pollPeriod"))
-    raise LookupSpecError(f"{fp}.type", f"unknown lookup type {typ!r} (map, cachedNamespace)")
+    if typ == "ipRange":
+        uri = _string(factory.get("uri"), f"{fp}.uri", required=False)
+        prefix = _string(factory.get("uriPrefix"), f"{fp}.uriPrefix", required=False)
+        raw_ranges = factory.get("ranges")
+        if sum(x is not None for x in (uri, prefix, raw_ranges)) != 1:
+            raise LookupSpecError(fp, "exactly one of 'ranges', 'uri' and 'uriPrefix' must be set")
+        value_column = _string(factory.get("valueColumn"), f"{fp}.valueColumn", required=False)
+        ranges: list[tuple[int, int, str]] = []
+        if raw_ranges is not None:
+            if not isinstance(raw_ranges, list):
+                raise LookupSpecError(f"{fp}.ranges", "expected a list of {cidr | start, end, value}")
+            ranges = [ip_range(r, value_column, f"{fp}.ranges[{i}]") for i, r in enumerate(raw_ranges)]
+        regex = str(factory.get("fileRegex", ".*") or ".*")
+        return LookupDefinition(name, version, factory, "ipRange", False, ranges=tuple(ranges), uri=uri,
+                                uri_prefix=prefix, file_regex=regex, value_column=value_column,
+                                poll_ms=_poll_ms(factory.get("pollPeriod"), f"{fp}.pollPeriod"))
+    raise LookupSpecError(f"{fp}.type", f"unknown lookup type {typ!r} (map, cachedNamespace, ipRange)")
 
 
 def parse_config(raw: Any, path: str = "lookups") -> dict[str, dict[str, LookupDefinition]]:
@@ -281,3 +307,54 @@ def parse_rows(data: bytes, spec: ParseSpec) -> dict[str, str]:
         if key is not None and value is not None:
             out[key] = value
     return out
+
+
+# ---- IPv4 ranges (ipRange lookups, and the pipeline's ip_range enrichment) -----------------------------
+
+
+def ip_to_long(value: Any) -> int:
+    """An IPv4 address (dotted, or already a number) as an integer."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return int(ipaddress.IPv4Address(str(value).strip()))
+
+
+def ip_range(row: Any, value_column: str | None = None, path: str = "range") -> tuple[int, int, str]:
+    """One range row → ``(first, last, value)``: a mapping with ``cidr`` or ``start``/``end``
+    (``start_ip``/``end_ip``) and the value in ``value_column`` (else ``value``, ``as``, ``asn``), or a
+    ``[start, end, value]`` sequence."""
+    try:
+        if isinstance(row, Mapping):
+            if row.get("cidr"):
+                net = ipaddress.IPv4Network(str(row["cidr"]).strip(), strict=False)
+                lo, hi = int(net.network_address), int(net.broadcast_address)
+            else:
+                lo = ip_to_long(row.get("start", row.get("start_ip")))
+                hi = ip_to_long(row.get("end", row.get("end_ip")))
+            value = row.get(value_column) if value_column else row.get("value", row.get("as", row.get("asn")))
+        elif isinstance(row, Sequence) and not isinstance(row, str) and len(row) == 3:
+            lo, hi, value = ip_to_long(row[0]), ip_to_long(row[1]), row[2]
+        else:
+            raise LookupSpecError(path, "expected {cidr | start, end, value} or [start, end, value]")
+    except ValueError as e:
+        if isinstance(e, LookupSpecError):
+            raise
+        raise LookupSpecError(path, f"not an IPv4 range: {e}") from None
+    if value is None:
+        raise LookupSpecError(path, f"no value (column {value_column or 'value'!r})")
+    if lo > hi:
+        raise LookupSpecError(path, "the range ends before it starts")
+    return lo, hi, str(value)
+
+
+def parse_ranges(data: bytes, value_column: str | None) -> list[tuple[int, int, str]]:
+    """The ranges of an ``ipRange`` file: CSV with a header row, a JSON array, or JSON lines."""
+    text = data.decode("utf-8-sig")
+    head = text.lstrip()[:1]
+    if head == "[":
+        rows: list[Any] = json.loads(text)
+    elif head == "{":
+        rows = list(_json_lines(text))
+    else:
+        rows = list(csv.DictReader(io.StringIO(text)))
+    return sorted(ip_range(r, value_column, f"row {i + 1}") for i, r in enumerate(rows))

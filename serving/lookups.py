@@ -17,6 +17,7 @@ serving the old version of a lookup that fails to load.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 from collections.abc import Mapping
@@ -27,7 +28,8 @@ from urllib.parse import unquote, urlparse
 
 from radstack.clock import now_millis
 from radstack.config import Settings
-from radstack.lookups import DEFAULT_TIER, LookupDefinition, parse_config, parse_rows
+from radstack.expressions import quote_identifier
+from radstack.lookups import DEFAULT_TIER, LookupDefinition, parse_config, parse_ranges, parse_rows
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from serving.overlord.input_policy import InputForbidden, check_local_file
@@ -38,6 +40,7 @@ CONFIG_KEY = "lookupsConfig"
 """The ``druid_config`` entry holding ``{tier: {name: container}}`` (Druid's own key)."""
 
 TABLE_PREFIX = "__lookup__"
+RANGES_PREFIX = "__lookup_ranges__"
 MAX_FILE_BYTES = 512 * 1024 * 1024
 
 
@@ -56,10 +59,16 @@ class LoadedLookup:
     source: str | None = None  # the file read, for uri lookups
     source_ms: int = 0  # that file's modification time
     loaded_ms: int = 0
+    ranges: bool = False  # an ipRange lookup: answered by range search in :attr:`ranges_table`
 
     @property
     def table(self) -> str:
         return table_name(self.name)
+
+    @property
+    def ranges_table(self) -> str:
+        """The DuckDB table of an ipRange lookup's ranges (``lo``, ``hi``, ``v``), unquoted."""
+        return RANGES_PREFIX + self.name
 
 
 def table_name(name: str) -> str:
@@ -67,11 +76,52 @@ def table_name(name: str) -> str:
     return TABLE_PREFIX + name
 
 
+@dataclass(frozen=True)
+class LookupData:
+    """A lookup's contents: its ``k → v`` pairs and, for an ipRange lookup, its ranges."""
+
+    pairs: dict[str, str]
+    ranges: tuple[tuple[int, int, str], ...] = ()
+
+
+def _range_data(ranges: list[tuple[int, int, str]] | tuple[tuple[int, int, str], ...]) -> LookupData:
+    """An ipRange lookup's ranges, with ``k`` the range as text (CIDR when it is one, else first-last)."""
+    pairs = {}
+    for lo, hi, v in ranges:
+        size = hi - lo + 1
+        first = str(ipaddress.IPv4Address(lo))
+        if size & (size - 1) == 0 and lo % size == 0:
+            pairs[f"{first}/{32 - size.bit_length() + 1}"] = v
+        else:
+            pairs[f"{first}-{ipaddress.IPv4Address(hi)}"] = v
+    return LookupData(pairs, tuple(ranges))
+
+
+_IPV4_RE = r"'^[0-9]{1,3}(\.[0-9]{1,3}){3}$'"
+
+
+def ip_number_sql(text_sql: str) -> str:
+    """DuckDB SQL turning a dotted IPv4 address (VARCHAR) into its number; NULL for anything else."""
+    parts = [f"TRY_CAST(SPLIT_PART({text_sql}, '.', {i}) AS BIGINT)" for i in (1, 2, 3, 4)]
+    number = f"{parts[0]} * 16777216 + {parts[1]} * 65536 + {parts[2]} * 256 + {parts[3]}"
+    return f"CASE WHEN REGEXP_MATCHES({text_sql}, {_IPV4_RE}) THEN {number} END"
+
+
+def value_sql(lookup: LoadedLookup, key_sql: str) -> str:
+    """DuckDB SQL for the value lookup gives the VARCHAR ``key_sql``, NULL when it has none: a correlated
+    scalar subquery (DuckDB plans it as a join); the narrowest range for an ipRange lookup."""
+    if lookup.ranges:
+        ip = ip_number_sql(key_sql)
+        return (f"(SELECT ARG_MIN(__lookup.v, __lookup.hi - __lookup.lo) FROM "
+                f"{quote_identifier(lookup.ranges_table)} AS __lookup WHERE {ip} BETWEEN __lookup.lo AND __lookup.hi)")
+    return f"(SELECT __lookup.v FROM {quote_identifier(lookup.table)} AS __lookup WHERE __lookup.k = {key_sql})"
+
+
 @dataclass
 class LookupChanges:
-    """What a sync found: lookups (re)loaded with their pairs, and lookups no longer configured."""
+    """What a sync found: lookups (re)loaded with their contents, and lookups no longer configured."""
 
-    loaded: dict[str, tuple[LoadedLookup, dict[str, str]]] = field(default_factory=dict)
+    loaded: dict[str, tuple[LoadedLookup, LookupData]] = field(default_factory=dict)
     removed: set[str] = field(default_factory=set)
 
     def __bool__(self) -> bool:
@@ -210,7 +260,7 @@ class LookupRegistry:
         for name, d in defs.items():
             cur = current.get(name)
             same = cur is not None and cur.version == d.version
-            if same and (d.kind == "map" or not d.poll_ms or now < self._next_poll.get(name, 0)):
+            if same and (not d.poll_ms or now < self._next_poll.get(name, 0)):
                 continue
             try:
                 loaded = self._load(d, cur if same else None, now)
@@ -228,13 +278,18 @@ class LookupRegistry:
         return out
 
     def _load(self, d: LookupDefinition, cur: LoadedLookup | None,
-              now: int) -> tuple[LoadedLookup, dict[str, str]] | None:
-        if d.kind == "map":
-            pairs = dict(d.pairs)
-            return LoadedLookup(d.name, d.version, d.injective, len(pairs), loaded_ms=now), pairs
+              now: int) -> tuple[LoadedLookup, LookupData] | None:
+        is_range = d.kind == "ipRange"
+        if d.kind == "map" or (is_range and d.uri is None and d.uri_prefix is None):
+            data = _range_data(d.ranges) if is_range else LookupData(dict(d.pairs))
+            return LoadedLookup(d.name, d.version, d.injective, len(data.pairs), loaded_ms=now, ranges=is_range), data
         uri, ms = self.reader.newest(d)
         if cur is not None and cur.source == uri and cur.source_ms == ms:
             return None  # polled, unchanged
-        assert d.parse_spec is not None
-        pairs = parse_rows(self.reader.read(uri), d.parse_spec)
-        return LoadedLookup(d.name, d.version, d.injective, len(pairs), uri, ms, now), pairs
+        raw = self.reader.read(uri)
+        if is_range:
+            data = _range_data(parse_ranges(raw, d.value_column))
+        else:
+            assert d.parse_spec is not None
+            data = LookupData(parse_rows(raw, d.parse_spec))
+        return LoadedLookup(d.name, d.version, d.injective, len(data.pairs), uri, ms, now, is_range), data

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import csv
 import io
-import ipaddress
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from radstack.lookups import ip_range, ip_to_long
 from radstack.pipeline.parse import q
 from radstack.spec import DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
@@ -40,12 +40,6 @@ def set_deep_storage(config: Mapping[str, Any] | None) -> None:
     """Where ``key`` files are read from (the job sets this from its settings)."""
     global _deep_storage_config
     _deep_storage_config = dict(config) if config is not None else None
-
-
-def ip_to_long(value: Any) -> int:
-    if isinstance(value, int):
-        return value
-    return int(ipaddress.IPv4Address(str(value).strip()))
 
 
 def _read(entry: Mapping[str, Any]) -> bytes | None:
@@ -78,20 +72,9 @@ def load_ranges(entry: Mapping[str, Any]) -> list[tuple[int, int, str]]:
     if raw is None:
         data = _read(entry)
         raw = _rows(data or b"", str(entry.get("key") or entry.get("file")))
-    out: list[tuple[int, int, str]] = []
-    for r in raw:
-        if isinstance(r, Mapping):
-            if "cidr" in r:
-                net = ipaddress.IPv4Network(str(r["cidr"]), strict=False)
-                s, e = int(net.network_address), int(net.broadcast_address)
-            else:
-                s, e = ip_to_long(r["start"]), ip_to_long(r["end"])
-            vc = entry.get("valueColumn")
-            v = r[vc] if vc else r.get("value", r.get("as", r.get("asn")))
-        else:
-            s, e, v = ip_to_long(r[0]), ip_to_long(r[1]), r[2]
-        out.append((s, e, str(v)))
-    return sorted(out)
+    vc = entry.get("valueColumn")
+    return sorted(ip_range(r, str(vc) if vc else None, f"enrich {entry.get('output')!r} range {i}")
+                  for i, r in enumerate(raw))
 
 
 def load_map(entry: Mapping[str, Any]) -> dict[str, str]:

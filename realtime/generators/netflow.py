@@ -4,8 +4,9 @@ samples: ``timestamp, sample_id, srcIP, dstIP, protocol, srcPort, dstPort, ipSiz
 protocol number: 6 TCP, 17 UDP, 1 ICMP; ports 0 for ICMP). Hosts come from a fixed set of AS address
 ranges (Zipf-weighted); half the samples flow client → server, half server → client.
 
-Tables written next to the stream: ``ip_ranges.csv`` (``cidr,start_ip,end_ip,asn,as_name``, the
-IP-range → AS table) and ``dns.csv`` (``ip,hostname``, for the servers). Both depend only on the seed.
+Tables written next to the stream: ``ip_ranges.csv`` (``cidr,start_ip,end_ip,asn,as_name,country``, the
+IP-range → AS table with each AS's ISO country code), ``dns.csv`` (``ip,hostname``, for the servers) and
+``countries.csv`` (``code,name``, the country-code map). All depend only on the seed.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ AS_NAMES = [
     "BANK-NET", "GOV-NET",
 ]  # fmt: skip
 FIRST_OCTETS = [23, 31, 45, 62, 77, 80, 85, 91, 104, 130, 151, 176, 185, 193, 203, 212]
+COUNTRIES = {"US": "United States", "DE": "Germany", "NL": "Netherlands", "FR": "France", "GB": "United Kingdom",
+             "SE": "Sweden", "JP": "Japan", "BR": "Brazil"}
+AS_COUNTRIES = ["US", "DE", "US", "NL", "DE", "FR", "SE", "GB", "US", "DE", "NL", "GB", "US", "US", "JP", "BR"]
 SERVERS_PER_AS = 6
 SERVICES = [(6, 443), (6, 80), (17, 53), (17, 443), (6, 8080), (17, 123), (6, 22), (1, 0)]
 SERVICE_WEIGHTS = [55, 12, 10, 8, 4, 3, 2, 6]
@@ -55,20 +59,35 @@ class Tables:
         ranges = out_dir / "ip_ranges.csv"
         with open(ranges, "w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["cidr", "start_ip", "end_ip", "asn", "as_name"])
-            for net, asn, name in self.ranges:
-                w.writerow([str(net), str(net.network_address), str(net.broadcast_address), asn, name])
+            w.writerow(["cidr", "start_ip", "end_ip", "asn", "as_name", "country"])
+            for (net, asn, name), country in zip(self.ranges, AS_COUNTRIES, strict=True):
+                w.writerow([str(net), str(net.network_address), str(net.broadcast_address), asn, name, country])
         dns = out_dir / "dns.csv"
         with open(dns, "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["ip", "hostname"])
             for ip, host in sorted(self.dns.items()):
                 w.writerow([ip, host])
-        return [ranges, dns]
+        countries = out_dir / "countries.csv"
+        with open(countries, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["code", "name"])
+            w.writerows(sorted(COUNTRIES.items()))
+        return [ranges, dns, countries]
 
     def asn_of(self, ip: str) -> int | None:
         addr = ipaddress.IPv4Address(ip)
         return next((asn for net, asn, _ in self.ranges if addr in net), None)
+
+    def as_name_of(self, ip: str) -> str | None:
+        addr = ipaddress.IPv4Address(ip)
+        return next((name for net, _, name in self.ranges if addr in net), None)
+
+    def country_of(self, ip: str) -> str | None:
+        """The name of the country of the AS holding ``ip``."""
+        addr = ipaddress.IPv4Address(ip)
+        return next((COUNTRIES[c] for (net, _, _), c in zip(self.ranges, AS_COUNTRIES, strict=True)
+                     if addr in net), None)
 
 
 def _size(rng: random.Random, protocol: int) -> int:

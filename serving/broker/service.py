@@ -271,11 +271,23 @@ class BrokerService:
             cur.execute("BEGIN TRANSACTION")
             for name in changes.removed:
                 cur.execute(f"DROP TABLE IF EXISTS {quote_ident(old.lookups[name].table)}")
-            for name, (loaded, pairs) in changes.loaded.items():
-                rows = pa.table({"k": pa.array(list(pairs), pa.string()), "v": pa.array(list(pairs.values()), pa.string())})
-                cur.register("__lookup_rows", rows)
+                cur.execute(f"DROP TABLE IF EXISTS {quote_ident(old.lookups[name].ranges_table)}")
+            for name, (loaded, data) in changes.loaded.items():
+                pairs = pa.table({"k": pa.array(list(data.pairs), pa.string()),
+                                  "v": pa.array(list(data.pairs.values()), pa.string())})
+                cur.register("__lookup_rows", pairs)
                 cur.execute(f"CREATE OR REPLACE TABLE {quote_ident(loaded.table)} AS SELECT k, v FROM __lookup_rows")
                 cur.unregister("__lookup_rows")
+                if loaded.ranges:
+                    lo, hi, v = zip(*data.ranges, strict=True) if data.ranges else ((), (), ())
+                    ranges = pa.table({"lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()),
+                                       "v": pa.array(v, pa.string())})
+                    cur.register("__lookup_ranges", ranges)
+                    cur.execute(f"CREATE OR REPLACE TABLE {quote_ident(loaded.ranges_table)} AS "
+                                "SELECT lo, hi, v FROM __lookup_ranges")
+                    cur.unregister("__lookup_ranges")
+                else:
+                    cur.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.ranges_table)}")
                 lookups[name] = loaded
             gen = old.generation + 1
             cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])

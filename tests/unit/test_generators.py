@@ -90,10 +90,12 @@ def test_run_writes_stream_truth_and_summary(tmp_path: Path):
 def test_netflow_samples_and_tables(tmp_path: Path):
     tables = netflow.Tables(3)
     paths = tables.write(tmp_path)
-    assert [p.name for p in paths] == ["ip_ranges.csv", "dns.csv"]
+    assert [p.name for p in paths] == ["ip_ranges.csv", "dns.csv", "countries.csv"]
     ranges = list(csv.DictReader((tmp_path / "ip_ranges.csv").read_text().splitlines()))
     dns = {r["ip"]: r["hostname"] for r in csv.DictReader((tmp_path / "dns.csv").read_text().splitlines())}
     assert len(ranges) == 16 and dns
+    countries = {r["code"] for r in csv.DictReader((tmp_path / "countries.csv").read_text().splitlines())}
+    assert {r["country"] for r in ranges} <= countries
     nets = [ipaddress.IPv4Network(r["cidr"]) for r in ranges]
     samples = [
         orjson.loads(e.value) for e in netflow.generate(_opts(seed=3), START, tables) if not e.duplicate

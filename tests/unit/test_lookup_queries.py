@@ -150,3 +150,21 @@ def test_native_unknown_lookup_is_a_bad_request(env: Any) -> None:
         native(env, queryType="groupBy", granularity="all", aggregations=[ADDED],
                dimensions=[{"type": "lookup", "dimension": "country", "name": "nosuch"}])
     assert e.value.status == 400 and "Lookup [nosuch] not found" in str(e.value)
+
+
+def test_ip_range_lookup_picks_the_narrowest_range(env: Any) -> None:
+    config = env.metadata.get_config(CONFIG_KEY)
+    config["__default"]["ip_as"] = container("v1", {"type": "ipRange", "ranges": [
+        {"cidr": "10.0.0.0/8", "value": "PRIVATE"}, {"cidr": "10.1.0.0/16", "value": "OFFICE"},
+        {"start": "192.0.2.10", "end": "192.0.2.20", "value": "TEST-NET"}]})
+    env.metadata.set_config(CONFIG_KEY, config)
+    env.service.refresh()
+    _, rows = run(env, "SELECT LOOKUP('10.1.2.3', 'ip_as'), LOOKUP('10.9.0.1', 'ip_as'), LOOKUP('192.0.2.15', 'ip_as'), "
+                       "LOOKUP('192.0.2.21', 'ip_as', 'none'), LOOKUP('not an ip', 'ip_as'), LOOKUP(NULL, 'ip_as')")
+    assert rows == [("OFFICE", "PRIVATE", "TEST-NET", "none", None, None)]
+    _, rows = run(env, "SELECT k, v FROM lookup.ip_as ORDER BY k")
+    assert rows == [("10.0.0.0/8", "PRIVATE"), ("10.1.0.0/16", "OFFICE"), ("192.0.2.10-192.0.2.20", "TEST-NET")]
+    out = native(env, queryType="groupBy", granularity="all", aggregations=[ADDED],
+                 virtualColumns=[{"type": "expression", "name": "ip", "expression": "'10.1.0.7'", "outputType": "STRING"}],
+                 dimensions=[{"type": "lookup", "dimension": "ip", "outputName": "as", "name": "ip_as"}])
+    assert [r["event"] for r in out] == [{"as": "OFFICE", "added": 56}]

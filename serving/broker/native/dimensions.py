@@ -13,11 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from radstack.expressions import quote_identifier as quote_ident
 from radstack.granularity import Granularity, GranularityError
 from radstack.joda import joda_to_strftime
 from serving.broker.native.granularity_sql import bucket_sql
 from serving.errors import invalid_input, unsupported
+from serving.lookups import value_sql
 
 if TYPE_CHECKING:
     from serving.broker.native.context import QueryContext
@@ -125,7 +125,7 @@ def extraction_sql(fn: dict[str, Any], value: str, src_type: str, ctx: QueryCont
         loaded = ctx.state.lookups.get(name) if ctx is not None else None
         if loaded is None:
             raise invalid_input(f"Lookup [{name}] not found")
-        found = f"(SELECT __lookup.v FROM {quote_ident(loaded.table)} AS __lookup WHERE __lookup.k = {s})"
+        found = value_sql(loaded, s)
         other = _missing_value_sql(fn, s)
         return found if other == "NULL" else f"COALESCE({found}, {other})"
     if typ == "timeFormat":

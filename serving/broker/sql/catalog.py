@@ -48,8 +48,9 @@ class Catalog:
     #: datasource → its aggregate projections (:class:`serving.broker.projections.ProjectionView`);
     #: their views are queryable only through the projections rule, never listed in INFORMATION_SCHEMA
     projections: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    #: lookup name → the DuckDB table of its pairs (columns ``k``, ``v``): the ``lookup`` schema
-    lookups: dict[str, str] = field(default_factory=dict)
+    #: lookup name → :class:`serving.lookups.LoadedLookup` (its table has columns ``k``, ``v``): the
+    #: ``lookup`` schema and ``LOOKUP()``
+    lookups: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_broker(cls, broker) -> Catalog:  # type: ignore[no-untyped-def]
@@ -72,8 +73,8 @@ class Catalog:
     def sql_schema(self) -> dict[str, dict[str, str]]:
         """``{table: {column: sql type}}`` for sqlglot's type annotation."""
         out = {ds: {c.name: c.sql_type for c in cols} for ds, cols in self.datasources.items()}
-        for table in self.lookups.values():
-            out[table] = dict(LOOKUP_COLUMNS)
+        for lk in self.lookups.values():
+            out[lk.table] = dict(LOOKUP_COLUMNS)
         for views in self.projections.values():
             for v in views:
                 out[v.view_name] = {c.name: ("TIMESTAMP" if c.name == "__time" else c.sql_type) for c in v.columns}

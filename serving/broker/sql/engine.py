@@ -67,7 +67,7 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
         return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind) for c in st.columns]
                         for ds, st in state.datasources.items()},
                        {ds: st.projections for ds, st in state.datasources.items() if st.projections},
-                       {name: lk.table for name, lk in getattr(state, "lookups", {}).items()})
+                       dict(getattr(state, "lookups", {})))
     return Catalog.from_broker(broker)
 
 

@@ -64,6 +64,10 @@ OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
     "STRING_AGG", "LISTAGG", "XOR", "ERROR", "OCTET_LENGTH", "ENCODE",  # last three: rules/string_limits.py
 }) | PASSTHROUGH
 
+#: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES` (ARG_MIN/ARG_MAX for
+#: EARLIEST/LATEST and ipRange lookups, SPLIT_PART for IPv4 addresses in lookups).
+OUTPUT_CLASSES: tuple[type[exp.Expression], ...] = (exp.ArgMin, exp.ArgMax, exp.Interval, exp.SplitPart)
+
 _OPERATORS = (exp.Binary, exp.Connector, exp.Unary)
 
 
@@ -98,5 +102,5 @@ def check_output(tree: exp.Expression) -> None:
         if isinstance(node, exp.Anonymous):
             if _name(node) not in OUTPUT_FUNCTIONS:
                 raise validation_error(f"Function {_name(node)} cannot be used here")
-        elif not isinstance(node, ALLOWED_CLASSES + (exp.ArgMin, exp.ArgMax, exp.Interval)):
+        elif not isinstance(node, ALLOWED_CLASSES + OUTPUT_CLASSES):
             raise validation_error(f"Function {_name(node)} cannot be used here")

@@ -1,7 +1,8 @@
 """``LOOKUP(expr, 'name'[, replaceMissingValueWith])`` → the value of ``expr`` in the lookup's table.
 
 Becomes ``COALESCE((SELECT v FROM <table> WHERE k = CAST(expr AS VARCHAR)), replacement)``: a
-correlated scalar subquery, which DuckDB plans as a hash join against the lookup table. As in Druid, a
+correlated scalar subquery, which DuckDB plans as a hash join against the lookup table (a range join
+for an ``ipRange`` lookup, :func:`serving.lookups.value_sql`). As in Druid, a
 key the lookup lacks (or a NULL key) gives the replacement, NULL when none is given."""
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import literal_string
-
-_ALIAS = "__lookup"
+from serving.lookups import value_sql
 
 
 def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -23,17 +23,12 @@ def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if len(args) not in (2, 3):
         raise validation_error("LOOKUP takes 2 or 3 arguments: LOOKUP(expr, 'lookupName'[, replaceMissingValueWith])")
     name = literal_string(args[1], "LOOKUP's lookup name")
-    table = ctx.catalog.lookups.get(name)
-    if table is None:
+    loaded = ctx.catalog.lookups.get(name)
+    if loaded is None:
         raise validation_error(f"Lookup [{name}] not found")
     ctx.lookups.add(name)
-    key = exp.cast(args[0], exp.DataType.build("VARCHAR"))
-    value = (
-        exp.select(exp.column("v", table=_ALIAS))
-        .from_(exp.Table(this=exp.to_identifier(table, quoted=True), alias=exp.TableAlias(this=exp.to_identifier(_ALIAS))))
-        .where(exp.EQ(this=exp.column("k", table=_ALIAS), expression=key))
-    )
-    found = exp.Subquery(this=value)
+    key = exp.cast(args[0], exp.DataType.build("VARCHAR")).sql(dialect="duckdb")
+    found = exp.maybe_parse(value_sql(loaded, key), dialect="duckdb")
     if len(args) == 3 and not isinstance(args[2], exp.Null):
         return exp.Coalesce(this=found, expressions=[exp.cast(args[2], exp.DataType.build("VARCHAR"))])
     return found

@@ -53,7 +53,7 @@ def _resolve(table: exp.Table, ctx: TranslationContext) -> None:
         ctx.lookups.add(name)
         if not table.alias:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
-        table.set("this", exp.to_identifier(ctx.catalog.lookups[name], quoted=True))
+        table.set("this", exp.to_identifier(ctx.catalog.lookups[name].table, quoted=True))
         table.set("db", None)
         table.set("catalog", None)
         return
