@@ -154,6 +154,6 @@ def generate_netflow(
     config: Path = CONFIG,
     quiet: bool = QUIET,
 ) -> None:
-    """sFlow packet samples → topic netflow, plus ip_ranges.csv and dns.csv for enrichment."""
+    """sFlow packet samples → topic netflow, plus ip_ranges.csv, dns.csv and countries.csv (enrichment, lookups)."""
     topics = {"netflow": f"{topic_prefix}netflow"}
     _common("netflow", events, rate, seed, duplicates, late, late_max, 0.0, start, to, out, topics, config, quiet)
