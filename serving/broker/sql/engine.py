@@ -15,7 +15,7 @@ import pyarrow as pa
 from radstack.config import ServerSettings
 from radstack.storage.metadata import MetadataStore
 from serving.broker.limits import check_sql_text
-from serving.broker.sql import information_schema, sys_tables, udfs
+from serving.broker.sql import explain, information_schema, sys_tables, udfs
 from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
 from serving.broker.sql.result_formats import Column
@@ -129,6 +129,11 @@ def visible_rows(table: pa.Table, can_read: Callable[[str], bool]) -> pa.Table:
     return table.filter(pa.array(keep, type=pa.bool_()))
 
 
+def _column(f: pa.Field) -> Column:
+    st = sql_type_of_arrow(f.type)
+    return Column(f.name, st, native_type(st, f.type))
+
+
 def _close_reader(reader: Any, cur: Any) -> None:
     with contextlib.suppress(Exception):
         reader.close()
@@ -168,7 +173,8 @@ def execute(
             cur, state = broker.connection(), None
             stack.callback(cur.close)
         catalog = catalog_of(broker, state)
-        tr = translate(sql, catalog, context=context, parameters=parameters,
+        explained = explain.explained_statement(sql)
+        tr = translate(sql if explained is None else explained, catalog, context=context, parameters=parameters,
                        max_string_bytes=limits.max_string_bytes)
         if authorize is not None:
             authorize(tr)  # the tables it really reads, before anything runs
@@ -184,6 +190,11 @@ def execute(
         if running is not None:
             running.attach(cur)
         try:
+            if explained is not None:  # plan the statement (no rows) for its signature; answer the plan
+                planned = [_column(f) for f in cur.sql(tr.sql).limit(0).to_arrow_table().schema]
+                table = explain.explain_table(tr, planned, context)
+                return SqlResult(explain.COLUMNS, None, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
+                                 tr, stack)
             reader = cur.sql(tr.sql).to_arrow_reader(batch_rows)
             stack.callback(_close_reader, reader, cur)
             schema = reader.schema
@@ -201,11 +212,7 @@ def execute(
             raise duckdb_error(e) from e
         except duckdb.Error as e:
             raise duckdb_error(e) from e
-        columns = []
-        for f in schema:
-            st = sql_type_of_arrow(f.type)
-            columns.append(Column(f.name, st, native_type(st, f.type)))
-        return SqlResult(columns, first, reader, tr, stack)
+        return SqlResult([_column(f) for f in schema], first, reader, tr, stack)
     except BaseException:
         stack.close()
         raise
