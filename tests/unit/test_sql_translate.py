@@ -112,3 +112,30 @@ def test_system_tables_and_udfs_are_reported() -> None:
     assert t.udfs == {"DRUID_TIME_FLOOR"}
     assert t.system_tables == {("sys", "segments")}
     assert t.datasources == {"wiki"}
+
+
+@pytest.mark.parametrize("sql,columns", [
+    ("SELECT page, added FROM wiki ORDER BY page", "[[page]]"),
+    ("SELECT * FROM druid.wiki ORDER BY __time, page LIMIT 5", "[[__time, page]]"),
+    ("SELECT page FROM wiki WHERE added > 1 ORDER BY added DESC", "[[added]]"),
+    ("SELECT * FROM (SELECT page FROM wiki ORDER BY page) t", "[[page]]"),
+])
+def test_scans_order_only_by_time_as_in_druid(sql: str, columns: str) -> None:
+    e = _error(sql)
+    assert (e.status, e.category) == (400, "INVALID_INPUT")
+    assert e.message == ("Query could not be planned. A possible reason is [SQL query requires ordering a "
+                         f"table by non-time column {columns}, which is not supported.]")
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT page FROM wiki ORDER BY __time DESC LIMIT 3",
+    "SELECT page, COUNT(*) FROM wiki GROUP BY page ORDER BY page",
+    "SELECT DISTINCT page FROM wiki ORDER BY page",
+    "SELECT SUM(added) AS a FROM wiki ORDER BY a",
+    "SELECT page, ROW_NUMBER() OVER (ORDER BY added) FROM wiki ORDER BY page",
+    "SELECT * FROM (SELECT page, COUNT(*) AS c FROM wiki GROUP BY page) t ORDER BY c DESC",
+    "WITH t AS (SELECT page FROM wiki) SELECT * FROM t ORDER BY page",
+    "SELECT w.page FROM wiki w JOIN wiki v ON w.page = v.page ORDER BY w.page",
+])
+def test_orderings_druid_plans(sql: str) -> None:
+    translate(sql, CATALOG)

@@ -25,6 +25,7 @@ from serving.broker.sql.rules.lookup import lookup
 from serving.broker.sql.rules.millis import millis
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
+from serving.broker.sql.rules.scan_order import check_scan_order
 from serving.broker.sql.rules.string_limits import string_limits
 from serving.broker.sql.rules.strings import strings
 from serving.broker.sql.rules.tables import resolve_tables
@@ -89,6 +90,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
     tree = bind_parameters(tree, parameters or [])
     functions.check_input(tree)
     tree = resolve_tables(tree, ctx)
+    tree = check_scan_order(tree, ctx)
     tree = name_projections(tree, ctx)
     tree = use_projections(tree, ctx)
     if system_schema is None:

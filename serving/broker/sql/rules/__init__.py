@@ -4,7 +4,7 @@ children rewritten before their parents."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from sqlglot import exp
 
@@ -29,3 +29,30 @@ def apply_bottom_up(tree: exp.Expression, rules: list[Rule], ctx: TranslationCon
 
 def anonymous_name(node: exp.Expression) -> str | None:
     return str(node.name).upper() if isinstance(node, exp.Anonymous) else None
+
+
+#: Druid aggregate functions that arrive as anonymous calls.
+ANON_AGGREGATES = frozenset({
+    "APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "APPROX_QUANTILE_DS", "EARLIEST", "LATEST",
+    "EARLIEST_BY", "LATEST_BY", "LISTAGG", "BIT_AND", "BIT_OR", "BIT_XOR",
+})
+
+
+def block_nodes(node: exp.Expression, root: exp.Select) -> Iterator[exp.Expression]:
+    """The nodes of the SELECT block ``root`` from ``node`` down, not descending into nested queries."""
+    yield node
+    for child in node.iter_expressions():
+        if isinstance(child, exp.Select | exp.Subquery | exp.Union) and child is not root:
+            continue
+        yield from block_nodes(child, root)
+
+
+def is_aggregate(node: exp.Expression) -> bool:
+    return isinstance(node, exp.AggFunc) or anonymous_name(node) in ANON_AGGREGATES
+
+
+def aggregates(select: exp.Select) -> bool:
+    """Whether a SELECT block aggregates (GROUP BY, or an aggregate function of its own)."""
+    if select.args.get("group"):
+        return True
+    return any(is_aggregate(n) for n in block_nodes(select, select))

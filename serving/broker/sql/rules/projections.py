@@ -22,8 +22,6 @@ block over a datasource with projections a 400.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from sqlglot import exp
 
 from radstack.granularity import Granularity, GranularityError
@@ -32,14 +30,9 @@ from radstack.projections import ROWS_COLUMN, granularity_covers, is_aligned_ins
 from serving.broker.projections import ProjectionView
 from serving.broker.sql.context import TranslationContext, truthy
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import aggregates, anonymous_name, block_nodes, is_aggregate
 from serving.broker.sql.timeexpr import is_utc
 
-#: Druid aggregate functions that arrive as anonymous calls.
-_ANON_AGGREGATES = frozenset({
-    "APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "APPROX_QUANTILE_DS", "EARLIEST", "LATEST",
-    "EARLIEST_BY", "LATEST_BY", "LISTAGG", "BIT_AND", "BIT_OR", "BIT_XOR",
-})
 #: Aggregates whose answer depends only on the set of values they see.
 _SET_AGGREGATES = frozenset({"APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "BIT_AND", "BIT_OR"})
 _KINDS: dict[type[exp.Expression], str] = {exp.Sum: "sum", exp.Min: "min", exp.Max: "max"}
@@ -56,7 +49,7 @@ def use_projections(tree: exp.Expression, ctx: TranslationContext) -> exp.Expres
     force = truthy(qc.get("forceProjections", False)) or wanted is not None
     for select in list(tree.find_all(exp.Select)):
         table = _only_table(select, ctx)
-        if table is None or not _aggregates(select):  # a scan reads base rows
+        if table is None or not aggregates(select):  # a scan reads base rows
             continue
         views = ctx.catalog.projections.get(table.name, ())
         if wanted is not None:
@@ -88,29 +81,10 @@ def _only_table(select: exp.Select, ctx: TranslationContext) -> exp.Table | None
     return table if ctx.catalog.has(table.name) else None
 
 
-def _scope(node: exp.Expression, root: exp.Select) -> Iterator[exp.Expression]:
-    """The nodes of one block, not descending into nested queries."""
-    yield node
-    for child in node.iter_expressions():
-        if isinstance(child, exp.Select | exp.Subquery | exp.Union) and child is not root:
-            continue
-        yield from _scope(child, root)
-
-
-def _aggregates(select: exp.Select) -> bool:
-    if select.args.get("group"):
-        return True
-    return any(_is_aggregate(n) for n in _scope(select, select))
-
-
-def _is_aggregate(node: exp.Expression) -> bool:
-    return isinstance(node, exp.AggFunc) or anonymous_name(node) in _ANON_AGGREGATES
-
-
 def _enclosing_aggregate(node: exp.Expression, root: exp.Select) -> exp.Expression | None:
     p = node.parent
     while p is not None and p is not root:
-        if _is_aggregate(p):
+        if is_aggregate(p):
             return p
         p = p.parent
     return None
@@ -121,12 +95,12 @@ def _covers(select: exp.Select, table: exp.Table, view: ProjectionView, ctx: Tra
     names = {table.alias_or_name, table.name}
     aliases = {e.alias for e in select.expressions if e.alias}
     dims, metrics = set(view.spec.dimensions), view.spec.metrics
-    for node in _scope(select, select):
+    for node in block_nodes(select, select):
         if isinstance(node, exp.Window):
             return False
         if isinstance(node, exp.Count) and not isinstance(node.this, exp.Star) and not isinstance(node.this, exp.Distinct):
             return False  # COUNT(x) counts base rows with a value
-        if _is_aggregate(node) and not isinstance(node, exp.Count | exp.Min | exp.Max | exp.Sum | exp.ApproxDistinct) \
+        if is_aggregate(node) and not isinstance(node, exp.Count | exp.Min | exp.Max | exp.Sum | exp.ApproxDistinct) \
                 and anonymous_name(node) not in _SET_AGGREGATES:
             return False
         if not isinstance(node, exp.Column):
@@ -204,7 +178,7 @@ def _rewrite(select: exp.Select, table: exp.Table, view: ProjectionView) -> None
     if not table.alias:
         table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name, quoted=True)))
     table.set("this", exp.to_identifier(view.view_name, quoted=True))
-    for node in list(_scope(select, select)):
+    for node in list(block_nodes(select, select)):
         if isinstance(node, exp.Count) and isinstance(node.this, exp.Star):
             total: exp.Expression = exp.Sum(this=exp.column(ROWS_COLUMN, quoted=True))
             target: exp.Expression = node

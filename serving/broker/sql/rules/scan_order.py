@@ -1,0 +1,44 @@
+"""Druid plans a SELECT over a datasource that neither groups nor aggregates as a *scan*, and a scan
+can only be ordered by ``__time``: any other ORDER BY is refused at planning time. This rule refuses
+the same statements with Druid's message, so a query that works here also works on Druid.
+
+A block is a plain scan when it reads one datasource directly (no join, no subquery or CTE in its
+FROM), has no GROUP BY, HAVING, DISTINCT, aggregate or window function. Ordering such a block by
+``__time`` alone (either direction) is fine; any ORDER BY that names something else is not."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.rules import aggregates, block_nodes
+from serving.errors import DruidError
+
+
+def check_scan_order(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    for select in tree.find_all(exp.Select):
+        order = select.args.get("order")
+        if order is None or not _plain_scan(select, ctx):
+            continue
+        keys = [o.this for o in order.expressions]
+        if all(isinstance(k, exp.Column) and k.name == "__time" for k in keys):
+            continue
+        names = ", ".join(k.name if isinstance(k, exp.Column) else k.sql(dialect="druid") for k in keys)
+        raise DruidError(
+            "Query could not be planned. A possible reason is [SQL query requires ordering a table by "
+            f"non-time column [[{names}]], which is not supported.]",
+            category="INVALID_INPUT", error_code="general", persona="ADMIN",
+            context={"legacyErrorCode": "Plan validation failed"})
+    return tree
+
+
+def _plain_scan(select: exp.Select, ctx: TranslationContext) -> bool:
+    if select.args.get("joins") or select.args.get("having") or select.args.get("distinct"):
+        return False
+    source = select.args.get("from_")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or table.name not in ctx.datasources or table.name in ctx.cte_names:
+        return False
+    if aggregates(select):
+        return False
+    return not any(isinstance(n, exp.Window) for n in block_nodes(select, select))
