@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SparkCompactionOutput", "compact_with_spark", "compaction_spark_session"]
 
-_SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double"}
+_SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double", "json": "string"}
 
 
 @dataclass

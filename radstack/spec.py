@@ -59,7 +59,7 @@ __all__ = [
 
 TIME_COLUMN = "__time"
 TIMESTAMP_FORMATS = ("iso", "millis", "posix", "micro", "nano", "auto", "ruby")
-DIMENSION_TYPES = ("string", "long", "float", "double")
+DIMENSION_TYPES = ("string", "long", "float", "double", "json")
 #: metric type → (Arrow/segment value type, combine kind)
 METRIC_TYPES: dict[str, tuple[str, str]] = {
     "count": ("long", "count"),

@@ -28,7 +28,7 @@ __all__ = [
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 CORRUPT_COLUMN = "_corrupt_record"
 
-_SPARK_TYPES = {"string": "STRING", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE"}
+_SPARK_TYPES = {"string": "STRING", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "json": "STRING"}
 
 
 def spark_type(druid_type: str) -> str:

@@ -85,7 +85,7 @@ def convert_sql(col: str, druid_type: str) -> str:
     """Spark SQL converting a STRING column to a Druid type as the indexer does (longs: integers
     exactly, decimals truncated toward zero); NULL when it does not convert."""
     t = druid_type.lower()
-    if t == "string":
+    if t in ("string", "json"):  # json: the field's JSON text (normalized when rolled up)
         return col
     if t == "long":
         return (
@@ -162,7 +162,7 @@ def parse_events(
     for f in spec.processing.extra.get("required", []) or []:
         reasons.append((f"{q(str(f))} IS NULL", _lit(f"missing required field '{f}'")))
     for f, t in types.items():
-        if t == "string" or f == ts.column:
+        if t in ("string", "json") or f == ts.column:
             continue
         c = q(f)
         reasons.append(
@@ -173,7 +173,7 @@ def parse_events(
     out_cols: list[Column] = []
     for f in fields:
         t = types[f]
-        out_cols.append(F.expr(convert_sql(q(f), t)).alias(f) if t != "string" else F.col(q(f)).alias(f))
+        out_cols.append(F.expr(convert_sql(q(f), t)).alias(f) if t not in ("string", "json") else F.col(q(f)).alias(f))
     return flat.select(
         F.inline(
             F.array(

@@ -54,7 +54,7 @@ ERRORS = "__errors"
 DEDUP = "__dedup"
 """The event id, when copies of an event are still to be dropped."""
 
-_SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING"}
+_SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING", "json": "STRING"}
 
 
 def _floor(df: DataFrame, src: str, dst: str, gran: Granularity) -> DataFrame:
@@ -82,9 +82,20 @@ def _bucket_udf(gran: Granularity):  # type: ignore[no-untyped-def]
     return pandas_udf(floor, "bigint")
 
 
+def json_text_spark_sql(expr: str) -> str:
+    """Spark SQL for the stored text of a ``json`` dimension from the parsed STRING field: JSON text
+    (an object or array arrives as Spark's compact rendering of it) is kept, any other string becomes
+    a JSON string. The DuckDB twin the indexer uses: :func:`radstack.storage.indexer.json_text_sql`."""
+    quoted = f"to_json(array({expr}))"
+    return (f"CASE WHEN {expr} IS NULL THEN NULL WHEN get_json_object({expr}, '$') IS NOT NULL THEN {expr} "
+            f"ELSE substring({quoted}, 2, length({quoted}) - 2) END")
+
+
 def _cast(expr: str, src: str, target: str) -> tuple[str, bool]:
     """Spark SQL casting ``expr`` (Druid type ``src``) to ``target``; True when a value can fail to
     convert (so it counts as an error)."""
+    if target == "json":
+        return (json_text_spark_sql(expr) if src == "STRING" else f"to_json({expr})"), False
     if target == "string":
         return f"CAST({expr} AS STRING)", False
     if src == "STRING":

@@ -61,7 +61,7 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
-from radstack.storage.segment_format import read_segment_table
+from radstack.storage.segment_format import arrow_type, read_segment_table, value_type_of
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, VisibleSegment
 
@@ -378,21 +378,6 @@ def plan_compaction(
 # ---- the compaction schema --------------------------------------------------------------------
 
 
-_DIM_TYPES = {"string": pa.string(), "long": pa.int64(), "float": pa.float32(), "double": pa.float64()}
-
-
-def _druid_type(t: pa.DataType) -> str:
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_integer(t):
-        return "long"
-    if pa.types.is_float32(t):
-        return "float"
-    if pa.types.is_floating(t):
-        return "double"
-    return "string"
-
-
 def resolve_metrics(config: CompactionConfig, settings: Settings, inputs: Sequence[DataSegment]) -> tuple[MetricSpec, ...]:
     """How to combine the metrics: the config's ``metricsSpec``, else the datasource spec in the
     catalog, else an input's ``lastCompactionState.metricsSpec``."""
@@ -496,7 +481,7 @@ def resolve_dimensions(
         for d in seg.dimensions:
             if d not in names:
                 names.append(d)
-    return [(n, _druid_type(arrow_types[n]) if n in arrow_types else "string") for n in names]
+    return [(n, value_type_of(arrow_types[n]) if n in arrow_types else "string") for n in names]
 
 
 # ---- running ----------------------------------------------------------------------------------
@@ -558,7 +543,7 @@ def conform(table: pa.Table, dimensions: Sequence[tuple[str, str]], metric_specs
     n = table.num_rows
     cols: dict[str, pa.Array | pa.ChunkedArray] = {TIME_COLUMN: table.column(TIME_COLUMN).cast(pa.int64())}
     for name, typ in dimensions:
-        target = _DIM_TYPES[typ]
+        target = arrow_type(typ)
         if name in table.column_names:
             col = table.column(name)
             if pa.types.is_dictionary(col.type):
@@ -567,7 +552,7 @@ def conform(table: pa.Table, dimensions: Sequence[tuple[str, str]], metric_specs
         else:
             cols[name] = pa.nulls(n, target)
     for m in metric_specs:
-        target = _DIM_TYPES[m.value_type]
+        target = arrow_type(m.value_type)
         cols[m.name] = table.column(m.name).cast(target) if m.name in table.column_names else pa.nulls(n, target)
     return pa.table(cols)
 

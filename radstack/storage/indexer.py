@@ -276,7 +276,16 @@ def _numeric_cast_sql(expr: str, src: str, target: str) -> str:
     return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS {sql_t})"
 
 
-_SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR"}
+_SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "json": "VARCHAR"}
+
+
+def json_text_sql(expr: str, src: str) -> str:
+    """DuckDB SQL for the stored text of a ``json`` dimension: input that is JSON text is kept
+    (minified); any other string becomes a JSON string; objects, lists and numbers their JSON.
+    (The Spark twin: :func:`radstack.pipeline.rollup.json_text_spark_sql`.)"""
+    if src == "string":
+        return f"CASE WHEN json_valid({expr}) THEN CAST(json({expr}) AS VARCHAR) ELSE CAST(to_json({expr}) AS VARCHAR) END"
+    return f"CAST(to_json({expr}) AS VARCHAR)"
 
 
 def _translate_expression(expr: str, column_types: Mapping[str, str]) -> str:
@@ -444,6 +453,8 @@ def _rollup_and_sort(
     for d in dims:
         if d.name not in present:
             cols.append(f"CAST(NULL AS {_SQL_TYPES[d.type]}) AS {_q(d.name)}")
+        elif d.type == "json":
+            cols.append(f"{json_text_sql(_q(d.name), types[d.name])} AS {_q(d.name)}")
         elif d.type == "string":
             src = types[d.name]
             expr = _q(d.name)

@@ -48,12 +48,29 @@ _VALUE_TYPES: dict[str, pa.DataType] = {
     "long": pa.int64(),
     "float": pa.float32(),
     "double": pa.float64(),
+    "json": pa.json_(),  # nested JSON (a ``json`` dimension): JSON text, Parquet's JSON logical type
 }
 
 
 def arrow_type(value_type: str) -> pa.DataType:
-    """``string`` | ``long`` | ``float`` | ``double`` → the Arrow type stored in segments."""
+    """``string`` | ``long`` | ``float`` | ``double`` | ``json`` → the Arrow type stored in segments."""
     return _VALUE_TYPES[value_type]
+
+
+def value_type_of(t: pa.DataType) -> str:
+    """The segment value type an Arrow column of a segment file holds (the inverse of :func:`arrow_type`;
+    dictionary-encoded strings read as ``string``)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if isinstance(t, pa.JsonType):
+        return "json"
+    if pa.types.is_integer(t):
+        return "long"
+    if pa.types.is_float32(t):
+        return "float"
+    if pa.types.is_floating(t):
+        return "double"
+    return "string"
 
 
 def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | None = None) -> pa.Schema:

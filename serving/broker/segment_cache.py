@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 # DuckDB type → Druid column type.
 _DRUID_TYPES = {
     "VARCHAR": "STRING",
+    "JSON": "COMPLEX<json>",  # a ``json`` dimension (Parquet's JSON logical type)
     "BIGINT": "LONG",
     "INTEGER": "LONG",
     "SMALLINT": "LONG",

@@ -118,7 +118,7 @@ def norm_type(t: str) -> str:
         return "TIMESTAMP"
     if t.startswith("DECIMAL"):
         return "DOUBLE"
-    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR"):
+    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON"):
         return t
     return "VARCHAR"
 

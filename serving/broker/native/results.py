@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime
 from decimal import Decimal
@@ -32,6 +33,8 @@ def render(value: Any, typ: str) -> Any:
         return value
     if typ == "STRING":
         return value if isinstance(value, str) else str(value)
+    if typ == "COMPLEX<json>" and isinstance(value, str):  # a nested column: its JSON, not a string
+        return json.loads(value)
     return value
 
 

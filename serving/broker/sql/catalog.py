@@ -35,9 +35,16 @@ class ColumnInfo:
 
     @property
     def sql_type(self) -> str:
+        """The type sqlglot annotates the column with (``JSON`` for a ``COMPLEX<json>`` column)."""
         if self.name == "__time":
             return "TIMESTAMP"
-        return {"LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}.get(self.druid_type.upper(), "VARCHAR")
+        return {"LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE", "COMPLEX<JSON>": "JSON"}.get(
+            self.druid_type.upper(), "VARCHAR")
+
+    @property
+    def information_type(self) -> str:
+        """``DATA_TYPE`` in INFORMATION_SCHEMA.COLUMNS: Druid shows a nested column as ``COMPLEX<json>``."""
+        return "COMPLEX<json>" if self.sql_type == "JSON" else self.sql_type
 
 
 @dataclass

@@ -20,7 +20,7 @@ from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
 from serving.broker.sql.result_formats import Column
 from serving.broker.sql.translate import Translation, translate
-from serving.broker.sql.types import native_type, sql_type_of_arrow
+from serving.broker.sql.types import JSON_COLUMN, native_type, sql_type_of_arrow
 from serving.errors import DruidError, cancelled
 
 BATCH_ROWS = 4096
@@ -129,9 +129,16 @@ def visible_rows(table: pa.Table, can_read: Callable[[str], bool]) -> pa.Table:
     return table.filter(pa.array(keep, type=pa.bool_()))
 
 
-def _column(f: pa.Field) -> Column:
-    st = sql_type_of_arrow(f.type)
-    return Column(f.name, st, native_type(st, f.type))
+def _columns(schema: pa.Schema, json_columns: set[int]) -> list[Column]:
+    """The result columns; ``json_columns``: the positions DuckDB types as JSON (``COMPLEX<json>``)."""
+    out = []
+    for i, f in enumerate(schema):
+        if i in json_columns:
+            out.append(Column(f.name, *JSON_COLUMN))
+            continue
+        st = sql_type_of_arrow(f.type)
+        out.append(Column(f.name, st, native_type(st, f.type)))
+    return out
 
 
 def _close_reader(reader: Any, cur: Any) -> None:
@@ -190,12 +197,14 @@ def execute(
         if running is not None:
             running.attach(cur)
         try:
+            rel = cur.sql(tr.sql)
+            json_columns = {i for i, t in enumerate(rel.types) if str(t).upper() == "JSON"}
             if explained is not None:  # plan the statement (no rows) for its signature; answer the plan
-                planned = [_column(f) for f in cur.sql(tr.sql).limit(0).to_arrow_table().schema]
+                planned = _columns(rel.limit(0).to_arrow_table().schema, json_columns)
                 table = explain.explain_table(tr, planned, context)
                 return SqlResult(explain.COLUMNS, None, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
                                  tr, stack)
-            reader = cur.sql(tr.sql).to_arrow_reader(batch_rows)
+            reader = rel.to_arrow_reader(batch_rows)
             stack.callback(_close_reader, reader, cur)
             schema = reader.schema
             try:
@@ -212,7 +221,7 @@ def execute(
             raise duckdb_error(e) from e
         except duckdb.Error as e:
             raise duckdb_error(e) from e
-        return SqlResult([_column(f) for f in schema], first, reader, tr, stack)
+        return SqlResult(_columns(schema, json_columns), first, reader, tr, stack)
     except BaseException:
         stack.close()
         raise

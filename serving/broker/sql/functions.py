@@ -33,6 +33,8 @@ ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.NthValue, exp.Ntile, exp.PercentRank, exp.CumeDist,
     # time
     exp.CurrentTimestamp, exp.CurrentDate, exp.DateTrunc, exp.TimestampTrunc, exp.Extract,
+    # JSON (rules/json_functions.py)
+    exp.JSONValue, exp.JSONKeys, exp.ParseJSON, exp.JSONObject,
 )
 
 #: Druid functions the rewrite rules translate (they arrive as anonymous calls).
@@ -42,6 +44,7 @@ DRUID_FUNCTIONS: frozenset[str] = frozenset({
     "DIV", "APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "APPROX_QUANTILE_DS",
     "EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY", "CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT",
     "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG", "LOOKUP",
+    "JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING",
 })
 
 #: Anonymous calls DuckDB evaluates with Druid's meaning, unchanged.
@@ -62,6 +65,8 @@ OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
     "TRIM", "REGEXP_MATCHES", "DRUID_TIME_FLOOR", "DRUID_TIME_CEIL", "DRUID_TIME_SHIFT",
     "DRUID_TIME_FORMAT", "DRUID_TIME_PARSE", "DRUID_TIME_EXTRACT", "FLOOR", "CEIL", "TO_JSON",
     "STRING_AGG", "LISTAGG", "XOR", "ERROR", "OCTET_LENGTH", "ENCODE",  # last three: rules/string_limits.py
+    "JSON", "JSON_TYPE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_VALID", "JSON_OBJECT",
+    "DRUID_JSON_PATHS",  # rules/json_functions.py
 }) | PASSTHROUGH
 
 #: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES` (ARG_MIN/ARG_MAX for

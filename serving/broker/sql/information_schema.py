@@ -81,7 +81,7 @@ def columns_table(catalog: Catalog) -> pa.Table:
     rows = []
     for ds in sorted(catalog.datasources):
         for i, col in enumerate(catalog.datasources[ds]):
-            rows.append(_column_row("druid", ds, col.name, i, col.sql_type, col.name != "__time"))
+            rows.append(_column_row("druid", ds, col.name, i, col.information_type, col.name != "__time"))
     for name in sorted(catalog.lookups):
         for i, (col, sql_type) in enumerate(LOOKUP_COLUMNS):
             rows.append(_column_row("lookup", name, col, i, sql_type, True))

@@ -98,6 +98,8 @@ def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool) -> list[A
             return [None if v is None else int(v) for v in arr.to_pylist()]
         return [None if v is None else float(v) for v in arr.to_pylist()]
     values = arr.to_pylist()
+    if col.native_type == "COMPLEX<json>":
+        return [None if v is None else orjson.loads(v) for v in values]
     if (pa.types.is_list(t) or pa.types.is_large_list(t)) and stringify_arrays:
         return [None if v is None else orjson.dumps(v, default=str).decode() for v in values]
     return values

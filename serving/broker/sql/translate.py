@@ -21,6 +21,7 @@ from serving.broker.sql.rules.arithmetic import arithmetic
 from serving.broker.sql.rules.casts import casts
 from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.earliest_latest import earliest_latest
+from serving.broker.sql.rules.json_functions import json_functions
 from serving.broker.sql.rules.lookup import lookup
 from serving.broker.sql.rules.millis import millis
 from serving.broker.sql.rules.output_names import name_projections
@@ -47,7 +48,7 @@ TYPED_RULES = [arithmetic, casts]
 #: Function rewrites, children before parents.
 FUNCTION_RULES = [
     time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
-    millis, approx, earliest_latest, strings, string_limits, lookup,
+    millis, approx, earliest_latest, strings, string_limits, lookup, json_functions,
 ]
 
 

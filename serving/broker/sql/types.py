@@ -17,6 +17,10 @@ NATIVE_OF_SQL: dict[str, str] = {
     "DECIMAL": "DOUBLE", "CHAR": "STRING", "VARCHAR": "STRING", "OTHER": "COMPLEX<json>",
 }
 
+#: Result columns DuckDB types as JSON (nested columns, JSON_QUERY, PARSE_JSON, JSON_OBJECT): Druid's
+#: ``COMPLEX<json>``, sent as JSON values, not strings.
+JSON_COLUMN = ("OTHER", "COMPLEX<json>")
+
 
 def sql_type_of_arrow(t: pa.DataType) -> str:
     """The Druid SQL type name for an Arrow column type produced by DuckDB."""

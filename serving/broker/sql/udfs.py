@@ -1,10 +1,12 @@
-"""Python UDFs for the Druid time functions DuckDB has no exact equivalent for (period floors with
-origins or odd periods, zoned shifts, Joda formatting and parsing). Registered once per database."""
+"""Python UDFs for the Druid functions DuckDB has no exact equivalent for (period floors with origins
+or odd periods, zoned shifts, Joda formatting and parsing, JSON_PATHS). Registered once per database."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import Any
 
@@ -62,6 +64,32 @@ def time_parse(text: str | None, pattern: str | None, tz: str | None) -> int | N
         return None
 
 
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _paths(value: Any, prefix: str) -> Iterator[str]:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = f".{k}" if _SIMPLE_KEY.match(k) else "['" + k.replace("'", "\\'") + "']"
+            yield from _paths(v, prefix + key)
+    elif isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+        for i, v in enumerate(value):
+            yield from _paths(v, f"{prefix}[{i}]")
+    else:
+        yield prefix
+
+
+def json_paths(text: str | None) -> list[str] | None:
+    """Druid's JSON_PATHS: the JSONPath of every literal (or array of literals) in a JSON document."""
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    return list(_paths(doc, "$"))
+
+
 B, V = "BIGINT", "VARCHAR"
 UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FLOOR": (time_floor, [B, V, B, V], B),
@@ -69,6 +97,7 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_SHIFT": (time_shift, [B, V, B, V], B),
     "DRUID_TIME_FORMAT": (time_format, [B, V, V], V),
     "DRUID_TIME_PARSE": (time_parse, [V, V, V], B),
+    "DRUID_JSON_PATHS": (json_paths, [V], "VARCHAR[]"),
 }
 
 

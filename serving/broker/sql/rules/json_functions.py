@@ -1,0 +1,127 @@
+"""Druid's JSON functions over nested (``COMPLEX<json>``) columns and JSON text, on DuckDB's JSON type.
+
+| Druid | DuckDB |
+| --- | --- |
+| ``JSON_VALUE(expr, path [RETURNING type])`` | the scalar at ``path`` as VARCHAR (NULL for an object or array), ``TRY_CAST`` to ``type`` |
+| ``JSON_QUERY(expr, path)`` | ``json_extract`` (JSON) |
+| ``JSON_KEYS(expr, path)`` | ``json_keys`` when ``path`` is an object, else NULL |
+| ``JSON_PATHS(expr)`` | every path to a literal (or an array of literals), a UDF |
+| ``JSON_OBJECT(KEY k VALUE v, …)`` / ``JSON_OBJECT(k: v, …)`` | ``json_object`` |
+| ``PARSE_JSON(s)`` / ``TRY_PARSE_JSON(s)`` | ``json(s)`` (400 when not JSON) / NULL when not JSON |
+| ``TO_JSON_STRING(expr)`` | ``to_json`` as VARCHAR |
+
+Paths are JSONPath (``$.a.b[0]``, ``$['a b']``) or jq-style (``.a.b[0]``), as Druid accepts; both
+arrive parsed (sqlglot) or as string literals and are written out in DuckDB's JSONPath syntax."""
+
+from __future__ import annotations
+
+import re
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import call
+
+_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_JQ_STEP = re.compile(r'\.(?:"((?:[^"\\]|\\.)*)"|([^.\[\]"]+))|\[(-?\d+)\]|\[\'((?:[^\'\\]|\\.)*)\'\]|\["((?:[^"\\]|\\.)*)"\]')
+
+
+def _key(name: str) -> str:
+    return f".{name}" if _SIMPLE_KEY.match(name) else '."' + name.replace('"', '\\"') + '"'
+
+
+def _path_text(node: exp.Expression | None, fn: str) -> str:
+    """DuckDB JSONPath text for a parsed JSONPath node or a string literal (JSONPath or jq-style)."""
+    if isinstance(node, exp.JSONPath):
+        out = ""
+        for part in node.expressions:
+            if isinstance(part, exp.JSONPathRoot):
+                out = "$"
+            elif isinstance(part, exp.JSONPathKey):
+                out += _key(str(part.this))
+            elif isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int):
+                out += f"[{part.this}]"
+            else:
+                raise validation_error(f"{fn}: unsupported JSON path element {part.sql()!r}")
+        return out or "$"
+    if isinstance(node, exp.Literal) and node.is_string:
+        text = str(node.this).strip()
+        rest = text[1:] if text.startswith("$") else text
+        out, pos = "$", 0
+        while pos < len(rest):
+            m = _JQ_STEP.match(rest, pos)
+            if m is None:
+                raise validation_error(f"{fn}: invalid JSON path [{text}]")
+            dq, plain, idx, sq, bq = m.groups()
+            if idx is not None:
+                out += f"[{idx}]"
+            else:
+                out += _key(next(g for g in (dq, plain, sq, bq) if g is not None))
+            pos = m.end()
+        return out
+    raise validation_error(f"{fn}: the path must be a string literal")
+
+
+def _lit(text: str) -> exp.Literal:
+    return exp.Literal.string(text)
+
+
+def _text(expr: exp.Expression) -> exp.Expression:
+    return exp.cast(expr, exp.DataType.build("VARCHAR"))
+
+
+def _case(cond: exp.Expression, then: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=cond, true=then)])
+
+
+def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.JSONValue):
+        path = _lit(_path_text(node.args.get("path"), "JSON_VALUE"))
+        doc = node.this
+        kind = call("JSON_TYPE", doc, path)
+        value = exp.Case(ifs=[exp.If(this=exp.In(this=kind, expressions=[_lit("OBJECT"), _lit("ARRAY")]),
+                                     true=exp.Null())],
+                         default=call("JSON_EXTRACT_STRING", doc, path))
+        returning = node.args.get("returning")
+        if isinstance(returning, exp.DataType) and not returning.is_type(exp.DataType.Type.VARCHAR):
+            return exp.TryCast(this=value, to=returning)
+        return value
+    if isinstance(node, exp.JSONKeys):
+        path_node = node.args.get("expression")
+        path = _lit("$" if path_node is None else _path_text(path_node, "JSON_KEYS"))
+        return _case(exp.EQ(this=call("JSON_TYPE", node.this, path), expression=_lit("OBJECT")),
+                     call("JSON_KEYS", node.this, path))
+    if isinstance(node, exp.ParseJSON):
+        return call("JSON", _text(node.this))
+    if isinstance(node, exp.JSONObject):
+        args: list[exp.Expression] = []
+        for kv in node.expressions:
+            if not isinstance(kv, exp.JSONKeyValue):
+                raise validation_error("JSON_OBJECT takes KEY k VALUE v pairs")
+            args += [_text(kv.this), kv.expression]
+        return call("JSON_OBJECT", *args)
+    name = anonymous_name(node)
+    if name is None:
+        return node
+    args = list(node.expressions)
+    if name == "JSON_QUERY":
+        if len(args) != 2:
+            raise validation_error("JSON_QUERY takes 2 arguments: JSON_QUERY(expr, path)")
+        return call("JSON_EXTRACT", args[0], _lit(_path_text(args[1], name)))
+    if name == "JSON_PATHS":
+        if len(args) != 1:
+            raise validation_error("JSON_PATHS takes 1 argument")
+        ctx.udfs.add("DRUID_JSON_PATHS")
+        return call("DRUID_JSON_PATHS", _text(args[0]))
+    if name == "TRY_PARSE_JSON":
+        if len(args) != 1:
+            raise validation_error("TRY_PARSE_JSON takes 1 argument")
+        text = _text(args[0])
+        return _case(call("JSON_VALID", text), call("JSON", text.copy()))
+    if name == "TO_JSON_STRING":
+        if len(args) != 1:
+            raise validation_error("TO_JSON_STRING takes 1 argument")
+        return _text(call("TO_JSON", args[0]))
+    return node
