@@ -40,7 +40,8 @@ log = logging.getLogger(__name__)
 
 __all__ = ["SparkCompactionOutput", "compact_with_spark", "compaction_spark_session"]
 
-_SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double", "json": "string"}
+_SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double", "json": "string",
+                "multi": "array<string>"}
 
 
 @dataclass

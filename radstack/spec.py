@@ -51,6 +51,7 @@ __all__ = [
     "TIME_COLUMN",
     "TIMESTAMP_FORMATS",
     "DIMENSION_TYPES",
+    "MULTI_VALUE_HANDLING",
     "METRIC_TYPES",
     "parse_data_schema",
     "parse_processing",
@@ -105,13 +106,32 @@ class TimestampSpec:
         return out
 
 
+MULTI_VALUE_HANDLING = ("SORTED_ARRAY", "SORTED_SET", "ARRAY")
+"""Druid's ``multiValueHandling``: sort the values, sort and drop repeats, or keep their order."""
+
+
 @dataclass(frozen=True)
 class DimensionSchema:
     name: str
-    type: str = "string"  # string | long | float | double
+    type: str = "string"  # string | long | float | double | json
+    #: set for a multi-value string dimension (stored as a list of strings); one of MULTI_VALUE_HANDLING
+    multi_value_handling: str | None = None
+
+    @property
+    def value_type(self) -> str:
+        """The stored value type: ``multi`` for a multi-value string dimension, else :attr:`type`."""
+        return "multi" if self.multi_value_handling else self.type
+
+    @classmethod
+    def of_value_type(cls, name: str, value_type: str) -> DimensionSchema:
+        """The dimension holding ``value_type`` (a ``multi`` column keeps its stored value order)."""
+        return cls(name, "string", "ARRAY") if value_type == "multi" else cls(name, value_type)
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name}
+        out = {"type": self.type, "name": self.name}
+        if self.multi_value_handling:
+            out["multiValueHandling"] = self.multi_value_handling
+        return out
 
 
 @dataclass(frozen=True)
@@ -514,7 +534,14 @@ def _parse_dimensions(raw: Any, p: str) -> tuple[list[DimensionSchema], list[str
             raise SpecError(
                 f"{dp}.type", f"unknown dimension type {dm.get('type')!r}; expected one of {', '.join(DIMENSION_TYPES)}"
             )
-        dims.append(DimensionSchema(name, typ))
+        mvh = dm.get("multiValueHandling")
+        if mvh is not None:
+            mvh = str(mvh).upper()
+            if typ != "string" or mvh not in MULTI_VALUE_HANDLING:
+                raise SpecError(f"{dp}.multiValueHandling",
+                                f"{dm.get('multiValueHandling')!r}: a string dimension's multiValueHandling is one of "
+                                f"{', '.join(MULTI_VALUE_HANDLING)}")
+        dims.append(DimensionSchema(name, typ, mvh))
     excl = [
         _name(x, f"{p}.dimensionExclusions[{i}]")
         for i, x in enumerate(_list(m.get("dimensionExclusions"), f"{p}.dimensionExclusions"))

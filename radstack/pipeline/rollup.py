@@ -54,7 +54,8 @@ ERRORS = "__errors"
 DEDUP = "__dedup"
 """The event id, when copies of an event are still to be dropped."""
 
-_SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING", "json": "STRING"}
+_SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING", "json": "STRING",
+                "multi": "ARRAY<STRING>"}
 
 
 def _floor(df: DataFrame, src: str, dst: str, gran: Granularity) -> DataFrame:
@@ -89,6 +90,25 @@ def json_text_spark_sql(expr: str) -> str:
     quoted = f"to_json(array({expr}))"
     return (f"CASE WHEN {expr} IS NULL THEN NULL WHEN get_json_object({expr}, '$') IS NOT NULL THEN {expr} "
             f"ELSE substring({quoted}, 2, length({quoted}) - 2) END")
+
+
+def multi_value_spark_sql(expr: str, src: str, handling: str) -> str:
+    """Spark SQL for the stored values of a multi-value dimension (the DuckDB twin the indexer uses:
+    :func:`radstack.storage.indexer.multi_value_sql`): a JSON array's values as strings, any other value
+    as one value; NULL elements dropped; sorted / sorted without repeats / as they came; none → NULL."""
+    if src.startswith("ARRAY"):
+        values = f"transform({expr}, __v -> CAST(__v AS STRING))"
+    else:
+        text = expr if src == "STRING" else f"CAST({expr} AS STRING)"
+        values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN {text} RLIKE '^\\\\s*\\\\[' "
+                  f"AND from_json({text}, 'array<string>') IS NOT NULL THEN from_json({text}, 'array<string>') "
+                  f"ELSE array({text}) END")
+    values = f"filter({values}, __v -> __v IS NOT NULL)"
+    if handling == "SORTED_SET":
+        values = f"array_sort(array_distinct({values}))"
+    elif handling == "SORTED_ARRAY":
+        values = f"array_sort({values})"
+    return f"CASE WHEN size({values}) <= 0 THEN NULL ELSE {values} END"
 
 
 def _cast(expr: str, src: str, target: str) -> tuple[str, bool]:
@@ -129,7 +149,10 @@ def rollup_rows(
     errors: list[str] = []
     for d in dims:
         if d.name not in present:
-            cols.append(F.lit(None).cast(_SPARK_TYPES[d.type]).alias(d.name))
+            cols.append(F.lit(None).cast(_SPARK_TYPES[d.value_type]).alias(d.name))
+            continue
+        if d.multi_value_handling:
+            cols.append(F.expr(multi_value_spark_sql(q(d.name), types[d.name], d.multi_value_handling)).alias(d.name))
             continue
         sql, can_fail = _cast(q(d.name), types[d.name], d.type)
         cols.append(F.expr(sql).alias(d.name))
@@ -177,6 +200,8 @@ def rollup_rows(
 def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """``out[i]``: row ``i`` equals row ``i - 1`` (NULL equals NULL); ``out[0]`` is False."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):  # a multi-value dimension's values
+        arr = pc.binary_join(arr, "\x00")  # no NULL elements; an empty list is stored as NULL
     n = len(arr)
     out = np.zeros(n, dtype=bool)
     if n < 2:

@@ -56,7 +56,7 @@ from radstack.intervals import (
     ms_to_datetime,
     parse_instant,
 )
-from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec, SpecError, parse_data_schema
+from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec, SpecError, parse_data_schema
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
@@ -434,7 +434,7 @@ def compaction_schema(
     schema = {
         "dataSource": config.data_source,
         "timestampSpec": {"column": TIME_COLUMN, "format": "millis"},
-        "dimensionsSpec": {"dimensions": [{"type": t, "name": n} for n, t in dimensions]},
+        "dimensionsSpec": {"dimensions": [DimensionSchema.of_value_type(n, t).to_json() for n, t in dimensions]},
         "metricsSpec": [m.combining().to_json() for m in metrics_spec],
         "granularitySpec": tier.granularity_json(rollup),
     }
@@ -472,10 +472,10 @@ def resolve_dimensions(
     """``(name, type)`` of the output dimensions: the config's, else the catalog spec's, else the
     inputs' (in first-seen order, newest version first), typed from the files."""
     if config.dimensions:
-        return [(d.name, d.type) for d in config.dimensions]
+        return [(d.name, d.value_type) for d in config.dimensions]
     spec = _catalog_spec(settings, config.data_source)
     if spec is not None and spec.data_schema.dimensions:
-        return [(d.name, d.type) for d in spec.data_schema.dimensions]
+        return [(d.name, d.value_type) for d in spec.data_schema.dimensions]
     names: list[str] = []
     for seg in sorted(inputs, key=lambda s: s.version, reverse=True):
         for d in seg.dimensions:

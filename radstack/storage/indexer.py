@@ -276,7 +276,27 @@ def _numeric_cast_sql(expr: str, src: str, target: str) -> str:
     return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS {sql_t})"
 
 
-_SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "json": "VARCHAR"}
+_SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "json": "VARCHAR",
+              "multi": "VARCHAR[]"}
+
+
+def multi_value_sql(expr: str, src: str, handling: str) -> str:
+    """DuckDB SQL for the stored values of a multi-value dimension: a list input's values as strings,
+    a JSON array's (the text Spark's parse stage gives for one), any other value as one value; NULL
+    elements dropped; sorted (``SORTED_ARRAY``), sorted without repeats (``SORTED_SET``) or as they
+    came (``ARRAY``); no values → NULL. (The Spark twin: :func:`radstack.pipeline.rollup.multi_value_spark_sql`.)"""
+    if src in ("array", "multi"):
+        values = f"list_transform({expr}, lambda __v: CAST(__v AS VARCHAR))"
+    else:
+        text = expr if src == "string" else f"CAST({expr} AS VARCHAR)"
+        values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN json_valid({text}) AND json_type({text}) = 'ARRAY' "
+                  f"THEN from_json({text}, '[\"VARCHAR\"]') ELSE [{text}] END")
+    values = f"list_filter({values}, lambda __v: __v IS NOT NULL)"
+    if handling == "SORTED_SET":
+        values = f"list_sort(list_distinct({values}))"
+    elif handling == "SORTED_ARRAY":
+        values = f"list_sort({values})"
+    return f"CASE WHEN len({values}) = 0 THEN NULL ELSE {values} END"
 
 
 def json_text_sql(expr: str, src: str) -> str:
@@ -452,7 +472,9 @@ def _rollup_and_sort(
     errors: list[str] = []
     for d in dims:
         if d.name not in present:
-            cols.append(f"CAST(NULL AS {_SQL_TYPES[d.type]}) AS {_q(d.name)}")
+            cols.append(f"CAST(NULL AS {_SQL_TYPES[d.value_type]}) AS {_q(d.name)}")
+        elif d.multi_value_handling:
+            cols.append(f"{multi_value_sql(_q(d.name), types[d.name], d.multi_value_handling)} AS {_q(d.name)}")
         elif d.type == "json":
             cols.append(f"{json_text_sql(_q(d.name), types[d.name])} AS {_q(d.name)}")
         elif d.type == "string":

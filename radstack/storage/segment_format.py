@@ -49,11 +49,12 @@ _VALUE_TYPES: dict[str, pa.DataType] = {
     "float": pa.float32(),
     "double": pa.float64(),
     "json": pa.json_(),  # nested JSON (a ``json`` dimension): JSON text, Parquet's JSON logical type
+    "multi": pa.list_(pa.string()),  # a multi-value string dimension: its values, NULL when none
 }
 
 
 def arrow_type(value_type: str) -> pa.DataType:
-    """``string`` | ``long`` | ``float`` | ``double`` | ``json`` → the Arrow type stored in segments."""
+    """``string`` | ``long`` | ``float`` | ``double`` | ``json`` | ``multi`` → the Arrow type stored in segments."""
     return _VALUE_TYPES[value_type]
 
 
@@ -64,6 +65,8 @@ def value_type_of(t: pa.DataType) -> str:
         t = t.value_type
     if isinstance(t, pa.JsonType):
         return "json"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "multi"
     if pa.types.is_integer(t):
         return "long"
     if pa.types.is_float32(t):
@@ -78,7 +81,7 @@ def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | N
     dimensions discovered from the input, :meth:`DataSchema.resolve_dimensions`)."""
     dims = schema.dimensions if dimensions is None else tuple(dimensions)
     fields = [pa.field(TIME_COLUMN, TIME_TYPE, nullable=False)]
-    fields += [pa.field(d.name, arrow_type(d.type)) for d in dims]
+    fields += [pa.field(d.name, arrow_type(d.value_type)) for d in dims]
     fields += [pa.field(m.name, arrow_type(m.value_type)) for m in schema.metrics]
     return pa.schema(fields)
 
