@@ -488,6 +488,10 @@ def _parse_projections(
             raise SpecError(e.path, e.message) from e
         if any(o.name == pr.name for o in out):
             raise SpecError(f"{p}[{i}].name", f"duplicate projection name {pr.name!r}")
+        multi = [d.name for d in dimensions if d.multi_value_handling and d.name in pr.dimensions]
+        if multi:
+            raise SpecError(f"{p}[{i}].groupingColumns",
+                            f"{', '.join(multi)}: a projection cannot group by a multi-value dimension")
         out.append(pr)
     return tuple(out)
 

@@ -259,9 +259,7 @@ class SegmentCache:
 
 def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:
     """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns."""
-    names = [r[0] for r in cur.execute(
-        "SELECT name FROM parquet_schema(?) WHERE num_children IS NULL OR num_children = 0", [str(parquet)],
-    ).fetchall()]
+    names = [r[0] for r in cur.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(parquet)]).fetchall()]
     select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names)
     cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM read_parquet(?)", [str(parquet)])
     return tuple(

@@ -60,16 +60,24 @@ class Chunk:
 class ColumnInfo:
     name: str
     sql_type: str  # DuckDB type of the view column
-    druid_type: str  # STRING | LONG | FLOAT | DOUBLE
+    druid_type: str  # STRING | LONG | FLOAT | DOUBLE | COMPLEX<json>
     kind: str  # time | dimension | metric
+
+    @property
+    def multi_value(self) -> bool:
+        """A multi-value string dimension: a list of strings in the view (``VARCHAR[]``)."""
+        return self.sql_type == MULTI_VALUE_TYPE
 
 
 _TYPE_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3, "VARCHAR": 4}
+MULTI_VALUE_TYPE = "VARCHAR[]"
 
 
 def _merge_type(a: str | None, b: str) -> str:
     if a is None or a == b:
         return b
+    if MULTI_VALUE_TYPE in (a, b):  # single values of older segments read as one-value lists
+        return MULTI_VALUE_TYPE
     if a == "TIMESTAMP" or b == "TIMESTAMP":
         return "TIMESTAMP"
     ra, rb = _TYPE_RANK.get(a, 4), _TYPE_RANK.get(b, 4)
@@ -118,7 +126,7 @@ def norm_type(t: str) -> str:
         return "TIMESTAMP"
     if t.startswith("DECIMAL"):
         return "DOUBLE"
-    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON"):
+    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON", MULTI_VALUE_TYPE):
         return t
     return "VARCHAR"
 
@@ -132,7 +140,10 @@ def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str =
         if c.name not in have:
             items.append(f"CAST(NULL AS {c.sql_type}) AS {q}")
         elif norm_type(have[c.name]) != c.sql_type:
-            items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
+            if c.sql_type == MULTI_VALUE_TYPE:
+                items.append(f"CASE WHEN {q} IS NULL THEN NULL ELSE [CAST({q} AS VARCHAR)] END AS {q}")
+            else:
+                items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
         else:
             items.append(q)
     sql = f"SELECT {extra}{', '.join(items)} FROM {chunk.table}"

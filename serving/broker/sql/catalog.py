@@ -32,6 +32,7 @@ class ColumnInfo:
     name: str
     druid_type: str
     kind: str = "dimension"  # "time" | "dimension" | "metric"
+    multi_value: bool = False  # a multi-value string dimension (a list of strings in DuckDB)
 
     @property
     def sql_type(self) -> str:

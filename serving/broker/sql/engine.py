@@ -64,7 +64,7 @@ class SqlResult:
 def catalog_of(broker: Any, state: Any = None) -> Catalog:
     """The SQL catalog from a broker state snapshot (or from ``broker.datasources()``/``columns()``)."""
     if state is not None and hasattr(state, "datasources"):
-        return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind) for c in st.columns]
+        return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
                         for ds, st in state.datasources.items()},
                        {ds: st.projections for ds, st in state.datasources.items() if st.projections},
                        dict(getattr(state, "lookups", {})))

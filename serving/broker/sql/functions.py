@@ -12,6 +12,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.sql.errors import unknown_function, unsupported, validation_error
+from serving.broker.sql.rules.arrays import FUNCTIONS as ARRAY_FUNCTIONS
+from serving.broker.sql.rules.arrays import TYPED as ARRAY_CLASSES
 
 ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
     # numeric
@@ -35,6 +37,8 @@ ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.CurrentTimestamp, exp.CurrentDate, exp.DateTrunc, exp.TimestampTrunc, exp.Extract,
     # JSON (rules/json_functions.py)
     exp.JSONValue, exp.JSONKeys, exp.ParseJSON, exp.JSONObject,
+    # arrays (rules/arrays.py), UNNEST in FROM/JOIN
+    exp.ArrayAgg, exp.Unnest, *ARRAY_CLASSES,
 )
 
 #: Druid functions the rewrite rules translate (they arrive as anonymous calls).
@@ -45,16 +49,16 @@ DRUID_FUNCTIONS: frozenset[str] = frozenset({
     "EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY", "CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT",
     "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG", "LOOKUP",
     "JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING",
-})
+}) | ARRAY_FUNCTIONS
 
 #: Anonymous calls DuckDB evaluates with Druid's meaning, unchanged.
 PASSTHROUGH: frozenset[str] = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
 
 #: Druid functions (or prefixes) that exist in Druid but not here: 501.
 UNSUPPORTED_PREFIXES: tuple[str, ...] = (
-    "MV_", "ARRAY_", "STRING_TO_ARRAY", "STRING_TO_MV", "JSON_", "DS_", "HLL_SKETCH_",
+    "MV_", "ARRAY_", "JSON_", "DS_", "HLL_SKETCH_",
     "THETA_SKETCH_", "TDIGEST_", "BLOOM_FILTER", "IPV4_", "IPV6_", "NESTED_", "TO_JSON", "PARSE_JSON",
-    "DECODE_BASE64", "HUMAN_READABLE", "SPLIT_PART", "STRING_FORMAT", "TIME_PARSE_", "UNNEST",
+    "DECODE_BASE64", "HUMAN_READABLE", "SPLIT_PART", "STRING_FORMAT", "TIME_PARSE_",
     "APPROX_COUNT_DISTINCT_BUILTIN", "TABLE_APPEND",
 )
 
@@ -67,6 +71,8 @@ OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
     "STRING_AGG", "LISTAGG", "XOR", "ERROR", "OCTET_LENGTH", "ENCODE",  # last three: rules/string_limits.py
     "JSON", "JSON_TYPE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_VALID", "JSON_OBJECT",
     "DRUID_JSON_PATHS",  # rules/json_functions.py
+    "LEN", "LIST", "LIST_FILTER", "LIST_EXTRACT", "LIST_POSITION", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_CONTAINS",
+    "ARRAY_TO_STRING", "LIST_APPEND", "LIST_PREPEND", "LIST_CONCAT", "LIST_SLICE", "STRING_SPLIT", "FLATTEN",
 }) | PASSTHROUGH
 
 #: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES` (ARG_MIN/ARG_MAX for
@@ -94,8 +100,6 @@ def check_input(tree: exp.Expression) -> None:
             raise unknown_function(name, len(node.expressions))
         if isinstance(node, ALLOWED_CLASSES):
             continue
-        if isinstance(node, exp.Unnest):
-            raise unsupported("UNNEST is not supported by this broker")
         raise unknown_function(_name(node), len([a for a in node.args.values() if a is not None]))
 
 

@@ -18,12 +18,14 @@ from serving.broker.sql.parameters import bind_parameters
 from serving.broker.sql.rules import apply_bottom_up
 from serving.broker.sql.rules.approx import approx
 from serving.broker.sql.rules.arithmetic import arithmetic
+from serving.broker.sql.rules.arrays import arrays
 from serving.broker.sql.rules.casts import casts
 from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.earliest_latest import earliest_latest
 from serving.broker.sql.rules.json_functions import json_functions
 from serving.broker.sql.rules.lookup import lookup
 from serving.broker.sql.rules.millis import millis
+from serving.broker.sql.rules.multi_value import multi_value
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.scan_order import check_scan_order
@@ -48,7 +50,7 @@ TYPED_RULES = [arithmetic, casts]
 #: Function rewrites, children before parents.
 FUNCTION_RULES = [
     time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
-    millis, approx, earliest_latest, strings, string_limits, lookup, json_functions,
+    millis, approx, earliest_latest, strings, string_limits, lookup, json_functions, arrays,
 ]
 
 
@@ -93,6 +95,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
     tree = resolve_tables(tree, ctx)
     tree = check_scan_order(tree, ctx)
     tree = name_projections(tree, ctx)
+    tree = multi_value(tree, ctx)
     tree = use_projections(tree, ctx)
     if system_schema is None:
 

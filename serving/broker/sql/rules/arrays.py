@@ -1,0 +1,125 @@
+"""Druid's multi-value (``MV_*``) and array (``ARRAY_*``) functions on DuckDB lists.
+
+A multi-value string column is a list of strings here (docs/druid-sql.md), so both families map to
+DuckDB's list functions; Druid's 0-based offsets become DuckDB's 1-based positions, and a position
+that does not exist gives NULL.
+
+| Druid | DuckDB |
+| --- | --- |
+| ``MV_LENGTH``/``ARRAY_LENGTH(a)`` | ``len(a)`` |
+| ``MV_OFFSET``/``ARRAY_OFFSET(a, i)``, ``MV_ORDINAL``/``ARRAY_ORDINAL(a, i)`` | ``list_extract(a, i + 1)`` / ``(a, i)`` |
+| ``MV_OFFSET_OF``/``ARRAY_OFFSET_OF(a, v)``, ``…ORDINAL_OF`` | ``list_position(a, v) - 1`` / ``list_position`` |
+| ``MV_CONTAINS``/``ARRAY_CONTAINS(a, v or array)`` | ``list_has_all(a, [v])`` |
+| ``MV_OVERLAP``/``ARRAY_OVERLAP(a, b)`` | ``list_has_any`` |
+| ``MV_TO_STRING``/``ARRAY_TO_STRING(a, sep)`` | ``array_to_string`` |
+| ``STRING_TO_MV``/``STRING_TO_ARRAY(s, sep)`` | ``string_split`` (``sep`` is a regular expression in Druid: literal separators only here) |
+| ``MV_TO_ARRAY(a)`` | ``a`` |
+| ``MV_APPEND``/``ARRAY_APPEND``, ``…PREPEND``, ``…CONCAT``, ``…SLICE(a, s, e)`` | ``list_append`` … ``list_slice(a, s + 1, e)`` |
+| ``MV_FILTER_ONLY(a, ARRAY[…])``, ``MV_FILTER_NONE`` | ``list_filter`` with ``list_contains`` |
+| ``ARRAY_AGG(expr[, size])``, ``ARRAY_AGG(DISTINCT expr)``, ``ARRAY_CONCAT_AGG`` | ``list``, ``list(DISTINCT …)``, ``flatten(list(…))`` |
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import call
+
+_ARITY: dict[str, tuple[int, ...]] = {
+    "LENGTH": (1,), "OFFSET": (2,), "ORDINAL": (2,), "OFFSET_OF": (2,), "ORDINAL_OF": (2,), "CONTAINS": (2,),
+    "OVERLAP": (2,), "TO_STRING": (2,), "TO_ARRAY": (1,), "APPEND": (2,), "PREPEND": (2,), "CONCAT": (2,),
+    "SLICE": (2, 3), "FILTER_ONLY": (2,), "FILTER_NONE": (2,),
+}
+FUNCTIONS = frozenset({f"MV_{k}" for k in _ARITY} | {f"ARRAY_{k}" for k in _ARITY if k not in ("TO_ARRAY",)}
+                      | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG"})
+_VAR = "__array_value"
+#: Array functions sqlglot parses into typed nodes: their Druid names (arguments in ``arg_types`` order).
+TYPED: dict[type[exp.Expression], str] = {
+    exp.ArraySize: "ARRAY_LENGTH", exp.ArrayContains: "ARRAY_CONTAINS", exp.ArrayToString: "ARRAY_TO_STRING",
+    exp.StringToArray: "STRING_TO_ARRAY", exp.ArrayAppend: "ARRAY_APPEND", exp.ArrayPrepend: "ARRAY_PREPEND",
+    exp.ArrayConcat: "ARRAY_CONCAT", exp.ArraySlice: "ARRAY_SLICE", exp.ArrayConcatAgg: "ARRAY_CONCAT_AGG",
+}
+
+
+def _anonymous(node: exp.Expression) -> exp.Expression:
+    """A typed array node as the anonymous call of its Druid name."""
+    args: list[exp.Expression] = []
+    for key in node.arg_types:
+        v = node.args.get(key)
+        if isinstance(v, list):
+            args += [x for x in v if isinstance(x, exp.Expression)]
+        elif isinstance(v, exp.Expression):
+            args.append(v)
+    return call(TYPED[type(node)], *args)
+
+
+def _plus(e: exp.Expression, n: int) -> exp.Expression:
+    return exp.paren(exp.Add(this=exp.cast(e, exp.DataType.build("BIGINT")), expression=exp.Literal.number(n)))
+
+
+def _as_list(e: exp.Expression) -> exp.Expression:
+    return e if isinstance(e, exp.Array) else exp.Array(expressions=[e])
+
+
+def _filter(values: exp.Expression, keep: exp.Expression, negate: bool) -> exp.Expression:
+    test: exp.Expression = call("LIST_CONTAINS", keep, exp.column(_VAR))
+    if negate:
+        test = exp.Not(this=test)
+    lam = exp.Lambda(this=test, expressions=[exp.to_identifier(_VAR)])
+    return call("LIST_FILTER", values, lam)
+
+
+def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.ArrayAgg):
+        return node  # DuckDB's ARRAY_AGG (a list, NULLs kept) has Druid's meaning; a size limit is ignored
+    if type(node) in TYPED:
+        node = _anonymous(node)
+    name = anonymous_name(node)
+    if name is None or name not in FUNCTIONS:
+        return node
+    args = list(node.expressions)
+    if name == "ARRAY_CONCAT_AGG":
+        if len(args) not in (1, 2):
+            raise validation_error("ARRAY_CONCAT_AGG takes 1 or 2 arguments")
+        return call("FLATTEN", call("LIST", args[0]))
+    if name in ("STRING_TO_MV", "STRING_TO_ARRAY"):
+        if len(args) != 2:
+            raise validation_error(f"{name} takes 2 arguments")
+        return call("STRING_SPLIT", args[0], args[1])
+    op = name.split("_", 1)[1]
+    if len(args) not in _ARITY[op]:
+        raise validation_error(f"{name} takes {' or '.join(map(str, _ARITY[op]))} arguments")
+    a = args[0]
+    if op == "LENGTH":
+        return call("LEN", a)
+    if op == "OFFSET":
+        return call("LIST_EXTRACT", a, _plus(args[1], 1))
+    if op == "ORDINAL":
+        return call("LIST_EXTRACT", a, args[1])
+    if op == "OFFSET_OF":
+        return exp.Sub(this=call("LIST_POSITION", a, args[1]), expression=exp.Literal.number(1))
+    if op == "ORDINAL_OF":
+        return call("LIST_POSITION", a, args[1])
+    if op == "CONTAINS":
+        return call("LIST_HAS_ALL", a, _as_list(args[1]))
+    if op == "OVERLAP":
+        return call("LIST_HAS_ANY", a, _as_list(args[1]))
+    if op == "TO_STRING":
+        return call("ARRAY_TO_STRING", a, args[1])
+    if op == "TO_ARRAY":
+        return a
+    if op == "APPEND":
+        return call("LIST_APPEND", a, args[1])
+    if op == "PREPEND":  # MV_PREPEND(value, array)
+        return call("LIST_PREPEND", a, args[1])
+    if op == "CONCAT":
+        return call("LIST_CONCAT", a, _as_list(args[1]))
+    if op == "SLICE":
+        end = args[2] if len(args) == 3 else call("LEN", a.copy())
+        return call("LIST_SLICE", a, _plus(args[1], 1), end)
+    if op in ("FILTER_ONLY", "FILTER_NONE"):
+        return _filter(a, _as_list(args[1]), negate=op == "FILTER_NONE")
+    raise validation_error(f"{name} is not supported")  # pragma: no cover - _ARITY lists every op
