@@ -16,6 +16,10 @@ alphanumeric, numeric, strlen), ``and``, ``or``, ``not``, ``regex``, ``like``, `
 ``search`` (contains, insensitive_contains, fragment), ``columnComparison``, ``expression``,
 ``true``, ``false``, ``null``. Extraction functions: ``substring``, ``strlen``, ``upper``, ``lower``,
 ``timeFormat``, ``regex``, ``partial``, ``identity``, ``cascade``.
+
+Multi-value string columns (``multi_value_columns``, DuckDB lists): a filter on one matches a row when
+it matches any of its values, as in Druid (``not`` of it: when none does); ``null`` matches rows
+without values.
 """
 
 from __future__ import annotations
@@ -86,14 +90,22 @@ def _num_literal(v: int | float) -> str:
     return f"CAST({v!r} AS DOUBLE)"
 
 
+#: Filters on one column that match a multi-value row when one of its values matches.
+_VALUE_FILTERS = frozenset({"selector", "equals", "in", "bound", "range", "regex", "like", "search"})
+_VALUE = "__filter_value"
+
+
 class _FilterCompiler:
-    def __init__(self, dialect: str, column_types: Mapping[str, str] | None) -> None:
+    def __init__(self, dialect: str, column_types: Mapping[str, str] | None,
+                 multi_value_columns: frozenset[str] = frozenset()) -> None:
         try:
             self.d = _check_dialect(dialect)
         except ExpressionError as e:
             raise FilterError(str(e), "dialect") from e
         self.column_types = dict(column_types or {})
         self.types = {k: normalize_type(v) for k, v in self.column_types.items()}
+        self.multi = multi_value_columns
+        self.value_of: dict[str, str] = {}  # a multi-value column → the lambda variable standing for one value
 
     # ---- helpers --------------------------------------------------------------------------
     def lit(self, s: Any) -> str:
@@ -108,6 +120,8 @@ class _FilterCompiler:
         t = self.types.get(name)
         if name == "__time" and t is None:
             t = "TIMESTAMP"
+        if name in self.value_of:
+            return _Col(self.value_of[name], "STRING")
         q = quote_identifier(name, self.d)
         if t == "TIMESTAMP":
             return _Col(f"unix_millis({q})" if self.d == "spark" else f"epoch_ms({q})", "LONG")
@@ -233,6 +247,15 @@ class _FilterCompiler:
         method = getattr(self, "f_" + str(typ).replace("-", "_"), None) if isinstance(typ, str) else None
         if method is None:
             raise FilterError(f"unknown filter type {typ!r}", f"{field}.type")
+        name = f.get("dimension", f.get("column"))
+        if typ in _VALUE_FILTERS and name in self.multi and name not in self.value_of:
+            var = f"{_VALUE}{len(self.value_of)}"
+            self.value_of[name] = var
+            try:
+                body = method(f, field)
+            finally:
+                del self.value_of[name]
+            return f"(len(list_filter({quote_identifier(name, self.d)}, lambda {var}: {body})) > 0)"
         return method(f, field)
 
     def never(self, c: _Col) -> str:
@@ -490,15 +513,17 @@ def filter_to_sql(
     *,
     dialect: str = "duckdb",
     column_types: Mapping[str, str] | None = None,
+    multi_value_columns: frozenset[str] = frozenset(),
 ) -> str:
     """A Druid filter (JSON object) as a SQL boolean predicate (``TRUE`` for ``None``).
+    ``multi_value_columns``: columns holding lists of strings (DuckDB only), matched by any value.
 
     Raises :class:`FilterError` (with ``.field``) for unknown types, bad fields and unsupported
     extraction functions.
     """
     if f is None:
         return "TRUE"
-    return _FilterCompiler(dialect, column_types).compile(f)
+    return _FilterCompiler(dialect, column_types, multi_value_columns).compile(f)
 
 
 def extraction_to_sql(

@@ -107,3 +107,50 @@ def test_unknown_mv_function_is_unsupported(env: Any) -> None:
     with pytest.raises(DruidError) as e:
         rows(env, "SELECT MV_NOSUCH(tags) FROM pages")
     assert e.value.status == 501
+
+
+# ---- native -------------------------------------------------------------------------------------
+
+
+def native(env: Any, **q: Any) -> list[dict[str, Any]]:
+    from serving.broker.native import run_native_query
+
+    q.setdefault("dataSource", "pages")
+    q.setdefault("intervals", ["2024-01-01/2024-01-02"])
+    return run_native_query(env.service, q)
+
+
+ADDED = {"type": "longSum", "name": "added", "fieldName": "added"}
+
+
+def test_native_group_by_and_top_n_explode(env: Any) -> None:
+    out = native(env, queryType="groupBy", granularity="all", dimensions=["tags"], aggregations=[ADDED])
+    assert [(r["event"]["tags"], r["event"]["added"]) for r in out] == [(None, 4), ("a", 9), ("b", 1), ("c", 10)]
+    out = native(env, queryType="groupBy", granularity="all", dimensions=["tags"], aggregations=[ADDED],
+                 filter={"type": "selector", "dimension": "tags", "value": "a"})
+    assert [(r["event"]["tags"], r["event"]["added"]) for r in out] == [("a", 9), ("b", 1), ("c", 8)]
+    out = native(env, queryType="topN", granularity="all", dimension="tags", metric="added", threshold=2,
+                 aggregations=[ADDED])
+    assert out[0]["result"] == [{"tags": "c", "added": 10}, {"tags": "a", "added": 9}]
+
+
+@pytest.mark.parametrize("flt,added", [
+    ({"type": "selector", "dimension": "tags", "value": "c"}, 10),
+    ({"type": "in", "dimension": "tags", "values": ["b", "zz"]}, 1),
+    ({"type": "not", "field": {"type": "selector", "dimension": "tags", "value": "a"}}, 2),
+    ({"type": "like", "dimension": "tags", "pattern": "%c"}, 10),
+    ({"type": "bound", "dimension": "tags", "lower": "b", "ordering": "lexicographic"}, 11),
+    ({"type": "and", "fields": [{"type": "selector", "dimension": "tags", "value": "a"},
+                                {"type": "selector", "dimension": "tags", "value": "c"}]}, 8),
+    ({"type": "null", "column": "tags"}, 4),
+])
+def test_native_filters_match_any_value(env: Any, flt: dict[str, Any], added: int) -> None:
+    out = native(env, queryType="timeseries", granularity="all", aggregations=[ADDED], filter=flt)
+    assert out[0]["result"]["added"] == added
+
+
+def test_native_scan_returns_values(env: Any) -> None:
+    out = native(env, queryType="scan", columns=["page", "tags"], order="ascending")
+    events = [e for part in out for e in part["events"]]
+    assert events == [{"page": "A", "tags": ["a", "b"]}, {"page": "B", "tags": "c"}, {"page": "C", "tags": None},
+                      {"page": "D", "tags": ["a", "c"]}]

@@ -69,7 +69,11 @@ class AggregationPlan:
         where = ctx.where()
         if extra_where != "TRUE":
             where = f"({where}) AND ({extra_where})"
-        sql = f"SELECT {', '.join(items)} FROM {ctx.base()} WHERE {where}"
+        multi = sorted({d.dimension for d in chosen if d.dimension in ctx.multi_value})
+        if multi:  # filter the rows, then one row per value of each grouped multi-value dimension
+            sql = f"SELECT {', '.join(items)} FROM {ctx.exploded(multi, where)}"
+        else:
+            sql = f"SELECT {', '.join(items)} FROM {ctx.base()} WHERE {where}"
         if grouped:
             sql += " GROUP BY ALL"
         return sql

@@ -109,6 +109,7 @@ class QueryContext:
     column_types: dict[str, str] = field(default_factory=dict)  # name → Druid type, incl. virtual
     virtual_names: set[str] = field(default_factory=set)
     projection: ProjectionView | None = None  # the aggregate projection this query reads, if any
+    multi_value: frozenset[str] = frozenset()  # multi-value string dimensions (lists of strings)
     _base: str | None = None
     _missing: list[str] | None = None
 
@@ -127,6 +128,7 @@ class QueryContext:
         for ds in dss:
             for c in ds.columns:
                 ctx.column_types.setdefault(c.name, c.druid_type)
+        ctx.multi_value = frozenset(c.name for ds in dss for c in ds.columns if c.multi_value)
         if "__time" in ctx.column_types:
             ctx.column_types["__time"] = "TIMESTAMP"  # filters/expressions read it as epoch millis
         if len(dss) == 1 and len(names) == 1 and dss[0].projections:
@@ -246,6 +248,15 @@ class QueryContext:
             sql = f"SELECT *, {nulls} FROM ({sql})"
         return f"({sql}) AS __base"
 
+    def exploded(self, columns: list[str], where: str) -> str:
+        """The base rows that pass ``where``, once per value of each multi-value column in ``columns``
+        (a row without values once, with NULL): how Druid groups by a multi-value dimension."""
+        sql = f"SELECT * FROM {self.base()} WHERE {where}"
+        for c in columns:
+            values = f"CASE WHEN len({q(c)}) > 0 THEN {q(c)} ELSE CAST([NULL] AS VARCHAR[]) END"
+            sql = f"SELECT * REPLACE (UNNEST({values}) AS {q(c)}) FROM ({sql})"
+        return f"({sql}) AS __base"
+
     def where(self, extra_filter: Any = None) -> str:
         """The filter (plus an optional extra filter) as a SQL predicate; ``TRUE`` when none."""
         self.base()  # virtual/missing columns must be known first
@@ -257,7 +268,8 @@ class QueryContext:
 
     def filter_sql(self, f: Any, column_types: dict[str, str] | None = None) -> str:
         try:
-            return filter_to_sql(f, dialect="duckdb", column_types=column_types or self.column_types)
+            return filter_to_sql(f, dialect="duckdb", column_types=column_types or self.column_types,
+                                 multi_value_columns=self.multi_value)
         except DruidError:
             raise
         except (ValueError, KeyError, TypeError) as e:

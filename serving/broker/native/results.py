@@ -32,6 +32,8 @@ def render(value: Any, typ: str) -> Any:
             return float(repr(f.item())) if not np.isfinite(f) else float(np.format_float_positional(f, unique=True, trim="0"))
         return value
     if typ == "STRING":
+        if isinstance(value, list):  # a multi-value dimension: one value as itself, several as a list
+            return value[0] if len(value) == 1 else value
         return value if isinstance(value, str) else str(value)
     if typ == "COMPLEX<json>" and isinstance(value, str):  # a nested column: its JSON, not a string
         return json.loads(value)
