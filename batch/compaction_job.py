@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 __all__ = ["SparkCompactionOutput", "compact_with_spark", "compaction_spark_session"]
 
 _SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double", "json": "string",
-                "multi": "array<string>"}
+                "multi": "array<string>", "sketch": "binary"}
 
 
 @dataclass
@@ -95,6 +95,9 @@ def _totals(df: DataFrame, metric_specs: Sequence[MetricSpec]) -> tuple[int, dic
 
     aggs = [F.count(F.lit(1)).alias("__rows")]
     for i, m in enumerate(metric_specs):
+        if m.sketch is not None:  # sketches have no total to compare
+            aggs.append(F.lit(None).alias(f"__m{i}"))
+            continue
         fn = {"sum": F.sum, "count": F.sum, "min": F.min, "max": F.max}[m.kind]
         aggs.append(fn(F.col(f"`{m.name}`")).alias(f"__m{i}"))
     row = df.agg(*aggs).collect()[0]

@@ -35,6 +35,7 @@ from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import Interval, Period, TimeParseError, format_instant, parse_instant
 from radstack.joda import tokenize
 from radstack.projections import ProjectionSpec, ProjectionSpecError, parse_projection
+from radstack.sketches import SKETCH_METRICS, SketchParamError, SketchParams, parse_params
 
 __all__ = [
     "SpecError",
@@ -73,6 +74,11 @@ METRIC_TYPES: dict[str, tuple[str, str]] = {
     "doubleMax": ("double", "max"),
     "floatMin": ("float", "min"),
     "floatMax": ("float", "max"),
+    # Apache DataSketches (radstack/sketches.py): a serialized sketch per row, merged on rollup
+    "HLLSketchBuild": ("sketch", "sketch"),
+    "HLLSketchMerge": ("sketch", "sketch"),
+    "thetaSketch": ("sketch", "sketch"),
+    "quantilesDoublesSketch": ("sketch", "sketch"),
 }
 _METRIC_TYPES_LOWER = {k.lower(): k for k in METRIC_TYPES}
 
@@ -142,23 +148,29 @@ class MetricSpec:
     name: str
     field_name: str | None = None
     expression: str | None = None
+    sketch: SketchParams | None = None  # the sketch metrics' family and sizes
 
     @property
     def value_type(self) -> str:
-        """``long`` | ``double`` | ``float``: the stored column type."""
+        """``long`` | ``double`` | ``float`` | ``sketch`` (binary): the stored column type."""
         return METRIC_TYPES[self.type][0]
 
     @property
     def kind(self) -> str:
-        """``count`` | ``sum`` | ``min`` | ``max``."""
+        """``count`` | ``sum`` | ``min`` | ``max`` | ``sketch``."""
         return METRIC_TYPES[self.type][1]
+
+    @property
+    def merges_sketches(self) -> bool:
+        """A sketch metric whose input is sketches (merged) rather than raw values (built)."""
+        return self.type == "HLLSketchMerge"
 
     def combining(self) -> MetricSpec:
         """The aggregator that merges values already aggregated by this one (Druid's
         ``getCombiningFactory``): ``count`` → ``longSum`` of the metric, sums and min/max → the same
-        type reading the metric column."""
-        typ = "longSum" if self.type == "count" else self.type
-        return MetricSpec(type=typ, name=self.name, field_name=self.name)
+        type reading the metric column, sketches → merging the metric's sketches."""
+        typ = {"count": "longSum", "HLLSketchBuild": "HLLSketchMerge"}.get(self.type, self.type)
+        return MetricSpec(type=typ, name=self.name, field_name=self.name, sketch=self.sketch)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "name": self.name}
@@ -166,6 +178,8 @@ class MetricSpec:
             out["fieldName"] = self.field_name
         if self.expression is not None:
             out["expression"] = self.expression
+        if self.sketch is not None:
+            out.update(self.sketch.to_json())
         return out
 
 
@@ -578,7 +592,15 @@ def _parse_metrics(raw: Any, p: str) -> list[MetricSpec]:
                 raise SpecError(mp, f"{typ} {name!r}: give only one of 'fieldName' and 'expression'")
             if expression is not None:
                 _validate_expression(expression, f"{mp}.expression")
-        out.append(MetricSpec(typ, name, field_name, expression))
+        sketch = None
+        if typ in SKETCH_METRICS:
+            if expression is not None:
+                raise SpecError(f"{mp}.expression", f"{typ} reads a field ('fieldName'), not an expression")
+            try:
+                sketch = parse_params(typ, m)
+            except SketchParamError as e:
+                raise SpecError(f"{mp}.{e.field}", e.message) from e
+        out.append(MetricSpec(typ, name, field_name, expression, sketch))
     return out
 
 

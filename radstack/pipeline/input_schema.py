@@ -110,8 +110,8 @@ def field_types(spec: DatasourceSpec) -> dict[str, str]:
         if d.name in types:
             types[d.name] = d.type
     for m in ds.metrics:
-        if m.field_name and m.field_name in types and m.field_name not in ds.dimension_names:
-            types[m.field_name] = m.value_type
+        if m.field_name and m.field_name in types and m.field_name not in ds.dimension_names and m.sketch is None:
+            types[m.field_name] = m.value_type  # a sketch reads its field's text (or number) as it is
     types[ds.timestamp_spec.column] = "string"
     return types
 

@@ -34,7 +34,8 @@ from radstack.expressions import ExpressionError, expression_to_sql, granularity
 from radstack.granularity import Granularity
 from radstack.pipeline.parse import BYTES_COLUMN, convert_sql, q
 from radstack.pipeline.transform import druid_types
-from radstack.spec import TIME_COLUMN, DataSchema
+from radstack.sketches import aggregate
+from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
 from radstack.storage.indexer import bucket_starts
 from radstack.storage.segment_format import arrow_type
 
@@ -164,6 +165,16 @@ def rollup_rows(
         if m.type == "count":
             continue
         alias = f"__m{i}"
+        if m.sketch is not None:  # the input as the sketch reads it; the sketch is built per group
+            if m.field_name not in present:
+                sql = "CAST(NULL AS STRING)"
+            elif m.sketch.family == "quantilesDoublesSketch" and not m.merges_sketches:
+                sql = f"try_cast({q(m.field_name or '')} AS DOUBLE)"
+            else:
+                sql = q(m.field_name or "")
+            cols.append(F.expr(sql).alias(alias))
+            metric_inputs[m.name] = alias
+            continue
         if m.expression is not None:
             raw = expression_to_sql(m.expression, dialect="spark", column_types=types)
             sql = f"try_cast(({raw}) AS {_SPARK_TYPES[m.value_type]})"
@@ -273,6 +284,21 @@ def rollup_sorted(
     return _aggregate(table, schema, dims, starts, counts=None), continues
 
 
+def _sketches(values: pa.ChunkedArray, starts: np.ndarray, m: MetricSpec, *, rolled_input: bool,
+              rolled: bool) -> pa.Array:
+    """One sketch per group (``starts``): built from the input values, or merged when the rows hold
+    sketches already (``rolled_input``, or a metric that merges sketches); one per row without rollup."""
+    assert m.sketch is not None
+    vals = values.to_pylist()
+    merge = rolled_input or m.merges_sketches or pa.types.is_binary(values.type)
+    if not rolled and not rolled_input:
+        groups = [[v] for v in vals]
+    else:
+        bounds = np.append(starts, len(vals)).tolist()
+        groups = [vals[s:e] for s, e in zip(bounds[:-1], bounds[1:], strict=True)]
+    return pa.array([aggregate(m.sketch, g, sketches=merge) for g in groups], pa.binary())
+
+
 def combine(rows: pa.Table, schema: DataSchema) -> pa.Table:
     """One row from rolled-up rows of the same key (a run split over two batches)."""
     dims = [d.name for d in schema.resolve_dimensions(())]
@@ -293,7 +319,9 @@ def _aggregate(table: pa.Table, schema: DataSchema, dims: list[str], starts: np.
     for d in dims:
         cols[d] = firsts.column(d)
     for m in schema.metrics:
-        if m.type == "count" and counts is None:
+        if m.sketch is not None:
+            cols[m.name] = _sketches(table.column(m.name), starts, m, rolled_input=counts is not None, rolled=rolled)
+        elif m.type == "count" and counts is None:
             cols[m.name] = sizes.cast(arrow_type(m.value_type))
         elif rolled:
             kind = "sum" if m.type == "count" else m.kind

@@ -561,7 +561,7 @@ def metric_totals(table: pa.Table, metric_specs: Sequence[MetricSpec]) -> dict[s
     """Per metric: the sum (count and sums) or the min/max over all rows."""
     out: dict[str, Any] = {}
     for m in metric_specs:
-        if m.name not in table.column_names:
+        if m.name not in table.column_names or m.sketch is not None:  # sketches have no total to compare
             out[m.name] = None
             continue
         col = table.column(m.name)

@@ -39,6 +39,7 @@ from radstack.filters import filter_to_sql
 from radstack.granularity import Granularity
 from radstack.intervals import Interval, condense
 from radstack.projections import ProjectionSpec
+from radstack.sketches import aggregate
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.projections import write_projection_files
@@ -488,10 +489,25 @@ def _rollup_and_sort(
             cols.append(f"{cast} AS {_q(d.name)}")
             errors.append(f"({_q(d.name)} IS NOT NULL AND {cast} IS NULL)")
     metric_inputs: list[tuple[MetricSpec, str]] = []
+    sketch_inputs: dict[str, bool] = {}  # sketch metric → its input is sketches (merged), else values (built)
     for i, m in enumerate(schema.metrics):
         if m.type == "count":
             continue
         alias = f"__m{i}"
+        if m.sketch is not None:
+            src = types.get(m.field_name or "", "")
+            sketch_inputs[m.name] = m.merges_sketches or src == "complex"
+            if m.field_name not in present:
+                cast = "CAST(NULL AS VARCHAR)"
+            elif sketch_inputs[m.name]:
+                cast = _q(m.field_name or "")
+            elif m.sketch.family == "quantilesDoublesSketch":
+                cast = f"TRY_CAST({_q(m.field_name or '')} AS DOUBLE)"
+            else:
+                cast = f"CAST({_q(m.field_name or '')} AS VARCHAR)"
+            cols.append(f"{cast} AS {alias}")
+            metric_inputs.append((m, alias))
+            continue
         if m.expression is not None:
             raw = f"({_translate_expression(m.expression, types)})"
             cast = f"TRY_CAST({raw} AS {_SQL_TYPES[m.value_type]})"
@@ -515,6 +531,12 @@ def _rollup_and_sort(
     aliases = dict((m.name, a) for m, a in metric_inputs)
     out_cols = list(keys)
     for m in schema.metrics:
+        if m.sketch is not None:  # the values (or sketches) of each row, turned into one sketch below
+            a = aliases[m.name]
+            val = f"list({a}) FILTER (WHERE {a} IS NOT NULL)" if schema.rollup else \
+                f"CASE WHEN {a} IS NULL THEN [] ELSE [{a}] END"
+            out_cols.append(f"{val} AS {_q(m.name)}")
+            continue
         sql_t = _SQL_TYPES[m.value_type]
         if not schema.rollup:
             val = "CAST(1 AS BIGINT)" if m.type == "count" else aliases[m.name]
@@ -529,6 +551,11 @@ def _rollup_and_sort(
     sql = f"SELECT {', '.join(out_cols)} FROM __idx_cast{group} ORDER BY {order}"
     out = query_arrow(con, sql)
     con.execute("DROP TABLE __idx_cast")
+    for m in schema.metrics:
+        if m.sketch is not None:
+            params, merge = m.sketch, sketch_inputs[m.name]
+            built = [aggregate(params, vals or (), sketches=merge) for vals in out.column(m.name).to_pylist()]
+            out = out.set_column(out.schema.get_field_index(m.name), m.name, pa.array(built, pa.binary()))
     return out
 
 

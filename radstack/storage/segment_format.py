@@ -50,7 +50,12 @@ _VALUE_TYPES: dict[str, pa.DataType] = {
     "double": pa.float64(),
     "json": pa.json_(),  # nested JSON (a ``json`` dimension): JSON text, Parquet's JSON logical type
     "multi": pa.list_(pa.string()),  # a multi-value string dimension: its values, NULL when none
+    "sketch": pa.binary(),  # a DataSketches metric (radstack/sketches.py): the serialized sketch
 }
+
+#: Field metadata key naming the sketch family of a ``sketch`` column (``HLLSketch``, ``thetaSketch``,
+#: ``quantilesDoublesSketch``): the broker reports the column as ``COMPLEX<family>``.
+COMPLEX_KEY = b"druid.complex"
 
 
 def arrow_type(value_type: str) -> pa.DataType:
@@ -67,6 +72,8 @@ def value_type_of(t: pa.DataType) -> str:
         return "json"
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return "multi"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "sketch"
     if pa.types.is_integer(t):
         return "long"
     if pa.types.is_float32(t):
@@ -82,7 +89,9 @@ def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | N
     dims = schema.dimensions if dimensions is None else tuple(dimensions)
     fields = [pa.field(TIME_COLUMN, TIME_TYPE, nullable=False)]
     fields += [pa.field(d.name, arrow_type(d.value_type)) for d in dims]
-    fields += [pa.field(m.name, arrow_type(m.value_type)) for m in schema.metrics]
+    fields += [pa.field(m.name, arrow_type(m.value_type),
+                        metadata={COMPLEX_KEY: m.sketch.family.encode()} if m.sketch is not None else None)
+               for m in schema.metrics]
     return pa.schema(fields)
 
 

@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow.parquet as pq
 
 from radstack.config import Settings
 from radstack.expressions import quote_identifier as _q
 from radstack.expressions import string_literal
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.segment_format import COMPLEX_KEY
 from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,8 @@ class LoadedSegment:
     columns: tuple[tuple[str, str], ...]  # (name, DuckDB type) in file order
     size: int  # bytes of the Parquet file
     projections: tuple[LoadedProjection, ...] = ()
+    #: sketch columns → their family (``HLLSketch``, ``thetaSketch``, ``quantilesDoublesSketch``)
+    complex: tuple[tuple[str, str], ...] = ()
 
     @property
     def identifier(self) -> str:
@@ -153,6 +157,7 @@ class SegmentCache:
             columns=cols,
             size=parquet.stat().st_size,
             projections=projections,
+            complex=_complex_columns(parquet),
         )
         with self._lock:
             if sid in self._loaded:  # lost a race: keep the first
@@ -255,6 +260,16 @@ class SegmentCache:
         if found is None:
             raise SegmentLoadError(f"segment {segment.identifier}: no data.parquet at {path}")
         return found, None
+
+
+def _complex_columns(parquet: Path) -> tuple[tuple[str, str], ...]:
+    """The sketch columns of a segment file and their families (from the Arrow field metadata)."""
+    out = []
+    for f in pq.read_schema(parquet):
+        family = (f.metadata or {}).get(COMPLEX_KEY)
+        if family:
+            out.append((f.name, family.decode()))
+    return tuple(out)
 
 
 def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:

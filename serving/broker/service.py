@@ -32,6 +32,7 @@ from radstack.storage.timeline import VersionedIntervalTimeline
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import SegmentCache, SegmentLoadError
+from serving.broker.sql import udfs
 from serving.broker.views import Chunk, ColumnInfo, union_columns, view_sql
 from serving.lookups import LoadedLookup, LookupChanges, LookupRegistry
 
@@ -90,6 +91,7 @@ class BrokerService:
         if threads:
             config["threads"] = int(threads)
         self._db = duckdb.connect(":memory:", config=config)
+        udfs.register(self._db, set(udfs.UDFS), db_key=id(self))  # for native queries too (sketches)
         self._db.execute(f"CREATE TABLE {_GEN_TABLE} (generation BIGINT)")
         self._db.execute(f"INSERT INTO {_GEN_TABLE} VALUES (0)")
         home = settings.home if settings is not None else None

@@ -111,10 +111,12 @@ def union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
         for name, _ in c.loaded.columns:
             if name not in order:
                 order.append(name)
+    complex_types = {name: f"COMPLEX<{family}>" for c in reversed(newest_first) for name, family in c.loaded.complex}
     out = []
     for name in order:
         kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
-        out.append(ColumnInfo(name, types[name], druid_type(types[name]), kind))
+        typ = complex_types.get(name) if types[name] == "BLOB" else None
+        out.append(ColumnInfo(name, types[name], typ or druid_type(types[name]), kind))
     return tuple(out)
 
 
@@ -126,7 +128,7 @@ def norm_type(t: str) -> str:
         return "TIMESTAMP"
     if t.startswith("DECIMAL"):
         return "DOUBLE"
-    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON", MULTI_VALUE_TYPE):
+    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON", MULTI_VALUE_TYPE, "BLOB"):
         return t
     return "VARCHAR"
 

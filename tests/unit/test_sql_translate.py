@@ -84,7 +84,7 @@ def test_error_shapes() -> None:
     assert e.status == 400 and "No match found for function signature NOSUCHFN" in e.message
     e = _error("SELECT LOOKUP(page, 'x') FROM wiki")
     assert (e.status, e.category, e.message) == (400, "INVALID_INPUT", "Lookup [x] not found")
-    e = _error("SELECT DS_THETA(page) FROM wiki")
+    e = _error("SELECT TDIGEST_QUANTILE(added, 0.5) FROM wiki")
     assert (e.status, e.category) == (501, "UNSUPPORTED")
     e = _error("SELECT * FROM lookup.countries")
     assert e.status == 400 and "lookup" in e.message

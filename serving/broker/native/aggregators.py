@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from radstack.projections import ROWS_COLUMN
+from radstack.sketches import SketchParamError, parse_params
 from serving.broker.native.dimensions import parse_dimension
 from serving.errors import invalid_input, unsupported
 
@@ -51,6 +52,31 @@ def _field(spec: dict[str, Any], ctx: QueryContext, sql_type: str) -> str:
     if (sql_type == "BIGINT" and src == "LONG") or (sql_type == "DOUBLE" and src == "DOUBLE"):
         return col
     return f"CAST({col} AS {sql_type})"
+
+
+def _sketch_aggregator(name: str, typ: str, spec: dict[str, Any], ctx: QueryContext) -> Aggregator:
+    """HLL and theta sketch aggregators (radstack/sketches.py): the group's values, or the sketches of a
+    sketch column, merged into one sketch and finalized to its estimate, as Druid finalizes them."""
+    x = spec.get("fieldName")
+    if not x:
+        raise invalid_input(f"Aggregator [{name}] needs 'fieldName'")
+    family = "thetaSketch" if typ == "thetaSketch" else "HLLSketch"
+    try:
+        params = parse_params("thetaSketch" if family == "thetaSketch" else "HLLSketchBuild", spec)
+    except SketchParamError as e:
+        raise invalid_input(f"Aggregator [{name}]: {e}") from e
+    merge = ctx.col_type(x) == f"COMPLEX<{family}>"
+    values = f"list({ctx.col(x)})" if merge else f"list(CAST({ctx.col(x)} AS VARCHAR))"
+    if family == "HLLSketch":
+        fn = "DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD"
+        sketch = f"{fn}({values}, {params.lg_k}, '{params.tgt_hll_type}')"
+    else:
+        fn = "DRUID_THETA_MERGE" if merge else "DRUID_THETA_BUILD"
+        sketch = f"{fn}({values}, {1 << params.lg_k})"
+    estimate = f"DRUID_SKETCH_ESTIMATE({sketch})"
+    if spec.get("round"):
+        return Aggregator(name, f"CAST(round({estimate}) AS BIGINT)", "LONG", 0, spec)
+    return Aggregator(name, estimate, "DOUBLE", 0.0, spec)
 
 
 def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
@@ -101,8 +127,9 @@ def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
         return Aggregator(name, f"avg({_field(spec, ctx, 'DOUBLE')})", "DOUBLE", None, spec)
     if typ == "cardinality":
         return Aggregator(name, _cardinality_sql(spec, ctx), "DOUBLE", 0.0, spec)
-    if typ in ("hyperUnique", "thetaSketch", "HLLSketchBuild", "HLLSketchMerge", "HLLSketch",
-               "approxCountDistinct"):
+    if typ in ("thetaSketch", "HLLSketchBuild", "HLLSketchMerge", "HLLSketch"):
+        return _sketch_aggregator(name, typ, spec, ctx)
+    if typ in ("hyperUnique", "approxCountDistinct"):
         x = spec.get("fieldName")
         if not x:
             raise invalid_input(f"Aggregator [{name}] needs 'fieldName'")

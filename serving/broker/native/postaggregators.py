@@ -52,6 +52,14 @@ def _sql(spec: dict[str, Any], env: dict[str, tuple[str, str]], ctx: QueryContex
     typ = spec.get("type")
     if typ in ("fieldAccess", "finalizingFieldAccess", "hyperUniqueCardinality"):
         return _ref(env, spec.get("fieldName"))
+    if typ in ("HLLSketchEstimate", "thetaSketchEstimate"):  # sketch aggregators hold their estimate
+        field = spec.get("field")
+        if not isinstance(field, dict):
+            raise invalid_input(f"{typ} post-aggregator needs 'field'")
+        sql, _ = _sql(field, env, ctx)
+        if spec.get("round"):
+            return f"CAST(round({sql}) AS BIGINT)", "LONG"
+        return sql, "DOUBLE"
     if typ == "constant":
         v = spec.get("value")
         if isinstance(v, bool) or not isinstance(v, int | float):

@@ -39,13 +39,16 @@ class ColumnInfo:
         """The type sqlglot annotates the column with (``JSON`` for a ``COMPLEX<json>`` column)."""
         if self.name == "__time":
             return "TIMESTAMP"
-        return {"LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE", "COMPLEX<JSON>": "JSON"}.get(
-            self.druid_type.upper(), "VARCHAR")
+        t = self.druid_type.upper()
+        if t.startswith("COMPLEX<") and t != "COMPLEX<JSON>":
+            return "VARBINARY"  # a sketch (rules/sketches.py)
+        return {"LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE", "COMPLEX<JSON>": "JSON"}.get(t, "VARCHAR")
 
     @property
     def information_type(self) -> str:
-        """``DATA_TYPE`` in INFORMATION_SCHEMA.COLUMNS: Druid shows a nested column as ``COMPLEX<json>``."""
-        return "COMPLEX<json>" if self.sql_type == "JSON" else self.sql_type
+        """``DATA_TYPE`` in INFORMATION_SCHEMA.COLUMNS: Druid shows nested and sketch columns as
+        ``COMPLEX<json>``, ``COMPLEX<HLLSketch>`` …"""
+        return self.druid_type if self.druid_type.upper().startswith("COMPLEX<") else self.sql_type
 
 
 @dataclass

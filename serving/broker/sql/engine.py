@@ -13,6 +13,7 @@ import duckdb
 import pyarrow as pa
 
 from radstack.config import ServerSettings
+from radstack.sketches import family_of
 from radstack.storage.metadata import MetadataStore
 from serving.broker.limits import check_sql_text
 from serving.broker.sql import explain, information_schema, sys_tables, udfs
@@ -129,12 +130,17 @@ def visible_rows(table: pa.Table, can_read: Callable[[str], bool]) -> pa.Table:
     return table.filter(pa.array(keep, type=pa.bool_()))
 
 
-def _columns(schema: pa.Schema, json_columns: set[int]) -> list[Column]:
-    """The result columns; ``json_columns``: the positions DuckDB types as JSON (``COMPLEX<json>``)."""
+def _columns(schema: pa.Schema, json_columns: set[int], first: pa.RecordBatch | None = None) -> list[Column]:
+    """The result columns; ``json_columns``: the positions DuckDB types as JSON (``COMPLEX<json>``);
+    binary columns are sketches, ``COMPLEX<family>`` after the first value of ``first``."""
     out = []
     for i, f in enumerate(schema):
         if i in json_columns:
             out.append(Column(f.name, *JSON_COLUMN))
+            continue
+        if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
+            values = [v for v in (first.column(i).to_pylist() if first is not None else []) if v is not None]
+            out.append(Column(f.name, "OTHER", f"COMPLEX<{family_of(values[0]) if values else 'sketch'}>"))
             continue
         st = sql_type_of_arrow(f.type)
         out.append(Column(f.name, st, native_type(st, f.type)))
@@ -221,7 +227,7 @@ def execute(
             raise duckdb_error(e) from e
         except duckdb.Error as e:
             raise duckdb_error(e) from e
-        return SqlResult(_columns(schema, json_columns), first, reader, tr, stack)
+        return SqlResult(_columns(schema, json_columns, first), first, reader, tr, stack)
     except BaseException:
         stack.close()
         raise

@@ -14,6 +14,8 @@ from sqlglot import exp
 from serving.broker.sql.errors import unknown_function, unsupported, validation_error
 from serving.broker.sql.rules.arrays import FUNCTIONS as ARRAY_FUNCTIONS
 from serving.broker.sql.rules.arrays import TYPED as ARRAY_CLASSES
+from serving.broker.sql.rules.sketches import FUNCTIONS as SKETCH_FUNCTIONS
+from serving.broker.sql.udfs import UDFS
 
 ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
     # numeric
@@ -45,11 +47,11 @@ ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
 DRUID_FUNCTIONS: frozenset[str] = frozenset({
     "TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_EXTRACT", "TIME_PARSE", "TIME_FORMAT",
     "TIME_IN_INTERVAL", "MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS", "TIMESTAMPADD", "TIMESTAMPDIFF",
-    "DIV", "APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "APPROX_QUANTILE_DS",
+    "DIV",
     "EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY", "CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT",
     "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG", "LOOKUP",
     "JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING",
-}) | ARRAY_FUNCTIONS
+}) | ARRAY_FUNCTIONS | SKETCH_FUNCTIONS
 
 #: Anonymous calls DuckDB evaluates with Druid's meaning, unchanged.
 PASSTHROUGH: frozenset[str] = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
@@ -73,7 +75,7 @@ OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
     "DRUID_JSON_PATHS",  # rules/json_functions.py
     "LEN", "LIST", "LIST_FILTER", "LIST_EXTRACT", "LIST_POSITION", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_CONTAINS",
     "ARRAY_TO_STRING", "LIST_APPEND", "LIST_PREPEND", "LIST_CONCAT", "LIST_SLICE", "STRING_SPLIT", "FLATTEN",
-}) | PASSTHROUGH
+}) | frozenset(UDFS) | PASSTHROUGH
 
 #: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES` (ARG_MIN/ARG_MAX for
 #: EARLIEST/LATEST and ipRange lookups, SPLIT_PART for IPv4 addresses in lookups).

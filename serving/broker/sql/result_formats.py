@@ -5,6 +5,7 @@ doubles written as Java writes them (``1.0``, ``1.0E7``); arrays stringified unl
 
 from __future__ import annotations
 
+import base64
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -97,6 +98,8 @@ def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool) -> list[A
         if t.scale == 0:
             return [None if v is None else int(v) for v in arr.to_pylist()]
         return [None if v is None else float(v) for v in arr.to_pylist()]
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):  # a sketch: Base64, as Druid sends it
+        return [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
     values = arr.to_pylist()
     if col.native_type == "COMPLEX<json>":
         return [None if v is None else orjson.loads(v) for v in values]

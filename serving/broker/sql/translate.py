@@ -29,6 +29,7 @@ from serving.broker.sql.rules.multi_value import multi_value
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.scan_order import check_scan_order
+from serving.broker.sql.rules.sketches import sketches
 from serving.broker.sql.rules.string_limits import string_limits
 from serving.broker.sql.rules.strings import strings
 from serving.broker.sql.rules.tables import resolve_tables
@@ -50,7 +51,7 @@ TYPED_RULES = [arithmetic, casts]
 #: Function rewrites, children before parents.
 FUNCTION_RULES = [
     time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
-    millis, approx, earliest_latest, strings, string_limits, lookup, json_functions, arrays,
+    millis, sketches, approx, earliest_latest, strings, string_limits, lookup, json_functions, arrays,
 ]
 
 

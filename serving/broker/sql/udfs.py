@@ -15,6 +15,7 @@ import duckdb
 from radstack.granularity import Granularity
 from radstack.intervals import datetime_to_ms, ms_to_datetime
 from radstack.joda import format_millis, parse_to_millis, zone
+from radstack.sketches import SketchParams, aggregate, estimate, quantile, theta_set_operation
 
 _lock = threading.Lock()
 _registered: set[tuple[int, str]] = set()
@@ -90,6 +91,32 @@ def json_paths(text: str | None) -> list[str] | None:
     return list(_paths(doc, "$"))
 
 
+def _hll(merge: bool) -> Callable[..., bytes]:
+    def hll(values: list[Any] | None, lg_k: int | None, tgt: str | None) -> bytes:
+        params = SketchParams("HLLSketch", lg_k=int(lg_k or 12), tgt_hll_type=tgt or "HLL_4")
+        return aggregate(params, values or (), sketches=merge)
+    return hll
+
+
+def _sized(family: str, merge: bool) -> Callable[..., bytes]:
+    def sketch(values: list[Any] | None, size: int | None) -> bytes:
+        if family == "thetaSketch":
+            params = SketchParams(family, lg_k=int(size or 16384).bit_length() - 1)
+        else:
+            params = SketchParams(family, k=int(size or 128))
+        return aggregate(params, values or (), sketches=merge)
+    return sketch
+
+
+def theta_set_op(op: str | None, sketches: list[bytes | None] | None, size: int | None) -> bytes:
+    """THETA_SKETCH_UNION / INTERSECT / NOT of serialized theta sketches."""
+    return theta_set_operation(str(op), sketches or [], int(size or 16384).bit_length() - 1)
+
+
+def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float | None] | None:
+    return None if data is None else [quantile(data, f) for f in fractions or []]
+
+
 B, V = "BIGINT", "VARCHAR"
 UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FLOOR": (time_floor, [B, V, B, V], B),
@@ -98,6 +125,17 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FORMAT": (time_format, [B, V, V], V),
     "DRUID_TIME_PARSE": (time_parse, [V, V, V], B),
     "DRUID_JSON_PATHS": (json_paths, [V], "VARCHAR[]"),
+    # DataSketches (rules/sketches.py): LIST(values) of a group → one sketch; estimates and quantiles
+    "DRUID_HLL_BUILD": (_hll(False), ["VARCHAR[]", "INTEGER", V], "BLOB"),
+    "DRUID_HLL_MERGE": (_hll(True), ["BLOB[]", "INTEGER", V], "BLOB"),
+    "DRUID_THETA_BUILD": (_sized("thetaSketch", False), ["VARCHAR[]", "INTEGER"], "BLOB"),
+    "DRUID_THETA_MERGE": (_sized("thetaSketch", True), ["BLOB[]", "INTEGER"], "BLOB"),
+    "DRUID_QUANTILES_BUILD": (_sized("quantilesDoublesSketch", False), ["DOUBLE[]", "INTEGER"], "BLOB"),
+    "DRUID_QUANTILES_MERGE": (_sized("quantilesDoublesSketch", True), ["BLOB[]", "INTEGER"], "BLOB"),
+    "DRUID_SKETCH_ESTIMATE": (estimate, ["BLOB"], "DOUBLE"),
+    "DRUID_QUANTILE": (quantile, ["BLOB", "DOUBLE"], "DOUBLE"),
+    "DRUID_QUANTILES": (quantiles, ["BLOB", "DOUBLE[]"], "DOUBLE[]"),
+    "DRUID_THETA_SET": (theta_set_op, [V, "BLOB[]", "INTEGER"], "BLOB"),
 }
 
 

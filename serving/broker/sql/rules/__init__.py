@@ -34,7 +34,7 @@ def anonymous_name(node: exp.Expression) -> str | None:
 #: Druid aggregate functions that arrive as anonymous calls.
 ANON_AGGREGATES = frozenset({
     "APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "APPROX_QUANTILE_DS", "EARLIEST", "LATEST",
-    "EARLIEST_BY", "LATEST_BY", "LISTAGG", "BIT_AND", "BIT_OR", "BIT_XOR",
+    "EARLIEST_BY", "LATEST_BY", "LISTAGG", "BIT_AND", "BIT_OR", "BIT_XOR", "DS_HLL", "DS_THETA", "DS_QUANTILES_SKETCH",
 })
 
 

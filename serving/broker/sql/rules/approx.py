@@ -1,6 +1,7 @@
-"""Approximate aggregates: APPROX_COUNT_DISTINCT(+_DS_HLL/_DS_THETA) → DuckDB's HyperLogLog;
-COUNT(DISTINCT x) is approximate too unless context ``useApproximateCountDistinct`` is false (Druid's
-default is true); APPROX_QUANTILE(_DS)(x, p[, k]) → DuckDB's t-digest ``approx_quantile`` as DOUBLE."""
+"""Approximate aggregates: APPROX_COUNT_DISTINCT → DuckDB's HyperLogLog; COUNT(DISTINCT x) is
+approximate too unless context ``useApproximateCountDistinct`` is false (Druid's default is true);
+APPROX_QUANTILE(x, p) → DuckDB's t-digest ``approx_quantile`` as DOUBLE. The DataSketches variants
+(``…_DS_HLL``, ``…_DS_THETA``, ``APPROX_QUANTILE_DS``) are real sketches: rules/sketches.py."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
 
 
@@ -17,11 +17,6 @@ def _acd(arg: exp.Expression) -> exp.Expression:
 
 
 def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
-    name = anonymous_name(node)
-    if name in ("APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA"):
-        if not node.expressions:
-            raise validation_error(f"{name} needs an argument")
-        return _acd(node.expressions[0])
     if isinstance(node, exp.ApproxDistinct):
         return _acd(node.this)
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct) and ctx.approximate_count_distinct:
@@ -29,8 +24,8 @@ def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         if len(cols) == 1:
             return _acd(cols[0])
         return node
-    if name == "APPROX_QUANTILE_DS" or isinstance(node, exp.ApproxQuantile):
-        args = node.expressions if name else [node.this, node.args.get("quantile")]
+    if isinstance(node, exp.ApproxQuantile):
+        args = [node.this, node.args.get("quantile")]
         if len(args) < 2 or args[1] is None:
             raise validation_error("APPROX_QUANTILE needs an expression and a probability")
         q = call("APPROX_QUANTILE", args[0], args[1])
