@@ -42,7 +42,8 @@ $(JVM_STAMP): deploy/jvm/pom.xml deploy/jvm/*/pom.xml
 jvm: $(JVM_STAMP)
 
 # Airflow 3 lives in its own virtualenv: its pins fight pyspark's (the Spark provider pulls
-# pyspark-client, which overwrites pyspark). radstack goes in without dependencies so the DAGs can
+# pyspark-client, which overwrites pyspark). radstack goes in without dependencies (plus datasketches,
+# which radstack.spec imports) so the DAGs can
 # import batch/; the Spark work itself runs as `radctl backfill --via local` of the main venv.
 AIRFLOW_VENV := .venv-airflow
 AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
@@ -50,7 +51,8 @@ AIRFLOW_STAMP := $(AIRFLOW_VENV)/.installed
 $(AIRFLOW_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(AIRFLOW_VENV)
 	$(AIRFLOW_VENV)/bin/pip install -q --upgrade pip
-	$(AIRFLOW_VENV)/bin/pip install -q 'apache-airflow>=3.1,<3.4' 'apache-airflow-providers-apache-spark>=5,<6' 'httpx>=0.27,<0.29'
+	$(AIRFLOW_VENV)/bin/pip install -q 'apache-airflow>=3.1,<3.4' 'apache-airflow-providers-apache-spark>=5,<6' 'httpx>=0.27,<0.29' \
+		'datasketches>=5.0,<6'
 	$(AIRFLOW_VENV)/bin/pip install -q --no-deps -e .
 	touch $(AIRFLOW_STAMP)
 
