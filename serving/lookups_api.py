@@ -207,26 +207,32 @@ def status_all(request: Request) -> Any:
             for tier, lookups in config.items()}
 
 
-@router.get(_PREFIX + "/status/{tier}")
-def status_tier(tier: str, request: Request) -> Any:
+def _tier(request: Request, tier: str) -> dict[str, Any] | JSONResponse:
+    """The tier's configured lookups, or Druid's 404 for the status endpoints."""
     config = read_config(_ctx(request).metadata)
     if config is None:
         return _error(404, "No lookups found")
     if tier not in config:
         return _error(404, f"No lookups found for tier [{tier}].")
-    return {name: _status(request, tier, name, spec) for name, spec in config[tier].items()}
+    return dict(config[tier])
+
+
+@router.get(_PREFIX + "/status/{tier}")
+def status_tier(tier: str, request: Request) -> Any:
+    lookups = _tier(request, tier)
+    if isinstance(lookups, JSONResponse):
+        return lookups
+    return {name: _status(request, tier, name, spec) for name, spec in lookups.items()}
 
 
 @router.get(_PREFIX + "/status/{tier}/{name}")
 def status_lookup(tier: str, name: str, request: Request) -> Any:
-    config = read_config(_ctx(request).metadata)
-    if config is None:
-        return _error(404, "No lookups found")
-    if tier not in config:
-        return _error(404, f"No lookups found for tier [{tier}].")
-    if name not in config[tier]:
+    lookups = _tier(request, tier)
+    if isinstance(lookups, JSONResponse):
+        return lookups
+    if name not in lookups:
         return _error(404, f"Lookup [{name}] not found for tier [{tier}].")
-    return _status(request, tier, name, config[tier][name])
+    return _status(request, tier, name, lookups[name])
 
 
 def _served(request: Request) -> dict[str, Any]:

@@ -268,40 +268,41 @@ class BrokerService:
             return False
         old = self._state
         lookups = {n: lk for n, lk in old.lookups.items() if n not in changes.removed}
-        cur = self._db.cursor()
-        try:
-            cur.execute("BEGIN TRANSACTION")
+        lookups.update({name: loaded for name, (loaded, _) in changes.loaded.items()})
+
+        def write(cur: duckdb.DuckDBPyConnection) -> None:
             for name in changes.removed:
                 cur.execute(f"DROP TABLE IF EXISTS {quote_ident(old.lookups[name].table)}")
                 cur.execute(f"DROP TABLE IF EXISTS {quote_ident(old.lookups[name].ranges_table)}")
-            for name, (loaded, data) in changes.loaded.items():
-                pairs = pa.table({"k": pa.array(list(data.pairs), pa.string()),
-                                  "v": pa.array(list(data.pairs.values()), pa.string())})
-                cur.register("__lookup_rows", pairs)
-                cur.execute(f"CREATE OR REPLACE TABLE {quote_ident(loaded.table)} AS SELECT k, v FROM __lookup_rows")
-                cur.unregister("__lookup_rows")
+            for loaded, data in changes.loaded.values():
+                _create_from_arrow(cur, loaded.table, pa.table({
+                    "k": pa.array(list(data.pairs), pa.string()), "v": pa.array(list(data.pairs.values()), pa.string())}))
                 if loaded.ranges:
                     lo, hi, v = zip(*data.ranges, strict=True) if data.ranges else ((), (), ())
-                    ranges = pa.table({"lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()),
-                                       "v": pa.array(v, pa.string())})
-                    cur.register("__lookup_ranges", ranges)
-                    cur.execute(f"CREATE OR REPLACE TABLE {quote_ident(loaded.ranges_table)} AS "
-                                "SELECT lo, hi, v FROM __lookup_ranges")
-                    cur.unregister("__lookup_ranges")
+                    _create_from_arrow(cur, loaded.ranges_table, pa.table({
+                        "lo": pa.array(lo, pa.int64()), "hi": pa.array(hi, pa.int64()), "v": pa.array(v, pa.string())}))
                 else:
                     cur.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.ranges_table)}")
-                lookups[name] = loaded
-            gen = old.generation + 1
-            cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
+
+        self._commit(write, BrokerState(old.generation + 1, old.datasources, old.segments, old.overshadowed, lookups))
+        return True
+
+    def _commit(self, write: Callable[[duckdb.DuckDBPyConnection], None], state: BrokerState) -> None:
+        """Run ``write`` and move the generation to ``state.generation`` in one DuckDB transaction, then
+        serve ``state`` (queries that started before keep their snapshot); nothing changes when it raises."""
+        cur = self._db.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            write(cur)
+            cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [state.generation])
             cur.execute("COMMIT")
-            self._state = BrokerState(gen, old.datasources, old.segments, old.overshadowed, lookups)
+            self._state = state
         except Exception:
             with contextlib.suppress(duckdb.Error):
                 cur.execute("ROLLBACK")
             raise
         finally:
             cur.close()
-        return True
 
     def _notify(self) -> None:
         for listener in self._listeners:
@@ -341,12 +342,10 @@ class BrokerService:
             self._state = BrokerState(old.generation, new_states, tuple(segments), frozenset(overshadowed), old.lookups)
             self._drop_unwanted(wanted)
             return False
-        gen = old.generation + 1
-        cur = self._db.cursor()
-        try:
-            cur.execute("BEGIN TRANSACTION")
-            kept = {p.view_name for st in new_states.values() for p in st.projections}
-            stores = {p.view_name: p.store_key for st in old.datasources.values() for p in st.projections}
+        kept = {p.view_name for st in new_states.values() for p in st.projections}
+        stores = {p.view_name: p.store_key for st in old.datasources.values() for p in st.projections}
+
+        def write(cur: duckdb.DuckDBPyConnection) -> None:
             for ds, st in old.datasources.items():
                 if ds not in new_states:
                     cur.execute(f"DROP VIEW IF EXISTS {quote_ident(ds)}")
@@ -360,15 +359,9 @@ class BrokerService:
                     if stores.get(p.view_name) != p.store_key:  # its files changed: copy them again
                         cur.execute(f"CREATE OR REPLACE TABLE {p.store} AS {store_sql(p)}")
                     cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.columns)}")
-            cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [gen])
-            cur.execute("COMMIT")
-            self._state = BrokerState(gen, new_states, tuple(segments), frozenset(overshadowed), old.lookups)
-        except Exception:
-            with contextlib.suppress(duckdb.Error):
-                cur.execute("ROLLBACK")
-            raise
-        finally:
-            cur.close()
+
+        self._commit(write, BrokerState(old.generation + 1, new_states, tuple(segments), frozenset(overshadowed),
+                                        old.lookups))
         self._drop_unwanted(wanted)
         self._notify()
         return True
@@ -377,6 +370,14 @@ class BrokerService:
         for sid in self.cache.loaded():
             if sid not in wanted:
                 self.cache.drop(sid)
+
+
+def _create_from_arrow(cur: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    cur.register("__rows_in", rows)
+    try:
+        cur.execute(f"CREATE OR REPLACE TABLE {quote_ident(table)} AS SELECT * FROM __rows_in")
+    finally:
+        cur.unregister("__rows_in")
 
 
 def _same_views(a: dict[str, DatasourceState], b: dict[str, DatasourceState]) -> bool:

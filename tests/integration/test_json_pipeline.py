@@ -12,10 +12,7 @@ import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from radstack.pipeline.parse import parse_events, valid_events
-from radstack.pipeline.rollup import rollup_rows
-from radstack.pipeline.segments import index_dataframe, write_segments
-from radstack.spec import load_datasource_spec
+from tests.fixtures.pipeline_paths import both_paths
 
 pytestmark = pytest.mark.slow
 
@@ -49,16 +46,9 @@ def _rows(paths: list[str]) -> list[tuple[Any, ...]]:
 
 
 def test_stream_and_batch_paths_store_the_same_json(spark_session: Any, tmp_path: Path) -> None:
-    spec = load_datasource_spec(SPEC)
-    raw = spark_session.createDataFrame([(orjson.dumps(e).decode(),) for e in EVENTS], "value STRING")
-    valid = valid_events(parse_events(raw, spec))
-    stream = index_dataframe(valid, spec.data_schema, deep_storage_config={"type": "local", "path": str(tmp_path / "s")},
-                             version="2026-01-01T00:00:00.000Z")
-    batch = write_segments(rollup_rows(valid, spec.data_schema, partitions=2), spec.data_schema,
-                           deep_storage_config={"type": "local", "path": str(tmp_path / "b")},
-                           version="2099-01-01T00:00:00.000Z", stride=1)
-    s = _rows([seg.load_spec["path"] for seg in stream.segments])
-    b = _rows([seg.load_spec["path"] for seg in batch.segments])
+    stream, batch = both_paths(spark_session, SPEC, EVENTS, tmp_path)
+    s = _rows(stream)
+    b = _rows(batch)
     assert s == b
     got = {kind: (None if text is None else orjson.loads(text), n) for kind, text, n in s}
     assert got == {

@@ -8,14 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from radstack.pipeline.parse import parse_events, valid_events
-from radstack.pipeline.rollup import rollup_rows
-from radstack.pipeline.segments import index_dataframe, write_segments
-from radstack.spec import load_datasource_spec
+from tests.fixtures.pipeline_paths import both_paths
 
 pytestmark = pytest.mark.slow
 
@@ -57,13 +53,6 @@ def _rows(paths: list[str]) -> dict[str, tuple[Any, ...]]:
 
 
 def test_stream_and_batch_paths_store_the_same_values(spark_session: Any, tmp_path: Path) -> None:
-    spec = load_datasource_spec(SPEC)
-    raw = spark_session.createDataFrame([(orjson.dumps(e).decode(),) for e in EVENTS], "value STRING")
-    valid = valid_events(parse_events(raw, spec))
-    stream = index_dataframe(valid, spec.data_schema, deep_storage_config={"type": "local", "path": str(tmp_path / "s")},
-                             version="2026-01-01T00:00:00.000Z")
-    batch = write_segments(rollup_rows(valid, spec.data_schema, partitions=2), spec.data_schema,
-                           deep_storage_config={"type": "local", "path": str(tmp_path / "b")},
-                           version="2099-01-01T00:00:00.000Z", stride=1)
-    assert _rows([s.load_spec["path"] for s in stream.segments]) == EXPECTED
-    assert _rows([s.load_spec["path"] for s in batch.segments]) == EXPECTED
+    stream, batch = both_paths(spark_session, SPEC, EVENTS, tmp_path)
+    assert _rows(stream) == EXPECTED
+    assert _rows(batch) == EXPECTED

@@ -8,15 +8,12 @@ import random
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow.parquet as pq
 import pytest
 
-from radstack.pipeline.parse import parse_events, valid_events
-from radstack.pipeline.rollup import rollup_rows
-from radstack.pipeline.segments import index_dataframe, write_segments
 from radstack.sketches import aggregate, estimate, quantile
 from radstack.spec import load_datasource_spec
+from tests.fixtures.pipeline_paths import both_paths
 
 pytestmark = pytest.mark.slow
 
@@ -56,16 +53,10 @@ def test_stream_and_batch_build_the_same_sketches(spark_session: Any, tmp_path: 
     rng = random.Random(3)
     events = [{"ts": f"2026-01-01T00:{i % 60:02d}:00Z", "page": rng.choice("AB"), "user": f"u{rng.randrange(700)}",
                "ms": rng.randrange(1, 500)} for i in range(2000)]
+    stream, batch = both_paths(spark_session, SPEC, events, tmp_path)
     spec = load_datasource_spec(SPEC)
-    raw = spark_session.createDataFrame([(orjson.dumps(e).decode(),) for e in events], "value STRING")
-    valid = valid_events(parse_events(raw, spec))
-    stream = index_dataframe(valid, spec.data_schema, deep_storage_config={"type": "local", "path": str(tmp_path / "s")},
-                             version="2026-01-01T00:00:00.000Z")
-    batch = write_segments(rollup_rows(valid, spec.data_schema, partitions=2), spec.data_schema,
-                           deep_storage_config={"type": "local", "path": str(tmp_path / "b")},
-                           version="2099-01-01T00:00:00.000Z", stride=1)
-    s = _summaries([seg.load_spec["path"] for seg in stream.segments], spec)
-    b = _summaries([seg.load_spec["path"] for seg in batch.segments], spec)
+    s = _summaries(stream, spec)
+    b = _summaries(batch, spec)
     # Rows and the theta estimate (below its size: exact) agree exactly. HLL and quantiles sketches are
     # approximate, and their answers depend on how the values were split before merging (the stream
     # path merges one partial sketch per Spark partition; Druid merges per segment): both paths must be
