@@ -1,7 +1,7 @@
 """A single-machine Apache Druid assembled from the Maven Central jars in ``.jvm/druid``.
 
 ``deploy/jvm/druid/pom.xml`` (profile ``druid``, fetched on demand by :func:`ensure_druid_jars`) brings
-``druid-services`` and ``druid-kafka-indexing-service``; this module writes one configuration folder
+``druid-services``, ``druid-kafka-indexing-service`` and ``druid-datasketches``; this module writes one configuration folder
 per service and starts, each as its own JVM in its own process group, with logs in files:
 
 * ZooKeeper (``org.apache.zookeeper.server.ZooKeeperServerMain``, shipped with druid-server);
@@ -127,10 +127,14 @@ LOG4J2 = """<?xml version="1.0" encoding="UTF-8" ?>
 """
 
 
+#: Druid's jars the local cluster needs (a folder fetched before one was added is fetched again)
+REQUIRED_JARS = ("druid-services", "druid-kafka-indexing-service", "druid-datasketches")
+
+
 def ensure_druid_jars(jvm_dir: Path | None = None) -> Path:
     """``.jvm/druid`` with Druid's jars, running Maven (profile ``druid``) once if it is empty."""
     d = jvm.module_dir(DRUID_MODULE, jvm_dir)
-    if d.is_dir() and any(d.glob("druid-services-*.jar")):
+    if d.is_dir() and all(any(d.glob(f"{jar}-*.jar")) for jar in REQUIRED_JARS):
         return d
     if not jvm.POM.exists():
         raise DruidError(f"{jvm.POM} is missing")

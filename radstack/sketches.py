@@ -17,6 +17,12 @@ metric type               family                 parameters (Druid's defaults)
 Input values: strings (numbers as their text — Druid hashes a numeric column's value as a number, so
 estimates over numeric inputs can differ from Druid's) for HLL and theta, numbers for quantiles; NULLs
 are skipped; a row without values holds an empty sketch, as in Druid.
+
+Hashing strings as Druid does: theta sketches hash a string's UTF-8 bytes; HLL sketches hash its
+UTF-16LE code units by default (Druid's ``stringEncoding: utf16le``; ``utf8`` is the alternative). The
+Python binding hashes only UTF-8 strings, so an ASCII string is handed over as the ASCII text of its
+UTF-16LE bytes — the same bytes, the same hash as Druid's. A string with other characters cannot be
+expressed that way and is hashed as UTF-8: counted consistently here, but not bit-for-bit Druid's.
 """
 
 from __future__ import annotations
@@ -66,11 +72,15 @@ class SketchParams:
     lg_k: int = 12  # HLL: log2 of the registers; theta: log2 of size
     tgt_hll_type: str = "HLL_4"
     k: int = 128  # quantiles
+    string_encoding: str = "utf16le"  # HLL: how strings are hashed (Druid's stringEncoding)
 
     def to_json(self) -> dict[str, Any]:
         """The parameters in Druid's field names (what the metric's JSON carries)."""
         if self.family == "HLLSketch":
-            return {"lgK": self.lg_k, "tgtHllType": self.tgt_hll_type}
+            out: dict[str, Any] = {"lgK": self.lg_k, "tgtHllType": self.tgt_hll_type}
+            if self.string_encoding != "utf16le":
+                out["stringEncoding"] = self.string_encoding
+            return out
         if self.family == "thetaSketch":
             return {"size": 1 << self.lg_k}
         return {"k": self.k}
@@ -93,7 +103,10 @@ def parse_params(metric_type: str, raw: Mapping[str, Any]) -> SketchParams:
         tgt = str(raw.get("tgtHllType") or "HLL_4").upper()
         if tgt not in HLL_TYPES:
             raise SketchParamError("tgtHllType", f"one of {', '.join(HLL_TYPES)}, got {raw.get('tgtHllType')!r}")
-        return SketchParams(family, lg_k=_int(raw, "lgK", 12, 4, 21), tgt_hll_type=tgt)
+        enc = str(raw.get("stringEncoding") or "utf16le").lower()
+        if enc not in ("utf16le", "utf8"):
+            raise SketchParamError("stringEncoding", f"utf16le or utf8, got {raw.get('stringEncoding')!r}")
+        return SketchParams(family, lg_k=_int(raw, "lgK", 12, 4, 21), tgt_hll_type=tgt, string_encoding=enc)
     if family == "thetaSketch":
         size = _int(raw, "size", 16384, 16, 1 << 26, power_of_two=True)
         return SketchParams(family, lg_k=size.bit_length() - 1)
@@ -110,6 +123,14 @@ def _text(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v))
     return str(v)
+
+
+def hll_key(v: Any, string_encoding: str) -> str:
+    """The string handed to the HLL sketch so that it hashes Druid's bytes (see the module notes)."""
+    text = _text(v)
+    if string_encoding == "utf16le" and text.isascii():
+        return text.encode("utf-16-le").decode("ascii")
+    return text
 
 
 def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) -> bytes:
@@ -130,7 +151,7 @@ def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) ->
         for part in (items[:half], items[half:]):
             hll = ds.hll_sketch(params.lg_k, _hll_type(params))
             for v in part:
-                hll.update(_text(v))
+                hll.update(hll_key(v, params.string_encoding))
             union.update(hll)
         return bytes(union.get_result(_hll_type(params)).serialize_compact())
     if params.family == "thetaSketch":

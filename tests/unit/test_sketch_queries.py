@@ -54,7 +54,7 @@ def hll(values: list[str]) -> float:
     for part in (values[: len(values) // 2], values[len(values) // 2:]):
         s = ds.hll_sketch(12, ds.tgt_hll_type.HLL_4)
         for v in part:
-            s.update(v)
+            s.update(v.encode("utf-16-le").decode("ascii"))  # Druid's default: UTF-16LE code units
         u.update(s)
     return u.get_result(ds.tgt_hll_type.HLL_4).get_estimate()
 
