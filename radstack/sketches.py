@@ -38,6 +38,7 @@ __all__ = [
     "SketchParams",
     "SketchParamError",
     "aggregate",
+    "count",
     "estimate",
     "family_of",
     "parse_params",
@@ -194,6 +195,13 @@ def estimate(data: bytes | None) -> float | None:
     if family_of(b) == "HLLSketch":
         return float(ds.hll_sketch.deserialize(b).get_estimate())
     return float(ds.compact_theta_sketch.deserialize(b).get_estimate())
+
+
+def count(data: bytes | None) -> int | None:
+    """How many values a serialized quantiles sketch has seen (Druid finalizes the aggregator to it)."""
+    if data is None:
+        return None
+    return int(ds.quantiles_doubles_sketch.deserialize(bytes(data)).n)
 
 
 def quantile(data: bytes | None, fraction: float) -> float | None:

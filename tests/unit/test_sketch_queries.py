@@ -158,3 +158,33 @@ def test_native_sketch_aggregators_match_sql(env: Any) -> None:
                               "field": {"type": "fieldAccess", "fieldName": "hll"}}]})
     got = [(r["event"]["page"], r["event"]["hll"], r["event"]["theta"], r["event"]["hll_rounded"]) for r in out]
     assert [(p, pytest.approx(h), pytest.approx(t), round(h)) for p, h, t in sql] == got
+
+
+def test_native_quantiles_sketch_and_post_aggregators(env: Any) -> None:
+    from serving.broker.native import run_native_query
+
+    _, sql = run(env, "SELECT APPROX_QUANTILE_DS(latency_q, 0.5), APPROX_QUANTILE_DS(latency_q, 0.9) FROM visits")
+    out = run_native_query(env.service, {
+        "queryType": "timeseries", "dataSource": "visits", "intervals": ["2024-01-01/2024-01-03"], "granularity": "all",
+        "aggregations": [{"type": "quantilesDoublesSketch", "name": "q", "fieldName": "latency_q", "k": 128}],
+        "postAggregations": [
+            {"type": "quantilesDoublesSketchToQuantile", "name": "p50", "fraction": 0.5,
+             "field": {"type": "fieldAccess", "fieldName": "q"}},
+            {"type": "quantilesDoublesSketchToQuantiles", "name": "ps", "fractions": [0.5, 0.9],
+             "field": {"type": "fieldAccess", "fieldName": "q"}},
+            {"type": "finalizingFieldAccess", "name": "n", "fieldName": "q"}]})
+    result = out[0]["result"]
+    assert result["q"] == result["n"] == N  # finalized to the number of values, as in Druid
+    assert result["ps"][0] == result["p50"]
+    # merged in another order than the SQL query's: the same answer up to the sketch's rank error
+    lat = sorted(events().column("latency").to_pylist())
+    for got, fraction, via_sql in zip(result["ps"], (0.5, 0.9), sql[0], strict=True):
+        for value in (got, via_sql):
+            assert abs(sum(v <= value for v in lat) / len(lat) - fraction) < 0.03
+    with pytest.raises(DruidError) as e:
+        run_native_query(env.service, {
+            "queryType": "timeseries", "dataSource": "visits", "intervals": ["2024-01-01/2024-01-03"],
+            "aggregations": [{"type": "count", "name": "c"}],
+            "postAggregations": [{"type": "quantilesDoublesSketchToQuantile", "name": "p", "fraction": 0.5,
+                                  "field": {"type": "fieldAccess", "fieldName": "c"}}]})
+    assert e.value.status == 400

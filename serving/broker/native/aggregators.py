@@ -79,6 +79,27 @@ def _sketch_aggregator(name: str, typ: str, spec: dict[str, Any], ctx: QueryCont
     return Aggregator(name, estimate, "DOUBLE", 0.0, spec)
 
 
+QUANTILES = "COMPLEX<quantilesDoublesSketch>"
+
+
+def _quantiles_aggregator(name: str, spec: dict[str, Any], ctx: QueryContext) -> Aggregator:
+    """A quantiles sketch of the group's values (or the merge of a sketch column's sketches). The row
+    holds the sketch, for the ``quantilesDoublesSketchTo…`` post-aggregators; the result shows its count
+    of values, as Druid finalizes this aggregator (:func:`serving.broker.native.results.render`)."""
+    x = spec.get("fieldName")
+    if not x:
+        raise invalid_input(f"Aggregator [{name}] needs 'fieldName'")
+    try:
+        params = parse_params("quantilesDoublesSketch", spec)
+    except SketchParamError as e:
+        raise invalid_input(f"Aggregator [{name}]: {e}") from e
+    if ctx.col_type(x) == QUANTILES:
+        sql = f"DRUID_QUANTILES_MERGE(list({ctx.col(x)}), {params.k})"
+    else:
+        sql = f"DRUID_QUANTILES_BUILD(list(TRY_CAST({ctx.col(x)} AS DOUBLE)), {params.k})"
+    return Aggregator(name, sql, QUANTILES, None, spec)
+
+
 def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
     if not isinstance(spec, dict) or "type" not in spec:
         raise invalid_input(f"Invalid aggregator {spec!r}")
@@ -129,6 +150,8 @@ def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
         return Aggregator(name, _cardinality_sql(spec, ctx), "DOUBLE", 0.0, spec)
     if typ in ("thetaSketch", "HLLSketchBuild", "HLLSketchMerge", "HLLSketch"):
         return _sketch_aggregator(name, typ, spec, ctx)
+    if typ == "quantilesDoublesSketch":
+        return _quantiles_aggregator(name, spec, ctx)
     if typ in ("hyperUnique", "approxCountDistinct"):
         x = spec.get("fieldName")
         if not x:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from serving.broker.native.aggregators import QUANTILES
 from serving.broker.native.context import q
 from serving.errors import invalid_input, unsupported
 
@@ -51,7 +52,28 @@ def _ref(env: dict[str, tuple[str, str]], name: Any) -> tuple[str, str]:
 def _sql(spec: dict[str, Any], env: dict[str, tuple[str, str]], ctx: QueryContext) -> tuple[str, str]:
     typ = spec.get("type")
     if typ in ("fieldAccess", "finalizingFieldAccess", "hyperUniqueCardinality"):
-        return _ref(env, spec.get("fieldName"))
+        sql, t = _ref(env, spec.get("fieldName"))
+        if typ == "finalizingFieldAccess" and t == QUANTILES:
+            return f"DRUID_QUANTILES_N({sql})", "LONG"
+        return sql, t
+    if typ in ("quantilesDoublesSketchToQuantile", "quantilesDoublesSketchToQuantiles"):
+        field = spec.get("field")
+        if not isinstance(field, dict):
+            raise invalid_input(f"{typ} post-aggregator needs 'field'")
+        sketch, t = _sql(field, env, ctx)
+        if t != QUANTILES:
+            raise invalid_input(f"{typ}: field must be a quantilesDoublesSketch aggregator")
+        if typ == "quantilesDoublesSketchToQuantile":
+            fraction = spec.get("fraction")
+            if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 <= fraction <= 1:
+                raise invalid_input(f"{typ} needs a 'fraction' from 0 to 1")
+            return f"DRUID_QUANTILE({sketch}, CAST({float(fraction)!r} AS DOUBLE))", "DOUBLE"
+        fractions = spec.get("fractions")
+        if not isinstance(fractions, list) or not fractions or not all(
+                isinstance(f, int | float) and not isinstance(f, bool) and 0 <= f <= 1 for f in fractions):
+            raise invalid_input(f"{typ} needs 'fractions' from 0 to 1")
+        arr = ", ".join(f"CAST({float(f)!r} AS DOUBLE)" for f in fractions)
+        return f"DRUID_QUANTILES({sketch}, [{arr}])", "ARRAY<DOUBLE>"
     if typ in ("HLLSketchEstimate", "thetaSketchEstimate"):  # sketch aggregators hold their estimate
         field = spec.get("field")
         if not isinstance(field, dict):

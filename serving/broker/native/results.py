@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from radstack.intervals import datetime_to_ms
+from radstack.sketches import count
 
 
 def render(value: Any, typ: str) -> Any:
@@ -37,6 +38,8 @@ def render(value: Any, typ: str) -> Any:
         return value if isinstance(value, str) else str(value)
     if typ == "COMPLEX<json>" and isinstance(value, str):  # a nested column: its JSON, not a string
         return json.loads(value)
+    if typ == "COMPLEX<quantilesDoublesSketch>" and isinstance(value, bytes):  # finalized: its count
+        return count(value)
     return value
 
 

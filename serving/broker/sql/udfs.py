@@ -15,7 +15,7 @@ import duckdb
 from radstack.granularity import Granularity
 from radstack.intervals import datetime_to_ms, ms_to_datetime
 from radstack.joda import format_millis, parse_to_millis, zone
-from radstack.sketches import SketchParams, aggregate, estimate, quantile, theta_set_operation
+from radstack.sketches import SketchParams, aggregate, count, estimate, quantile, theta_set_operation
 
 _lock = threading.Lock()
 _registered: set[tuple[int, str]] = set()
@@ -135,6 +135,7 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_SKETCH_ESTIMATE": (estimate, ["BLOB"], "DOUBLE"),
     "DRUID_QUANTILE": (quantile, ["BLOB", "DOUBLE"], "DOUBLE"),
     "DRUID_QUANTILES": (quantiles, ["BLOB", "DOUBLE[]"], "DOUBLE[]"),
+    "DRUID_QUANTILES_N": (count, ["BLOB"], "BIGINT"),
     "DRUID_THETA_SET": (theta_set_op, [V, "BLOB[]", "INTEGER"], "BLOB"),
 }
 
