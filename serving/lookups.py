@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlparse
 from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.expressions import quote_identifier
-from radstack.lookups import DEFAULT_TIER, LookupDefinition, parse_config, parse_ranges, parse_rows
+from radstack.lookups import DEFAULT_TIER, LookupDefinition, parse_container, parse_ranges, parse_rows
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from serving.overlord.input_policy import InputForbidden, check_local_file
@@ -236,6 +236,7 @@ class LookupRegistry:
         self.reader = SourceReader(settings, deep_storage)
         self.errors: dict[str, str] = {}  # lookup → why its last load failed
         self._next_poll: dict[str, int] = {}
+        self._parsed: dict[str, tuple[Any, LookupDefinition]] = {}  # name → (stored spec, its parse)
 
     def definitions(self) -> dict[str, LookupDefinition]:
         """The tier's lookups as configured now (a stored entry that no longer parses is skipped)."""
@@ -243,11 +244,19 @@ class LookupRegistry:
             return {}
         raw = read_config(self.metadata) or {}
         out: dict[str, LookupDefinition] = {}
+        parsed: dict[str, tuple[Any, LookupDefinition]] = {}
         for name, spec in dict(raw.get(self.tier) or {}).items():
+            cached = self._parsed.get(name)
+            if cached is not None and cached[0] == spec:  # unchanged since the last poll: not parsed again
+                out[name], parsed[name] = cached[1], cached
+                continue
             try:
-                out[name] = parse_config({self.tier: {name: spec}})[self.tier][name]
+                out[name] = parse_container(name, spec, f"lookups.{self.tier}.{name}")
             except ValueError as e:
                 self.errors[name] = str(e)
+                continue
+            parsed[name] = (spec, out[name])
+        self._parsed = parsed
         return out
 
     def changes(self, current: Mapping[str, LoadedLookup], now_ms: int | None = None) -> LookupChanges:

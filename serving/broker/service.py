@@ -246,8 +246,6 @@ class BrokerService:
             if hasattr(self.metadata, "change_token"):
                 token = self.metadata.change_token()
                 if not force and token == self._token:
-                    if lookups_changed:
-                        self._notify()
                     return lookups_changed
             segments = [
                 s if isinstance(s, DataSegment) else DataSegment.from_json(s)
@@ -257,8 +255,6 @@ class BrokerService:
             self._replicas = choose_replicas(realtime_replicas(segments), self.metadata.get_state, self._replicas)
             changed = self.apply_segments(segments, replicas=self._replicas)
             self._token = token if token is not None else object()
-            if lookups_changed and not changed:
-                self._notify()
             return changed or lookups_changed
 
     def apply_lookups(self, changes: LookupChanges) -> bool:
@@ -285,6 +281,7 @@ class BrokerService:
                     cur.execute(f"DROP TABLE IF EXISTS {quote_ident(loaded.ranges_table)}")
 
         self._commit(write, BrokerState(old.generation + 1, old.datasources, old.segments, old.overshadowed, lookups))
+        self._notify()
         return True
 
     def _commit(self, write: Callable[[duckdb.DuckDBPyConnection], None], state: BrokerState) -> None:
