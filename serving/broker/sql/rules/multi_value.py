@@ -101,9 +101,10 @@ class _Block:
         return exp.GT(this=exp.Anonymous(this="LEN", expressions=[filtered]), expression=exp.Literal.number(0))
 
     def rewrite_filter(self, where: exp.Expression) -> None:
+        root = self.select.root()
         for node in list(block_nodes(where, self.select)):
-            if node.parent is None and node is not where:
-                continue  # replaced with an enclosing predicate
+            if node.root() is not root:
+                continue  # inside a predicate already replaced
             is_predicate = isinstance(node, _PREDICATES) or anonymous_name(node) in _STRING_PREDICATES
             if not is_predicate or not self._multi_in(node):
                 continue
