@@ -134,6 +134,27 @@ def hll_key(v: Any, string_encoding: str) -> str:
     return text
 
 
+# HLL preamble: byte 5 holds the flags, the low two bits of byte 7 the mode (0 list, 1 set, 2 HLL)
+_HLL_FLAGS, _HLL_MODE, _HLL_MODE_HLL, _OUT_OF_ORDER = 5, 7, 2, 16
+
+
+def _registers_only(data: bytes) -> bytes:
+    """An HLL-mode sketch marked out of order, so that its estimate comes from its registers alone.
+
+    A sketch fed in one stream also carries the HIP estimate, which depends on the order the values
+    (or the small list/set-mode sketches of a merge) arrived in. Rows reach an aggregate in whatever
+    order DuckDB's threads or Spark's tasks deliver them, so that estimate would change from run to run
+    and between SQL and native queries. The registers are the same in any order. Druid's estimate of a
+    merge of HLL-mode sketches is this composite estimate too (a union marks its result out of order).
+    List/set-mode sketches count their coupons exactly and need no mark.
+    """
+    if len(data) <= _HLL_MODE or data[_HLL_MODE] & 3 != _HLL_MODE_HLL:
+        return data
+    marked = bytearray(data)
+    marked[_HLL_FLAGS] |= _OUT_OF_ORDER
+    return bytes(marked)
+
+
 def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) -> bytes:
     """One sketch from ``values``: raw input values, or (``sketches``) serialized sketches to merge."""
     items = [v for v in values if v is not None]
@@ -142,19 +163,11 @@ def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) ->
             union = ds.hll_union(params.lg_k)
             for b in items:
                 union.update(ds.hll_sketch.deserialize(bytes(b)))
-            return bytes(union.get_result(_hll_type(params)).serialize_compact())
-        # Built as the union of two halves: a merged sketch estimates with the composite estimator (the
-        # HIP estimate of a sketch fed in one stream is lost on any merge), so the estimate depends only
-        # on the registers — equal whether a query reads this sketch, merges it with others, or Druid
-        # merges the same values from its own per-segment sketches.
-        union = ds.hll_union(params.lg_k)
-        half = len(items) // 2
-        for part in (items[:half], items[half:]):
-            hll = ds.hll_sketch(params.lg_k, _hll_type(params))
-            for v in part:
-                hll.update(hll_key(v, params.string_encoding))
-            union.update(hll)
-        return bytes(union.get_result(_hll_type(params)).serialize_compact())
+            return _registers_only(bytes(union.get_result(_hll_type(params)).serialize_compact()))
+        hll = ds.hll_sketch(params.lg_k, _hll_type(params))
+        for v in items:
+            hll.update(hll_key(v, params.string_encoding))
+        return _registers_only(bytes(hll.serialize_compact()))
     if params.family == "thetaSketch":
         if sketches:
             theta_union = ds.theta_union(params.lg_k)

@@ -30,6 +30,8 @@ import duckdb
 from radstack import metrics
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 
+_LONGEST_TIMER_MS = 365 * 24 * 3600 * 1000
+
 
 @dataclass
 class RunningQuery:
@@ -209,7 +211,8 @@ class QueryManager:
             metrics.BROKER_QUERIES_RUNNING.set(self._active)
         metrics.BROKER_QUERY_QUEUE_WAIT.observe(time.monotonic() - rq.started)
         timer: threading.Timer | None = None
-        if tmo > 0:
+        # a timeout beyond a year never fires in practice, and a Timer that long overflows the platform's time_t
+        if 0 < tmo <= _LONGEST_TIMER_MS:
             remaining = max(0.0, tmo / 1000.0 - (time.monotonic() - rq.started))
             timer = threading.Timer(remaining, rq.interrupt, args=("timed_out",))
             timer.daemon = True

@@ -127,3 +127,17 @@ def test_priority_must_be_an_integer() -> None:
     assert QueryManager.priority_of({"priority": "7"}) == 7 and QueryManager.priority_of(None) == 0
     with pytest.raises(DruidError):
         QueryManager.priority_of({"priority": "high"})
+
+
+def test_an_enormous_timeout_runs_without_a_timer_thread_error() -> None:
+    qm = QueryManager(max_concurrent=1, default_timeout_ms=0, max_queued=1)
+    errors: list[BaseException] = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        with qm.run("huge", qm.timeout_of({"timeout": 10**20})) as rq:
+            time.sleep(0.05)
+            rq.check()
+    finally:
+        threading.excepthook = old_hook
+    assert errors == []
