@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 __all__ = ["SparkCompactionOutput", "compact_with_spark", "compaction_spark_session"]
 
 _SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double", "json": "string",
-                "multi": "array<string>", "sketch": "binary"}
+                "multi": "array<string>", "sketch": "binary", "array<string>": "array<string>",
+                "array<long>": "array<bigint>", "array<double>": "array<double>"}
 
 
 @dataclass
@@ -131,7 +132,9 @@ def compact_with_spark(
         for f in df.schema.fields:
             t = f.dataType.simpleString()
             arrow_types.setdefault(f.name, {"bigint": pa.int64(), "int": pa.int64(), "float": pa.float32(),
-                                            "double": pa.float64()}.get(t, pa.string()))
+                                            "double": pa.float64(), "array<string>": pa.list_(pa.string()),
+                                            "array<bigint>": pa.list_(pa.int64()),
+                                            "array<double>": pa.list_(pa.float64())}.get(t, pa.string()))
     input_segments = [v.segment for v in plan.inputs]
     dims = resolve_dimensions(config, settings, input_segments, arrow_types)
     schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings)

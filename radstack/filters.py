@@ -14,7 +14,8 @@ otherwise).
 Supported types: ``selector``, ``equals``, ``range``, ``in``, ``bound`` (orderings lexicographic,
 alphanumeric, numeric, strlen), ``and``, ``or``, ``not``, ``regex``, ``like``, ``interval``,
 ``search`` (contains, insensitive_contains, fragment), ``columnComparison``, ``expression``,
-``true``, ``false``, ``null``. Extraction functions: ``substring``, ``strlen``, ``upper``, ``lower``,
+``true``, ``false``, ``null``, ``arrayContainsElement``; ``equals`` with an ``ARRAY<…>``
+``matchValueType`` compares the whole array. Extraction functions: ``substring``, ``strlen``, ``upper``, ``lower``,
 ``timeFormat``, ``regex``, ``partial``, ``identity``, ``cascade``.
 
 Multi-value string columns (``multi_value_columns``, DuckDB lists): a filter on one matches a row when
@@ -276,10 +277,55 @@ class _FilterCompiler:
     def f_selector(self, f: Mapping[str, Any], field: str) -> str:
         return self.eq_value(self.dimension(f), f.get("value"))
 
+    def array_element(self, value: Any, element_type: str, field: str) -> str:
+        """A literal of an ARRAY element type (``STRING``/``LONG``/``DOUBLE``); NULL stays NULL."""
+        if value is None:
+            return "NULL"
+        if element_type in _NUMERIC_TYPES:
+            n = _parse_number(value)
+            if n is None:
+                raise FilterError(f"{value!r} is not a {element_type}", field)
+            return _num_literal(n)
+        return self.lit(_stringify(value))
+
+    def whole_array(self, name: Any, field: str) -> str:
+        """An ARRAY (or multi-value) column as one list, never one of its values."""
+        if not isinstance(name, str) or not name:
+            raise FilterError("a column name is required", field)
+        return quote_identifier(name, self.d)
+
+    def f_arrayContainsElement(self, f: Mapping[str, Any], field: str) -> str:  # noqa: N802
+        """Druid's ``arrayContainsElement``: the row's array holds ``elementMatchValue``."""
+        col = self.whole_array(f.get("column"), f"{field}.column")
+        etype = normalize_type(f.get("elementMatchValueType") or "STRING")
+        if etype not in ("STRING", "LONG", "DOUBLE"):
+            raise FilterError("unsupported elementMatchValueType", f"{field}.elementMatchValueType")
+        if f.get("elementMatchValue") is None:
+            raise FilterError("arrayContainsElement needs a non-null elementMatchValue", f"{field}.elementMatchValue")
+        v = self.array_element(f["elementMatchValue"], etype, f"{field}.elementMatchValue")
+        # a NULL array is unknown (neither it nor its ``not`` matches)
+        return f"array_contains({col}, {v})" if self.d == "spark" else f"list_contains({col}, {v})"
+
+    def array_equals(self, f: Mapping[str, Any], mtype: str, field: str) -> str:
+        """``equals`` with an ARRAY ``matchValueType``: the row's whole array equals ``matchValue``."""
+        col = self.whole_array(f.get("column"), f"{field}.column")
+        value = f["matchValue"]
+        if not isinstance(value, list):
+            value = [value]
+        etype = normalize_type(mtype[len("ARRAY<"):-1])
+        if etype not in ("STRING", "LONG", "DOUBLE"):
+            raise FilterError("unsupported matchValueType", f"{field}.matchValueType")
+        items = ", ".join(self.array_element(v, etype, f"{field}.matchValue") for v in value)
+        literal = f"array({items})" if self.d == "spark" else f"[{items}]"
+        return f"({col} = {literal})"  # NULL elements equal each other, as in Druid's array comparison
+
     def f_equals(self, f: Mapping[str, Any], field: str) -> str:
-        c = self.column(f.get("column"), f"{field}.column")
         if "matchValue" not in f or f.get("matchValue") is None:
             raise FilterError("equals filter needs a non-null matchValue (use a null filter)", f"{field}.matchValue")
+        raw_type = str(f.get("matchValueType") or "STRING").replace(" ", "").upper()
+        if raw_type.startswith("ARRAY<") and raw_type.endswith(">"):
+            return self.array_equals(f, raw_type, field)
+        c = self.column(f.get("column"), f"{field}.column")
         mtype = normalize_type(f.get("matchValueType") or "STRING")
         if mtype is None:
             raise FilterError("unsupported matchValueType", f"{field}.matchValueType")

@@ -53,6 +53,7 @@ __all__ = [
     "TIMESTAMP_FORMATS",
     "DIMENSION_TYPES",
     "MULTI_VALUE_HANDLING",
+    "ARRAY_TYPES",
     "METRIC_TYPES",
     "parse_data_schema",
     "parse_processing",
@@ -61,7 +62,12 @@ __all__ = [
 
 TIME_COLUMN = "__time"
 TIMESTAMP_FORMATS = ("iso", "millis", "posix", "micro", "nano", "auto", "ruby")
-DIMENSION_TYPES = ("string", "long", "float", "double", "json")
+DIMENSION_TYPES = ("string", "long", "float", "double", "json", "auto")
+#: ``castToType`` of an ``auto`` dimension → the stored value type (Druid's ARRAY columns, grouped and
+#: compared as whole arrays; the scalar types are the plain dimensions of that type)
+ARRAY_TYPES: dict[str, str] = {"ARRAY<STRING>": "array<string>", "ARRAY<LONG>": "array<long>",
+                               "ARRAY<DOUBLE>": "array<double>"}
+_AUTO_SCALARS = {"STRING": "string", "LONG": "long", "DOUBLE": "double", "FLOAT": "float"}
 #: metric type → (Arrow/segment value type, combine kind)
 METRIC_TYPES: dict[str, tuple[str, str]] = {
     "count": ("long", "count"),
@@ -119,7 +125,9 @@ MULTI_VALUE_HANDLING = ("SORTED_ARRAY", "SORTED_SET", "ARRAY")
 @dataclass(frozen=True)
 class DimensionSchema:
     name: str
-    type: str = "string"  # string | long | float | double | json
+    #: string | long | float | double | json, or array<string> | array<long> | array<double> (an
+    #: ``auto`` dimension with an ARRAY ``castToType``)
+    type: str = "string"
     #: set for a multi-value string dimension (stored as a list of strings); one of MULTI_VALUE_HANDLING
     multi_value_handling: str | None = None
 
@@ -128,12 +136,19 @@ class DimensionSchema:
         """The stored value type: ``multi`` for a multi-value string dimension, else :attr:`type`."""
         return "multi" if self.multi_value_handling else self.type
 
+    @property
+    def is_array(self) -> bool:
+        """An ARRAY column: one value per row that is a whole array (unlike a multi-value dimension)."""
+        return self.type.startswith("array<")
+
     @classmethod
     def of_value_type(cls, name: str, value_type: str) -> DimensionSchema:
         """The dimension holding ``value_type`` (a ``multi`` column keeps its stored value order)."""
         return cls(name, "string", "ARRAY") if value_type == "multi" else cls(name, value_type)
 
     def to_json(self) -> dict[str, Any]:
+        if self.is_array:
+            return {"type": "auto", "name": self.name, "castToType": self.type.upper()}
         out = {"type": self.type, "name": self.name}
         if self.multi_value_handling:
             out["multiValueHandling"] = self.multi_value_handling
@@ -552,6 +567,8 @@ def _parse_dimensions(raw: Any, p: str) -> tuple[list[DimensionSchema], list[str
             raise SpecError(
                 f"{dp}.type", f"unknown dimension type {dm.get('type')!r}; expected one of {', '.join(DIMENSION_TYPES)}"
             )
+        if typ == "auto":
+            typ = _auto_type(dm.get("castToType"), f"{dp}.castToType")
         mvh = dm.get("multiValueHandling")
         if mvh is not None:
             mvh = str(mvh).upper()
@@ -565,6 +582,22 @@ def _parse_dimensions(raw: Any, p: str) -> tuple[list[DimensionSchema], list[str
         for i, x in enumerate(_list(m.get("dimensionExclusions"), f"{p}.dimensionExclusions"))
     ]
     return dims, excl
+
+
+def _auto_type(raw: Any, p: str) -> str:
+    """The stored type of an ``auto`` dimension from its ``castToType``. Druid infers the type from the
+    data when there is none; radstack needs it declared (types must agree between segments written by
+    the streaming job and by the batch rebuild, which see different rows)."""
+    key = str(raw or "").replace(" ", "").upper()
+    if key in ARRAY_TYPES:
+        return ARRAY_TYPES[key]
+    if key in _AUTO_SCALARS:
+        return _AUTO_SCALARS[key]
+    choices = ", ".join([*ARRAY_TYPES, *_AUTO_SCALARS])
+    if raw is None:
+        raise SpecError(p, f"an auto dimension needs castToType here (one of {choices}); use type json for "
+                           "nested data")
+    raise SpecError(p, f"{raw!r}: castToType is one of {choices}")
 
 
 def _parse_metrics(raw: Any, p: str) -> list[MetricSpec]:

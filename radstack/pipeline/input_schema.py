@@ -108,7 +108,7 @@ def field_types(spec: DatasourceSpec) -> dict[str, str]:
     types = {f: "string" for f in input_fields(spec)}
     for d in ds.dimensions:
         if d.name in types:
-            types[d.name] = d.type
+            types[d.name] = "string" if d.is_array else d.type  # an array keeps its JSON text until rollup
     for m in ds.metrics:
         if m.field_name and m.field_name in types and m.field_name not in ds.dimension_names and m.sketch is None:
             types[m.field_name] = m.value_type  # a sketch reads its field's text (or number) as it is

@@ -56,7 +56,8 @@ DEDUP = "__dedup"
 """The event id, when copies of an event are still to be dropped."""
 
 _SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING", "json": "STRING",
-                "multi": "ARRAY<STRING>"}
+                "multi": "ARRAY<STRING>", "array<string>": "ARRAY<STRING>", "array<long>": "ARRAY<BIGINT>",
+                "array<double>": "ARRAY<DOUBLE>"}
 
 
 def _floor(df: DataFrame, src: str, dst: str, gran: Granularity) -> DataFrame:
@@ -112,6 +113,25 @@ def multi_value_spark_sql(expr: str, src: str, handling: str) -> str:
     return f"CASE WHEN size({values}) <= 0 THEN NULL ELSE {values} END"
 
 
+def array_spark_sql(expr: str, src: str, value_type: str) -> str:
+    """Spark SQL for the stored value of an ARRAY column (the DuckDB twin the indexer uses, with the
+    rules: :func:`radstack.storage.indexer.array_sql`): a JSON array element by element, any other
+    value as a one-element array; elements that do not convert become NULL; order, repeats and ``[]``
+    kept."""
+    element = value_type[len("array<"):-1]
+
+    def convert(v: str) -> str:
+        return f"CAST({v} AS STRING)" if element == "string" else convert_sql(f"CAST({v} AS STRING)", element)
+
+    if src.startswith("ARRAY"):
+        return f"transform({expr}, __v -> {convert('__v')})"
+    text = expr if src == "STRING" else f"CAST({expr} AS STRING)"
+    # from_json with array<string> keeps a string element's text and renders others as their JSON
+    items = f"from_json({text}, 'array<string>')"
+    return (f"CASE WHEN {text} IS NULL THEN NULL WHEN {text} RLIKE '^\\\\s*\\\\[' AND {items} IS NOT NULL "
+            f"THEN transform({items}, __v -> {convert('__v')}) ELSE array({convert(text)}) END")
+
+
 def _cast(expr: str, src: str, target: str) -> tuple[str, bool]:
     """Spark SQL casting ``expr`` (Druid type ``src``) to ``target``; True when a value can fail to
     convert (so it counts as an error)."""
@@ -154,6 +174,9 @@ def rollup_rows(
             continue
         if d.multi_value_handling:
             cols.append(F.expr(multi_value_spark_sql(q(d.name), types[d.name], d.multi_value_handling)).alias(d.name))
+            continue
+        if d.is_array:
+            cols.append(F.expr(array_spark_sql(q(d.name), types[d.name], d.type)).alias(d.name))
             continue
         sql, can_fail = _cast(q(d.name), types[d.name], d.type)
         cols.append(F.expr(sql).alias(d.name))
@@ -208,11 +231,22 @@ def rollup_rows(
 # ---- the vectorised rollup of sorted rows (runs on the executors, in the segment writer) ------------
 
 
+def _list_keys(arr: pa.Array) -> pa.Array:
+    """One string per list that is equal exactly when the lists are: its elements as text, each
+    marked as a value or a NULL, joined; an empty list gives "" and a NULL list NULL."""
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int32())
+    offsets = pa.array(np.concatenate([[0], np.cumsum(lengths.to_numpy(zero_copy_only=False))]), pa.int32())
+    text = pc.cast(pc.list_flatten(arr), pa.string())
+    marked = pc.fill_null(pc.binary_join_element_wise("v", text, ""), "n")
+    keys = pa.ListArray.from_arrays(offsets, marked, mask=pc.is_null(arr))
+    return pc.binary_join(keys, "\x00")
+
+
 def _same_as_previous(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """``out[i]``: row ``i`` equals row ``i - 1`` (NULL equals NULL); ``out[0]`` is False."""
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):  # a multi-value dimension's values
-        arr = pc.binary_join(arr, "\x00")  # no NULL elements; an empty list is stored as NULL
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):  # multi-value values or an ARRAY
+        arr = _list_keys(arr)
     n = len(arr)
     out = np.zeros(n, dtype=bool)
     if n < 2:

@@ -467,7 +467,8 @@ def compaction_state(schema: DataSchema, max_rows: int) -> dict[str, Any]:
 
 
 def resolve_dimensions(
-    config: CompactionConfig, settings: Settings, inputs: Sequence[DataSegment], arrow_types: Mapping[str, pa.DataType]
+    config: CompactionConfig, settings: Settings, inputs: Sequence[DataSegment],
+    arrow_types: Mapping[str, pa.DataType | pa.Field]
 ) -> list[tuple[str, str]]:
     """``(name, type)`` of the output dimensions: the config's, else the catalog spec's, else the
     inputs' (in first-seen order, newest version first), typed from the files."""
@@ -630,10 +631,10 @@ def run_compaction(
             work = Path(tmp)
             if runner == "inprocess":
                 tables = [read_input_table(deep_storage, v, work) for v in plan.inputs]
-                types: dict[str, pa.DataType] = {}
+                types: dict[str, pa.Field] = {}
                 for t in tables:
                     for f in t.schema:
-                        types.setdefault(f.name, f.type)
+                        types.setdefault(f.name, f)
                 dims = resolve_dimensions(config, settings, input_segments, types)
                 schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings)
                 data = pa.concat_tables([conform(t, dims, metric_specs) for t in tables]) if tables else None

@@ -278,7 +278,31 @@ def _numeric_cast_sql(expr: str, src: str, target: str) -> str:
 
 
 _SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "json": "VARCHAR",
-              "multi": "VARCHAR[]"}
+              "multi": "VARCHAR[]", "array<string>": "VARCHAR[]", "array<long>": "BIGINT[]", "array<double>": "DOUBLE[]"}
+
+
+def array_sql(expr: str, src: str, value_type: str) -> str:
+    """DuckDB SQL for the stored value of an ARRAY column (``array<string|long|double>``): a list input
+    or a JSON array (the text Spark's parse stage gives for one) element by element, any other value as
+    a one-element array; elements that do not convert become NULL and stay, order and repeats are kept,
+    ``[]`` stays an empty array, NULL stays NULL — Druid's ``auto`` column cast to an ARRAY type. (The
+    Spark twin: :func:`radstack.pipeline.rollup.array_spark_sql`.)"""
+    element = value_type[len("array<"):-1]
+    sql_t = _SQL_TYPES[element]
+
+    def convert(v: str, v_src: str) -> str:
+        return f"CAST({v} AS VARCHAR)" if element == "string" else _numeric_cast_sql(v, v_src, element)
+
+    if src in ("array", "multi"):
+        return f"list_transform({expr}, lambda __v: {convert('__v', 'string')})"
+    if src != "string":
+        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE [{convert(expr, src)}] END"
+    items = f"from_json({expr}, '[\"JSON\"]')"
+    # a JSON string element is unquoted; numbers and nested values keep their JSON text
+    element_text = "CASE WHEN json_type(__v) = 'VARCHAR' THEN json_extract_string(__v, '$') ELSE CAST(__v AS VARCHAR) END"
+    as_list = f"list_transform({items}, lambda __v: {convert(element_text, 'string')})"
+    return (f"CASE WHEN {expr} IS NULL THEN NULL WHEN json_valid({expr}) AND json_type({expr}) = 'ARRAY' "
+            f"THEN CAST({as_list} AS {sql_t}[]) ELSE [{convert(expr, 'string')}] END")
 
 
 def multi_value_sql(expr: str, src: str, handling: str) -> str:
@@ -476,6 +500,8 @@ def _rollup_and_sort(
             cols.append(f"CAST(NULL AS {_SQL_TYPES[d.value_type]}) AS {_q(d.name)}")
         elif d.multi_value_handling:
             cols.append(f"{multi_value_sql(_q(d.name), types[d.name], d.multi_value_handling)} AS {_q(d.name)}")
+        elif d.is_array:
+            cols.append(f"{array_sql(_q(d.name), types[d.name], d.type)} AS {_q(d.name)}")
         elif d.type == "json":
             cols.append(f"{json_text_sql(_q(d.name), types[d.name])} AS {_q(d.name)}")
         elif d.type == "string":

@@ -51,11 +51,18 @@ _VALUE_TYPES: dict[str, pa.DataType] = {
     "json": pa.json_(),  # nested JSON (a ``json`` dimension): JSON text, Parquet's JSON logical type
     "multi": pa.list_(pa.string()),  # a multi-value string dimension: its values, NULL when none
     "sketch": pa.binary(),  # a DataSketches metric (radstack/sketches.py): the serialized sketch
+    # ARRAY columns (``auto`` dimensions cast to an array type): one whole array per row, NULL elements kept
+    "array<string>": pa.list_(pa.string()),
+    "array<long>": pa.list_(pa.int64()),
+    "array<double>": pa.list_(pa.float64()),
 }
 
 #: Field metadata key naming the sketch family of a ``sketch`` column (``HLLSketch``, ``thetaSketch``,
 #: ``quantilesDoublesSketch``): the broker reports the column as ``COMPLEX<family>``.
 COMPLEX_KEY = b"druid.complex"
+#: Field metadata key giving an ARRAY column's Druid type (``ARRAY<STRING>`` …): a list of strings
+#: without it is a multi-value string dimension.
+ARRAY_KEY = b"druid.array"
 
 
 def arrow_type(value_type: str) -> pa.DataType:
@@ -63,14 +70,25 @@ def arrow_type(value_type: str) -> pa.DataType:
     return _VALUE_TYPES[value_type]
 
 
-def value_type_of(t: pa.DataType) -> str:
+def value_type_of(t: pa.DataType | pa.Field) -> str:
     """The segment value type an Arrow column of a segment file holds (the inverse of :func:`arrow_type`;
-    dictionary-encoded strings read as ``string``)."""
+    dictionary-encoded strings read as ``string``). Pass the field to tell an ARRAY<STRING> column
+    (marked with :data:`ARRAY_KEY`) from a multi-value one."""
+    if isinstance(t, pa.Field):
+        marked = (t.metadata or {}).get(ARRAY_KEY)
+        if marked:
+            return marked.decode().lower()
+        t = t.type
     if pa.types.is_dictionary(t):
         t = t.value_type
     if isinstance(t, pa.JsonType):
         return "json"
     if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = t.value_type
+        if pa.types.is_integer(inner):
+            return "array<long>"
+        if pa.types.is_floating(inner):
+            return "array<double>"
         return "multi"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return "sketch"
@@ -88,7 +106,8 @@ def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | N
     dimensions discovered from the input, :meth:`DataSchema.resolve_dimensions`)."""
     dims = schema.dimensions if dimensions is None else tuple(dimensions)
     fields = [pa.field(TIME_COLUMN, TIME_TYPE, nullable=False)]
-    fields += [pa.field(d.name, arrow_type(d.value_type)) for d in dims]
+    fields += [pa.field(d.name, arrow_type(d.value_type),
+                        metadata={ARRAY_KEY: d.value_type.upper().encode()} if d.is_array else None) for d in dims]
     fields += [pa.field(m.name, arrow_type(m.value_type),
                         metadata={COMPLEX_KEY: m.sketch.family.encode()} if m.sketch is not None else None)
                for m in schema.metrics]

@@ -24,7 +24,7 @@ from radstack.expressions import quote_identifier as _q
 from radstack.expressions import string_literal
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.segment_format import COMPLEX_KEY
+from radstack.storage.segment_format import ARRAY_KEY, COMPLEX_KEY
 from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,9 @@ _DRUID_TYPES = {
     "DOUBLE": "DOUBLE",
     "FLOAT": "FLOAT",
     "TIMESTAMP": "LONG",
+    # ARRAY columns (a VARCHAR[] is a multi-value STRING dimension unless its field is marked ARRAY)
+    "BIGINT[]": "ARRAY<LONG>",
+    "DOUBLE[]": "ARRAY<DOUBLE>",
 }
 
 
@@ -87,6 +90,8 @@ class LoadedSegment:
     projections: tuple[LoadedProjection, ...] = ()
     #: sketch columns → their family (``HLLSketch``, ``thetaSketch``, ``quantilesDoublesSketch``)
     complex: tuple[tuple[str, str], ...] = ()
+    #: ARRAY columns → their Druid type (``ARRAY<STRING>`` …), from the field marks of the file
+    arrays: tuple[tuple[str, str], ...] = ()
 
     @property
     def identifier(self) -> str:
@@ -157,7 +162,8 @@ class SegmentCache:
             columns=cols,
             size=parquet.stat().st_size,
             projections=projections,
-            complex=_complex_columns(parquet),
+            complex=_marked_columns(parquet, COMPLEX_KEY),
+            arrays=_marked_columns(parquet, ARRAY_KEY),
         )
         with self._lock:
             if sid in self._loaded:  # lost a race: keep the first
@@ -262,13 +268,14 @@ class SegmentCache:
         return found, None
 
 
-def _complex_columns(parquet: Path) -> tuple[tuple[str, str], ...]:
-    """The sketch columns of a segment file and their families (from the Arrow field metadata)."""
+def _marked_columns(parquet: Path, key: bytes) -> tuple[tuple[str, str], ...]:
+    """The columns of a segment file whose Arrow field metadata has ``key``, with its value (a sketch
+    column's family, an ARRAY column's type)."""
     out = []
     for f in pq.read_schema(parquet):
-        family = (f.metadata or {}).get(COMPLEX_KEY)
-        if family:
-            out.append((f.name, family.decode()))
+        mark = (f.metadata or {}).get(key)
+        if mark:
+            out.append((f.name, mark.decode()))
     return tuple(out)
 
 

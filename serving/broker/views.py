@@ -65,8 +65,9 @@ class ColumnInfo:
 
     @property
     def multi_value(self) -> bool:
-        """A multi-value string dimension: a list of strings in the view (``VARCHAR[]``)."""
-        return self.sql_type == MULTI_VALUE_TYPE
+        """A multi-value string dimension: a list of strings in the view (``VARCHAR[]``) that is not an
+        ARRAY<STRING> column."""
+        return self.sql_type == MULTI_VALUE_TYPE and self.druid_type == "STRING"
 
 
 _TYPE_RANK = {"BIGINT": 1, "FLOAT": 2, "DOUBLE": 3, "VARCHAR": 4}
@@ -76,8 +77,11 @@ MULTI_VALUE_TYPE = "VARCHAR[]"
 def _merge_type(a: str | None, b: str) -> str:
     if a is None or a == b:
         return b
-    if MULTI_VALUE_TYPE in (a, b):  # single values of older segments read as one-value lists
-        return MULTI_VALUE_TYPE
+    lists = [t for t in (a, b) if t.endswith("[]")]
+    if lists:  # single values of older segments read as one-value lists; numbers widen to DOUBLE
+        if len(lists) == 2 and {a, b} == {"BIGINT[]", "DOUBLE[]"}:
+            return "DOUBLE[]"
+        return lists[0] if len(lists) == 1 else MULTI_VALUE_TYPE
     if a == "TIMESTAMP" or b == "TIMESTAMP":
         return "TIMESTAMP"
     ra, rb = _TYPE_RANK.get(a, 4), _TYPE_RANK.get(b, 4)
@@ -112,10 +116,13 @@ def union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
             if name not in order:
                 order.append(name)
     complex_types = {name: f"COMPLEX<{family}>" for c in reversed(newest_first) for name, family in c.loaded.complex}
+    array_types = {name: typ for c in reversed(newest_first) for name, typ in c.loaded.arrays}
     out = []
     for name in order:
         kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
         typ = complex_types.get(name) if types[name] == "BLOB" else None
+        if types[name] == MULTI_VALUE_TYPE:
+            typ = array_types.get(name)
         out.append(ColumnInfo(name, types[name], typ or druid_type(types[name]), kind))
     return tuple(out)
 
@@ -128,7 +135,7 @@ def norm_type(t: str) -> str:
         return "TIMESTAMP"
     if t.startswith("DECIMAL"):
         return "DOUBLE"
-    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON", MULTI_VALUE_TYPE, "BLOB"):
+    if t in ("BIGINT", "FLOAT", "DOUBLE", "VARCHAR", "JSON", MULTI_VALUE_TYPE, "BIGINT[]", "DOUBLE[]", "BLOB"):
         return t
     return "VARCHAR"
 
@@ -142,8 +149,8 @@ def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str =
         if c.name not in have:
             items.append(f"CAST(NULL AS {c.sql_type}) AS {q}")
         elif norm_type(have[c.name]) != c.sql_type:
-            if c.sql_type == MULTI_VALUE_TYPE:
-                items.append(f"CASE WHEN {q} IS NULL THEN NULL ELSE [CAST({q} AS VARCHAR)] END AS {q}")
+            if c.sql_type.endswith("[]") and not norm_type(have[c.name]).endswith("[]"):
+                items.append(f"CASE WHEN {q} IS NULL THEN NULL ELSE [CAST({q} AS {c.sql_type[:-2]})] END AS {q}")
             else:
                 items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
         else:

@@ -154,3 +154,16 @@ def test_native_scan_returns_values(env: Any) -> None:
     events = [e for part in out for e in part["events"]]
     assert events == [{"page": "A", "tags": ["a", "b"]}, {"page": "B", "tags": "c"}, {"page": "C", "tags": None},
                       {"page": "D", "tags": ["a", "c"]}]
+
+
+def test_segment_metadata_analyses_the_values(env: Any) -> None:
+    from serving.broker.native import run_native_query
+
+    out = run_native_query(env.service, {"queryType": "segmentMetadata", "dataSource": "pages",
+                                         "intervals": ["2024-01-01/2024-01-02"], "analysisTypes":
+                                         ["cardinality", "minmax", "size"]})
+    tags, page = out[0]["columns"]["tags"], out[0]["columns"]["page"]
+    assert (tags["type"], tags["hasMultipleValues"], tags["cardinality"], tags["minValue"], tags["maxValue"],
+            tags["hasNulls"]) == ("STRING", True, 3, "a", "c", True)
+    assert tags["size"] == 5 + 4 * 4  # five one-byte values, 4 bytes a row
+    assert page["hasMultipleValues"] is False

@@ -22,7 +22,9 @@ from serving.lookups import value_sql
 if TYPE_CHECKING:
     from serving.broker.native.context import QueryContext
 
-SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}
+SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE",
+             # grouping an ARRAY column by whole arrays, as Druid does with an ARRAY outputType
+             "ARRAY<STRING>": "VARCHAR[]", "ARRAY<LONG>": "BIGINT[]", "ARRAY<DOUBLE>": "DOUBLE[]"}
 
 
 def _s(v: Any) -> str:
@@ -33,7 +35,7 @@ def _s(v: Any) -> str:
 class DimensionSpec:
     dimension: str
     output_name: str
-    output_type: str  # STRING | LONG | FLOAT | DOUBLE
+    output_type: str  # STRING | LONG | FLOAT | DOUBLE | ARRAY<STRING|LONG|DOUBLE>
     extraction: dict[str, Any] | None = None
 
     def sql(self, ctx: QueryContext) -> str:
@@ -60,7 +62,7 @@ def parse_dimension(spec: Any) -> DimensionSpec:
     if not dim:
         raise invalid_input("Dimension spec needs 'dimension'")
     out_name = spec.get("outputName") or dim
-    out_type = str(spec.get("outputType") or "STRING").upper()
+    out_type = str(spec.get("outputType") or "STRING").upper().replace(" ", "")
     if out_type not in SQL_TYPES:
         raise invalid_input(f"Unsupported outputType [{out_type}]")
     if typ == "default":

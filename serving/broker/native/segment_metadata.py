@@ -67,31 +67,53 @@ def _included(name: str, include: dict[str, Any]) -> bool:
     return True
 
 
+def _column_analysis(col: str, dtype: str, multi: bool) -> list[str]:
+    """SQL aggregates of one column after ``count(col)``: for a string column its cardinality,
+    min, max and bytes (over the values of a multi-value one, plus whether a row has several)."""
+    if multi:
+        values = f"flatten(list({col}))"
+        return [f"len(list_distinct({values}))", f"list_min({values})", f"list_max({values})",
+                f"coalesce(sum(list_sum(list_transform({col}, lambda __v: strlen(__v)))), 0)",
+                f"coalesce(max(len({col})), 0) > 1"]
+    if dtype == "STRING":
+        return [f"count(DISTINCT {col})", f"min({col})", f"max({col})", f"coalesce(sum(strlen({col})), 0)"]
+    if dtype.startswith("ARRAY<"):
+        return [f"coalesce(sum(len({col})), 0)"]
+    return []
+
+
 def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: list[str]) -> dict[str, Any]:
     seg = loaded.segment
-    cols = [(n, t) for n, t in loaded.columns if _included(n, include)]
+    arrays = dict(loaded.arrays)
+    cols = []
+    for n, t in loaded.columns:
+        if _included(n, include):
+            multi = t.upper() == "VARCHAR[]" and n not in arrays
+            cols.append((n, arrays.get(n) or druid_type(t), multi))
     exprs = ["count(*)"]
-    for name, t in cols:
-        col = q(name)
-        exprs.append(f"count({col})")
-        if druid_type(t) == "STRING":
-            exprs += [f"count(DISTINCT {col})", f"min({col})", f"max({col})",
-                      f"coalesce(sum(strlen({col})), 0)"]
+    for name, dtype, multi in cols:
+        exprs.append(f"count({q(name)})")
+        exprs += _column_analysis(q(name), dtype, multi)
     row = ctx.run(f"SELECT {', '.join(exprs)} FROM {loaded.table}")[0] if cols else (loaded.num_rows,)
     n = int(row[0])
     i = 1
     columns: dict[str, Any] = {}
     total = 0
-    for name, t in cols:
-        dtype = druid_type(t)
+    for name, dtype, multi in cols:
         non_null = int(row[i])
         i += 1
         card = lo = hi = None
-        size = 0
+        has_multiple = False
         if dtype == "STRING":
             card, lo, hi, strbytes = int(row[i]), row[i + 1], row[i + 2], int(row[i + 3])
             i += 4
             size = strbytes + 4 * n
+            if multi:
+                has_multiple = bool(row[i])
+                i += 1
+        elif dtype.startswith("ARRAY<"):
+            size = 8 * int(row[i]) + 4 * n
+            i += 1
         else:
             size = 8 * n
         if "size" not in analyses:
@@ -100,7 +122,7 @@ def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: 
         columns[name] = {
             "typeSignature": dtype,
             "type": dtype,
-            "hasMultipleValues": False,
+            "hasMultipleValues": has_multiple,
             "hasNulls": non_null < n,
             "size": size,
             "cardinality": card if "cardinality" in analyses else None,

@@ -25,6 +25,10 @@ SYSTEM_TABLES: dict[tuple[str, str], str] = {
 LOOKUP_COLUMNS: tuple[tuple[str, str], ...] = (("k", "VARCHAR"), ("v", "VARCHAR"))
 
 
+#: Druid ARRAY column types → the SQL type sqlglot annotates them with
+_ARRAY_SQL_TYPES = {"ARRAY<STRING>": "ARRAY<VARCHAR>", "ARRAY<LONG>": "ARRAY<BIGINT>", "ARRAY<DOUBLE>": "ARRAY<DOUBLE>"}
+
+
 @dataclass(frozen=True)
 class ColumnInfo:
     """One datasource column: its name and Druid type (``LONG``, ``FLOAT``, ``DOUBLE``, ``STRING``)."""
@@ -42,13 +46,18 @@ class ColumnInfo:
         t = self.druid_type.upper()
         if t.startswith("COMPLEX<") and t != "COMPLEX<JSON>":
             return "VARBINARY"  # a sketch (rules/sketches.py)
+        if t in _ARRAY_SQL_TYPES:
+            return _ARRAY_SQL_TYPES[t]
         return {"LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE", "COMPLEX<JSON>": "JSON"}.get(t, "VARCHAR")
 
     @property
     def information_type(self) -> str:
         """``DATA_TYPE`` in INFORMATION_SCHEMA.COLUMNS: Druid shows nested and sketch columns as
-        ``COMPLEX<json>``, ``COMPLEX<HLLSketch>`` …"""
-        return self.druid_type if self.druid_type.upper().startswith("COMPLEX<") else self.sql_type
+        ``COMPLEX<json>``, ``COMPLEX<HLLSketch>`` …, and ARRAY columns as ``ARRAY``"""
+        t = self.druid_type.upper()
+        if t in _ARRAY_SQL_TYPES:
+            return "ARRAY"  # as Druid 33 lists ARRAY<STRING>, ARRAY<LONG> … columns
+        return self.druid_type if t.startswith("COMPLEX<") else self.sql_type
 
 
 @dataclass
