@@ -13,13 +13,16 @@ checks totals and publishes.
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import reduce
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from batch.storage_conf import storage_spark_conf
 from radstack.config import Settings
@@ -29,6 +32,7 @@ from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
 from radstack.storage.compaction import compaction_schema, resolve_dimensions
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import renumber_core
+from radstack.storage.segment_format import value_type_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -68,6 +72,21 @@ def _read_inputs(spark: SparkSession, plan: CompactionPlan, deep_storage: DeepSt
         key = deep_storage.key_for_load_spec(v.segment.load_spec)
         by_clip[(v.interval.start, v.interval.end)].append(deep_storage.uri(key))
     return [(spark.read.parquet(*uris), lo, hi) for (lo, hi), uris in sorted(by_clip.items())]
+
+
+def _array_marks(plan: CompactionPlan, deep_storage: DeepStorage, settings: Settings) -> dict[str, pa.Field]:
+    """The ARRAY<STRING> columns of the inputs (Spark reads them as plain string arrays, the same as
+    multi-value dimensions: the mark is in the Arrow schema of the file), from the smallest input's
+    file footer; needed only when the output dimensions are not declared."""
+    smallest = min(plan.inputs, key=lambda v: v.segment.size)
+    key = deep_storage.key_for_load_spec(smallest.segment.load_spec)
+    tmp_parent = Path(settings.home) / "tmp"
+    tmp_parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="radstack-schema-", dir=tmp_parent) as tmp:
+        local = Path(tmp) / "data.parquet"
+        deep_storage.download(key, local)
+        schema = pq.read_schema(local)
+    return {f.name: f for f in schema if value_type_of(f).startswith("array<")}
 
 
 def _conform(df: DataFrame, lo: int, hi: int, dims: Sequence[tuple[str, str]],
@@ -136,6 +155,8 @@ def compact_with_spark(
                                             "array<bigint>": pa.list_(pa.int64()),
                                             "array<double>": pa.list_(pa.float64())}.get(t, pa.string()))
     input_segments = [v.segment for v in plan.inputs]
+    if any(t == pa.list_(pa.string()) for t in arrow_types.values()):
+        arrow_types.update(_array_marks(plan, deep_storage, settings))
     dims = resolve_dimensions(config, settings, input_segments, arrow_types)
     schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings)
     combined = reduce(lambda a, b: a.unionByName(b), [_conform(df, lo, hi, dims, metric_specs) for df, lo, hi in frames])

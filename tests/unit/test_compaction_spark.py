@@ -54,3 +54,46 @@ def test_spark_runner_equals_in_process(broker_env: Any) -> None:
     day1_raw = raw.filter(pc.less(raw["ts"], parse_instant("2024-01-02T00:00:00Z")))
     assert sum(r["count"] for r in output_rows(broker_env, spark_res.segments)) == day1_raw.num_rows
     assert sum(r["bytes"] for r in output_rows(broker_env, spark_res.segments)) == pc.sum(day1_raw["bytes"]).as_py()
+
+
+def test_both_runners_keep_array_and_multi_value_columns(broker_env: Any) -> None:
+    """Schemaless compaction (no dimensions in the config, no catalog spec) types its output from the
+    input files: an ARRAY<STRING> column stays ARRAY (its mark survives Spark, which reads it as a plain
+    string array) and a multi-value one stays multi-value; equal arrays roll up."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from radstack.storage.segment_format import value_type_of
+
+    schema = {
+        "dataSource": "tagged",
+        "timestampSpec": {"column": "ts", "format": "iso"},
+        "dimensionsSpec": {"dimensions": [
+            {"type": "auto", "name": "tags", "castToType": "ARRAY<STRING>"},
+            {"type": "auto", "name": "codes", "castToType": "ARRAY<LONG>"},
+            {"type": "string", "name": "mv", "multiValueHandling": "SORTED_ARRAY"}]},
+        "metricsSpec": [{"type": "count", "name": "count"}],
+        "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "none", "rollup": False},
+    }
+    ts = [f"2024-01-0{d}T0{h}:{m:02d}:00Z" for d in (1, 2, 3) for h in (0, 1) for m in (0, 30)]
+    tags = ['["b", "a"]', '["b", "a"]', '["a", "b"]', None] * 3
+    raw = pa.table({"ts": ts, "tags": tags, "codes": ["[1, 2]", "[1, 2]", "[3]", "[]"] * 3, "mv": tags})
+    broker_env.index(raw, schema, version=RT_VERSION, shard="append")
+    md, deep = broker_env.metadata, broker_env.deep_storage
+    cfg = CompactionConfig.from_json({"dataSource": "tagged", "skipOffsetFromLatest": "PT0S",
+                                      "metricsSpec": [{"type": "longSum", "name": "count", "fieldName": "count"}],
+                                      "tiers": [{"olderThan": "P1D", "queryGranularity": "DAY",
+                                                 "segmentGranularity": "DAY"}]})
+    plans = plan_compaction(md.segments("tagged"), cfg, now_ms=parse_instant("2024-01-10T00:00:00Z"))
+    day1, day2 = sorted(plans, key=lambda p: p.interval.start)[:2]  # the last day with data is left alone
+    settings = broker_env.settings.with_overrides({"spark": {"shuffle_partitions": 2}})
+    results = (run_compaction(md, deep, day1, cfg, settings=settings, runner="spark", spark_compactor=compact_with_spark),
+               run_compaction(md, deep, day2, cfg, settings=settings, runner="inprocess"))
+    for res in results:
+        tables = [pq.read_table(s.load_spec["path"]) for s in res.segments]
+        for t in tables:
+            assert [value_type_of(t.schema.field(c)) for c in ("tags", "codes", "mv")] == [
+                "array<string>", "array<long>", "multi"], res.runner
+        rows = sorted(((r["tags"], r["codes"], r["mv"], r["count"]) for t in tables for r in t.to_pylist()), key=repr)
+        assert rows == sorted([(["b", "a"], [1, 2], ["a", "b"], 2), (["a", "b"], [3], ["a", "b"], 1),
+                               (None, [], None, 1)], key=repr), res.runner
