@@ -25,7 +25,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from radstack.intervals import Period
-from radstack.pipeline.dedup import EVENT_TS, dedup_exact
+from radstack.pipeline.dedup import (
+    ENTERED_METRIC_PREFIX,
+    EVENT_TS,
+    PASSED_METRIC_PREFIX,
+    count_rows,
+    dedup_exact,
+)
 from radstack.pipeline.parse import parse_events, q, valid_events
 from radstack.pipeline.window import window_millis
 from radstack.spec import (
@@ -94,7 +100,8 @@ def join_batch(left: DataFrame, raw_other: DataFrame, j: Mapping[str, Any], *, v
 def join_streaming(left: DataFrame, parsed_other: DataFrame, j: Mapping[str, Any], delay: str) -> DataFrame:
     """Bounded stream-stream left outer join. ``left``: valid impressions with ``__event_ts`` and a
     watermark; ``parsed_other``: :func:`parse_joined` of the clicks stream. ``delay``: the watermark
-    delay for the clicks side."""
+    delay for the clicks side. The clicks entering and getting past their dedup are counted as
+    ``join_<name>`` (:func:`radstack.pipeline.dedup.count_rows`)."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     clicks = valid_events(parsed_other)
@@ -105,8 +112,10 @@ def join_streaming(left: DataFrame, parsed_other: DataFrame, j: Mapping[str, Any
         clicks.select(F.col(q(on)).alias(_C_KEY), F.col(TIME_COLUMN).alias(_C_TIME))
         .withColumn(_C_TS, F.timestamp_millis(F.col(_C_TIME)))
         .withWatermark(_C_TS, delay)
-        .dropDuplicatesWithinWatermark([_C_KEY])
     )
+    counted = f"join_{j['name']}"
+    c = count_rows(count_rows(c, ENTERED_METRIC_PREFIX + counted).dropDuplicatesWithinWatermark([_C_KEY]),
+                   PASSED_METRIC_PREFIX + counted)
     cond = F.expr(
         f"{q(on)} = {_C_KEY} AND {_C_TS} >= {EVENT_TS} AND {_C_TS} <= {EVENT_TS} + INTERVAL {w} MILLISECONDS"
     )

@@ -154,15 +154,15 @@ def build_stream(spark: SparkSession, spec: DatasourceSpec, o: StreamOptions) ->
     joins = join_options(spec)
     raw = _kafka_stream(spark, list(spec.processing.topics), o, o.max_offsets_per_trigger)
     parsed = only_dead_letters_keep_bytes(parse_events(raw, spec))
-    stream = dedup_streaming(parsed, spec.processing.event_id, delay)
     if not joins:
-        return stream
+        return dedup_streaming(parsed, spec.processing.event_id, delay)
 
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
-
-    valid = stream.where(F.col(REASON_COLUMN).isNull())
-    invalid = stream.where(F.col(REASON_COLUMN).isNotNull())
+    # Dead letters skip the join (they have no event time, so the join could never let them go); they
+    # split off before dedup, which then runs once, on the valid rows.
+    valid = dedup_streaming(parsed.where(F.col(REASON_COLUMN).isNull()), spec.processing.event_id, delay)
+    invalid = parsed.where(F.col(REASON_COLUMN).isNotNull())
     for j in joins:
         other_raw = _kafka_stream(spark, [str(j.get("topic", j["name"]))], o, o.max_offsets_per_trigger)
         other = only_dead_letters_keep_bytes(parse_joined(other_raw, j))
@@ -265,9 +265,7 @@ class StreamingJob:
         reads as health: an idle stream runs no batches but is alive)."""
         if self.query is None:
             return
-        # with a stream join, input rows and sink rows do not correspond (clicks are consumed, not emitted)
-        rows = None if self.joins else self.sink.batch_rows
-        changed = self.tracker.update(list(self.query.recentProgress), sink_rows=rows)
+        changed = self.tracker.update(list(self.query.recentProgress))
         now = time.monotonic()
         if changed or (self.query.isActive and now - self._progress_written >= HEARTBEAT_SECONDS):
             self.metadata.put_state(progress_key(self.spec.name, self.replica), self.tracker.state())

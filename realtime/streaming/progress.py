@@ -18,6 +18,7 @@ from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import format_instant, parse_instant
+from radstack.pipeline.dedup import ENTERED_METRIC_PREFIX, PASSED_METRIC_PREFIX
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import MAX_REPLICAS, progress_key, state_key
 
@@ -57,6 +58,24 @@ def lag_from_progress(p: dict[str, Any]) -> int:
     return total
 
 
+def _unreported_drops(progress: Mapping[str, Any], duplicates: int, reported: int) -> int:
+    """Rows dropped at the plan's dedup steps that Spark did not report: entered − passed −
+    duplicates − reported, from the steps' row counts (observed metrics of
+    :func:`radstack.pipeline.dedup.count_rows`); 0 for a plan without them."""
+    observed = progress.get("observedMetrics") or {}
+    entered = sum(_field(m, "rows") for k, m in observed.items() if k.startswith(ENTERED_METRIC_PREFIX))
+    passed = sum(_field(m, "rows") for k, m in observed.items() if k.startswith(PASSED_METRIC_PREFIX))
+    return max(0, entered - passed - duplicates - reported)
+
+
+def _field(metrics: Any, name: str) -> int:
+    """One field of an observed-metrics row: a dict from JSON, a pyspark ``Row`` from a live query."""
+    if metrics is None:
+        return 0
+    value = metrics.get(name) if isinstance(metrics, dict) else getattr(metrics, name, None)
+    return int(value or 0)
+
+
 @dataclass
 class ProgressTracker:
     """Accumulates progress events by batch id (each counted once) into the state dict."""
@@ -73,14 +92,12 @@ class ProgressTracker:
                 t.totals[k] = int(previous.get(k, 0))
         return t
 
-    def update(self, progresses: list[Any], sink_rows: Mapping[int, int] | None = None) -> bool:
+    def update(self, progresses: list[Any]) -> bool:
         """Add the progress events not seen yet (by run id + batch id); True when any was new.
 
-        ``sink_rows`` (batch id → rows the sink received; only for a plan where every input row
-        reaches the sink unless dedup drops it, i.e. no stream join): input rows Spark dropped before
-        the sink without reporting them — rows behind the dedup watermark, which Spark 4 filters out
-        ahead of the state operator — are counted as ``droppedByWatermark`` too:
-        ``numInputRows − sink rows − duplicates − rows reported dropped``."""
+        ``droppedByWatermark`` adds what Spark's state operators report and the rows its dedup steps
+        dropped without reporting them — rows behind the dedup watermark, which Spark 4 filters out
+        ahead of the state operator — found from the rows counted into and out of each step."""
         changed = False
         for raw in progresses:
             p = _json(raw)
@@ -101,8 +118,7 @@ class ProgressTracker:
                 dropped += int(op.get("numRowsDroppedByWatermark", 0) or 0)
                 cm = op.get("customMetrics") or {}
                 dupes += int(cm.get("numDroppedDuplicateRows", 0) or 0)
-            if sink_rows is not None and batch in sink_rows:
-                dropped += max(0, int(p.get("numInputRows", 0) or 0) - sink_rows[batch] - dupes - dropped)
+            dropped += _unreported_drops(p, dupes, dropped)
             self.totals["droppedByWatermark"] += dropped
             self.totals["duplicatesDropped"] += dupes
         if len(self.seen) > 20_000:  # keep the recent keys (recentProgress holds the last 100 events)

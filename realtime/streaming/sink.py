@@ -90,8 +90,6 @@ class SegmentSink:
     config: SinkConfig
     on_batch: Callable[[dict[str, Any]], None] | None = None
     skipped: list[int] = field(default_factory=list)
-    #: batch id → rows this sink received (the last 1,000 batches), for the progress accounting
-    batch_rows: dict[int, int] = field(default_factory=dict)
     _last_handoff: float = 0.0
     _query_id: str | None = None
 
@@ -138,9 +136,6 @@ class SegmentSink:
         )
         t1 = time.monotonic()
         timings = {"process": int((t1 - t0) * 1000)}
-        self.batch_rows[batch_id] = out.rows
-        for old in [b for b in self.batch_rows if b <= batch_id - 1000]:
-            del self.batch_rows[old]
         st = out.stats
         processed = st.processed if st else 0
         counters["input"] += out.rows

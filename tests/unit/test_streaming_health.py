@@ -64,25 +64,35 @@ def test_a_stopped_query_is_not_heartbeated(tmp_path: Path) -> None:
     assert not streaming_health(settings, max_age_seconds=60)
 
 
-def test_rows_spark_drops_before_the_sink_count_as_dropped_by_watermark() -> None:
-    """Spark 4 filters rows behind the dedup watermark ahead of the state operator without reporting
-    them; the tracker finds them as input rows that neither reached the sink nor were duplicates."""
+def test_rows_spark_drops_at_dedup_count_as_dropped_by_watermark() -> None:
+    """Spark 4 filters rows behind the dedup watermark ahead of the state operator without always
+    reporting them; the tracker finds them from the rows counted into and out of each dedup step
+    (observed metrics), so a plan that reads a source twice (a stream join) counts them right too."""
     from realtime.streaming.progress import ProgressTracker
 
-    def progress(batch: int, rows: int, dupes: int, reported: int) -> dict[str, Any]:
-        return {"runId": "r", "batchId": batch, "numInputRows": rows, "durationMs": {"addBatch": 5},
+    def progress(batch: int, counts: dict[str, tuple[int, int]], dupes: int, reported: int) -> dict[str, Any]:
+        observed: dict[str, Any] = {"someone_elses": {"rows": 99}}
+        for name, (entered, passed) in counts.items():
+            observed[f"radstack_entered_{name}"] = {"rows": entered}
+            observed[f"radstack_passed_{name}"] = {"rows": passed}
+        return {"runId": "r", "batchId": batch, "numInputRows": 10**6, "durationMs": {"addBatch": 5},
+                "observedMetrics": observed,
                 "stateOperators": [{"numRowsDroppedByWatermark": reported,
                                     "customMetrics": {"numDroppedDuplicateRows": dupes}}]}
 
     t = ProgressTracker()
-    assert t.update([progress(0, 100, 5, 0), progress(1, 50, 0, 10)], sink_rows={0: 95, 1: 10})
+    assert t.update([progress(0, {"input": (100, 95)}, 5, 0), progress(1, {"input": (50, 10)}, 0, 10)])
     assert t.totals == {"duplicatesDropped": 5, "droppedByWatermark": 40}  # batch 1: 10 reported + 30 not
-    # without sink rows (a stream join: input and output rows do not correspond) only what Spark reports
+    # a stream join: the impressions' and the clicks' dedup steps add up
     t2 = ProgressTracker()
-    t2.update([progress(1, 50, 0, 10)])
-    assert t2.totals["droppedByWatermark"] == 10
+    t2.update([progress(2, {"input": (40, 30), "join_clicks": (20, 12)}, 6, 4)])
+    assert t2.totals == {"duplicatesDropped": 6, "droppedByWatermark": 60 - 42 - 6}
+    # without counted steps only what Spark reports
+    t3 = ProgressTracker()
+    t3.update([{**progress(3, {}, 0, 10), "observedMetrics": {}}])
+    assert t3.totals["droppedByWatermark"] == 10
     # a batch seen again is not counted twice
-    assert not t.update([progress(1, 50, 0, 10)], sink_rows={1: 10})
+    assert not t.update([progress(1, {"input": (50, 10)}, 0, 10)])
 
 
 def test_an_idle_trigger_does_not_hide_the_next_batch() -> None:
@@ -94,10 +104,11 @@ def test_an_idle_trigger_does_not_hide_the_next_batch() -> None:
             "durationMs": {"latestOffset": 1, "triggerExecution": 1},
             "stateOperators": [{"numRowsDroppedByWatermark": 3, "customMetrics": {"numDroppedDuplicateRows": 4}}]}
     real = {"runId": "r", "batchId": 7, "numInputRows": 100, "timestamp": "t2", "durationMs": {"addBatch": 9},
+            "observedMetrics": {"radstack_entered_input": {"rows": 100}, "radstack_passed_input": {"rows": 0}},
             "stateOperators": [{"numRowsDroppedByWatermark": 0, "customMetrics": {"numDroppedDuplicateRows": 2}}]}
     t = ProgressTracker()
     assert t.update([idle])  # the rates/lag are updated ...
     assert t.totals == {"duplicatesDropped": 0, "droppedByWatermark": 0}  # ... nothing is counted
-    assert t.update([idle, real], sink_rows={7: 0})
+    assert t.update([idle, real])
     assert t.totals == {"duplicatesDropped": 2, "droppedByWatermark": 98}
     assert t.latest is real
