@@ -51,7 +51,7 @@ SQL = [
      "ORDER BY 1", "hourly"),
     ("SELECT DATE_TRUNC('month', __time) AS m, SUM(added) FROM wiki GROUP BY 1", "by_user"),  # day buckets, fewest rows
     ("SELECT \"user\", SUM(added) AS a FROM wiki GROUP BY 1 ORDER BY a DESC LIMIT 2", "by_user"),
-    ("SELECT COUNT(DISTINCT page) AS p, MIN(country) AS lo, MAX(country) AS hi FROM wiki WHERE page <> 'Help'",
+    ("SELECT COUNT(DISTINCT page) AS p, COUNT(DISTINCT country) AS c FROM wiki WHERE page <> 'Help'",
      "daily_page_country"),
     ("SELECT page, COUNT(*) FILTER (WHERE country = 'US') AS us FROM wiki GROUP BY page HAVING COUNT(*) > 1",
      "daily_page_country"),

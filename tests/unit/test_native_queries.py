@@ -287,7 +287,8 @@ def test_segment_metadata(wiki: Any) -> None:
         "cardinality": 2, "minValue": "DE", "maxValue": "US", "errorMessage": None}
     (merged,) = run(wiki, queryType="segmentMetadata", merge=True, analysisTypes=["cardinality", "aggregators"],
                     toInclude={"type": "list", "columns": ["user", "added"]})
-    assert merged["id"] == "merged" and merged["numRows"] == 7
+    # named as Druid names it: after the last segment's interval
+    assert merged["id"] == "wiki_2024-01-02T00:00:00.000Z_2024-01-03T00:00:00.000Z_merged" and merged["numRows"] == 7
     assert set(merged["columns"]) == {"user", "added"}
     assert merged["columns"]["user"]["cardinality"] == 3  # the larger per-segment cardinality
     assert merged["columns"]["user"]["minValue"] is None

@@ -171,6 +171,19 @@ class QueryContext:
         ranges = self.data_ranges()
         return min(r.start for r in ranges) if ranges else None
 
+    def first_segment_start(self) -> int | None:
+        """Where the earliest visible segment with data in range starts (within the query's
+        intervals): the timestamp Druid's search gives its single ``all`` bucket (per segment, the
+        segment's start — not its first row's, as a cursor-based query does)."""
+        starts = []
+        for c in self.chunks():
+            di = c.data_interval()
+            for iv in self.intervals:
+                x = c.clip.intersect(iv)
+                if di is not None and x is not None and di.intersect(iv) is not None:
+                    starts.append(x.start)
+        return min(starts) if starts else None
+
     def fill(self) -> list[int] | None:
         return fill_buckets(self.granularity, self.data_ranges())
 

@@ -55,7 +55,7 @@ def run_search(ctx: QueryContext) -> list[dict[str, Any]]:
            f"ORDER BY {'__b, ' if bucket else ''}{order}")
     rows = ctx.run(sql)
     if bucket is None:
-        ts = ctx.all_timestamp()
+        ts = ctx.first_segment_start()
         if ts is None:
             return []
         return [{"timestamp": ctx.fmt_time(ts),

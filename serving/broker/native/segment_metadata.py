@@ -4,15 +4,16 @@ Each visible segment overlapping the intervals (default: the week before the dat
 Druid's ``defaultHistory``) is analysed from its loaded table. ``analysisTypes`` default to
 cardinality, interval and minmax; ``size`` adds byte estimates, ``aggregators`` the metric
 aggregators, ``queryGranularity``/``rollup``/``timestampSpec`` are reported as unknown (null).
-With ``merge`` the analyses fold into one ``"merged"`` result (sizes and row counts add up, the larger
-cardinality wins, min/max combine).
+With ``merge`` the analyses fold into one result named ``{dataSource}_{start}_{end}_merged`` after the
+last segment's interval, as Druid names it (sizes and row counts add up, the larger cardinality wins,
+min/max combine).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from radstack.intervals import Interval, Period, condense, datetime_to_ms, ms_to_datetime
+from radstack.intervals import Interval, Period, condense, datetime_to_ms, format_instant, ms_to_datetime
 from serving.broker.native.context import QueryContext, parse_intervals, q
 from serving.broker.segment_cache import druid_type
 from serving.errors import invalid_input
@@ -50,7 +51,9 @@ def run_segment_metadata(ctx: QueryContext) -> list[dict[str, Any]]:
         merged = results[0]
         for r in results[1:]:
             merged = _merge(merged, r)
-        merged["id"] = "merged"
+        # Druid names a merged analysis after the datasource and the interval of the last segment merged
+        last = max((c.loaded.segment.id for c in ctx.chunks()), key=lambda i: i.sort_key())
+        merged["id"] = f"{last.data_source}_{format_instant(last.interval.start)}_{format_instant(last.interval.end)}_merged"
         if merged["intervals"] is not None:
             ivs = condense([Interval.parse(i) for i in merged["intervals"]])
             merged["intervals"] = [i.iso() for i in ivs]

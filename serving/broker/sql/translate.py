@@ -19,9 +19,11 @@ from serving.broker.sql.rules import apply_bottom_up
 from serving.broker.sql.rules.approx import approx
 from serving.broker.sql.rules.arithmetic import arithmetic
 from serving.broker.sql.rules.arrays import arrays
+from serving.broker.sql.rules.case_to_filter import case_to_filter
 from serving.broker.sql.rules.casts import casts
 from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.earliest_latest import earliest_latest
+from serving.broker.sql.rules.group_by_aliases import check_group_by_aliases
 from serving.broker.sql.rules.json_functions import json_functions
 from serving.broker.sql.rules.lookup import lookup
 from serving.broker.sql.rules.millis import millis
@@ -31,6 +33,7 @@ from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.scan_order import check_scan_order
 from serving.broker.sql.rules.sketches import sketches
 from serving.broker.sql.rules.string_limits import string_limits
+from serving.broker.sql.rules.string_min_max import string_min_max
 from serving.broker.sql.rules.strings import strings
 from serving.broker.sql.rules.tables import resolve_tables
 from serving.broker.sql.rules.time_extract import time_extract
@@ -47,10 +50,10 @@ from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: Rules that read the annotated types (run first, before nodes are replaced).
-TYPED_RULES = [arithmetic, casts]
+TYPED_RULES = [arithmetic, casts, string_min_max]
 #: Function rewrites, children before parents.
 FUNCTION_RULES = [
-    time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
+    case_to_filter, time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
     millis, sketches, approx, earliest_latest, strings, string_limits, lookup, json_functions, arrays,
 ]
 
@@ -95,6 +98,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
     functions.check_input(tree)
     tree = resolve_tables(tree, ctx)
     tree = check_scan_order(tree, ctx)
+    tree = check_group_by_aliases(tree, ctx)
     tree = name_projections(tree, ctx)
     tree = multi_value(tree, ctx)
     tree = use_projections(tree, ctx)

@@ -1,5 +1,6 @@
 """Druid string functions DuckDB spells differently: CONTAINS_STRING, ICONTAINS_STRING, TEXTCAT,
-STRLEN, BTRIM, PARSE_LONG, BITWISE_AND/OR/XOR, LISTAGG."""
+STRLEN, BTRIM, PARSE_LONG, BITWISE_AND/OR/XOR, LISTAGG; and UPPER, which in Druid (Java's
+``toUpperCase``) turns ``ß`` into ``SS`` where DuckDB gives ``ẞ``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ def _args(node: exp.Expression, n: tuple[int, ...], name: str) -> list[exp.Expre
 
 
 def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.Upper):
+        return exp.Replace(this=node.copy(), expression=exp.Literal.string("ẞ"), replacement=exp.Literal.string("SS"))
     name = anonymous_name(node)
     if name is None:
         return node
