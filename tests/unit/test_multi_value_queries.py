@@ -164,6 +164,6 @@ def test_segment_metadata_analyses_the_values(env: Any) -> None:
                                          ["cardinality", "minmax", "size"]})
     tags, page = out[0]["columns"]["tags"], out[0]["columns"]["page"]
     assert (tags["type"], tags["hasMultipleValues"], tags["cardinality"], tags["minValue"], tags["maxValue"],
-            tags["hasNulls"]) == ("STRING", True, 3, "a", "c", True)
+            tags["hasNulls"]) == ("STRING", True, 4, None, "c", True)  # NULL is a value, as in Druid
     assert tags["size"] == 5 + 4 * 4  # five one-byte values, 4 bytes a row
     assert page["hasMultipleValues"] is False

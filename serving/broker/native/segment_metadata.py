@@ -110,6 +110,8 @@ def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: 
         if dtype == "STRING":
             card, lo, hi, strbytes = int(row[i]), row[i + 1], row[i + 2], int(row[i + 3])
             i += 4
+            if non_null < n:  # as in Druid: NULL is one more value in the dictionary, and the smallest
+                card, lo = card + 1, None
             size = strbytes + 4 * n
             if multi:
                 has_multiple = bool(row[i])
