@@ -167,3 +167,17 @@ def test_sum_of_a_zero_one_case_is_a_filtered_count() -> None:
     assert ('COUNT(*) FILTER(WHERE "wiki"."page" = \'a\') AS "n"' in t.sql
             and 'COUNT(*) FILTER(WHERE "wiki"."added" > 2 AND "wiki"."page" = \'b\') AS "m"' in t.sql
             and "SUM(CASE" in t.sql)
+
+
+def test_a_double_cast_to_an_integer_truncates_toward_zero() -> None:
+    """Java's (so Druid's) cast of 2.7 to a long is 2 and of -2.7 is -2; DuckDB would round."""
+    import duckdb
+
+    t = translate("SELECT CAST(delta AS BIGINT) AS d, CAST(-2.7 AS INTEGER) AS n, CAST(added AS BIGINT) AS a FROM wiki",
+                  CATALOG)
+    con = duckdb.connect()
+    con.execute('CREATE TABLE wiki ("__time" TIMESTAMP, page VARCHAR, "user" VARCHAR, added BIGINT, delta DOUBLE, '
+                "ratio FLOAT)")
+    con.execute("INSERT INTO wiki VALUES (now(), 'a', 'u', 5, 2.7, 1), (now(), 'b', 'u', 6, -2.7, 1), "
+                "(now(), 'c', 'u', 7, NULL, 1)")
+    assert con.execute(t.sql).fetchall() == [(2, -2, 5), (-2, -2, 6), (None, -2, 7)]
