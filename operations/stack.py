@@ -33,7 +33,9 @@ from operations.processes import (
 )
 from radstack.config import Settings
 from radstack.datasources import load_catalog
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import MAX_REPLICAS
+from radstack.storage.supervisors import load_supervisors
 from realtime.archiver.settings import archiver_config
 from realtime.spool import SpoolStats
 from realtime.spool import inspect as inspect_spool
@@ -143,9 +145,13 @@ PROCESSES: list[ProcessSpec] = [
 
 
 def _has_streaming_specs(s: Any) -> bool:
+    """A spec file with topics, or a supervisor posted to the supervisor API (``radctl up`` again
+    starts the streaming process after the first supervisor is posted)."""
     try:
-
-        return any(spec.processing.topics for spec in load_catalog(s).values())
+        if any(spec.processing.topics for spec in load_catalog(s).values()):
+            return True
+        with MetadataStore.from_settings(s, create=False) as md:
+            return bool(load_supervisors(md))
     except Exception:
         return False
 

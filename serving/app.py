@@ -43,6 +43,7 @@ from serving.jobs import BatchJobs
 from serving.lookups_api import router as lookups_router
 from serving.metrics_api import install as install_metrics
 from serving.overlord.api import router as overlord_router
+from serving.overlord.supervisors_api import router as supervisors_router
 from serving.overlord.tasks import TaskRunner
 from serving.subscriptions import SubscriptionHub
 from serving.subscriptions_api import router as subscriptions_router
@@ -308,6 +309,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         return {"selfDiscovered": True}
 
     app.include_router(overlord_router)
+    app.include_router(supervisors_router)
     app.include_router(coordinator_router)
     app.include_router(lookups_router)
     app.include_router(sql_router)

@@ -120,9 +120,10 @@ def authenticate(header: str | None, users: Mapping[str, User]) -> User | None:
 
 
 def required(method: str, path: str) -> tuple[str, str, str] | None:
-    """The (resource type, name, action) a request needs before its handler runs; None for queries and
-    tasks, whose handlers check the datasources they touch."""
-    if path.startswith(QUERY_PREFIXES) or (method.upper() == "POST" and path == "/druid/indexer/v1/task"):
+    """The (resource type, name, action) a request needs before its handler runs; None for queries,
+    tasks and supervisor changes, whose handlers check the datasources they touch."""
+    if path.startswith(QUERY_PREFIXES) or (method.upper() == "POST" and (
+            path == "/druid/indexer/v1/task" or path.startswith("/druid/indexer/v1/supervisor"))):
         return None
     if method.upper() in READ_METHODS:
         return ("STATE", "STATE", "READ")

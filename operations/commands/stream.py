@@ -7,13 +7,19 @@ import logging
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from radstack.config import load_settings
 from radstack.datasources import load_catalog
+from radstack.storage.metadata import MetadataStore
 from realtime.streaming.job import StreamingJob, stream_options
+from realtime.streaming.supervised import SupervisedStreams
+
+SUPERVISE_SECONDS = 2.0  # how often the supervisors' records are read
 
 
 def stream(
@@ -42,7 +48,10 @@ def stream(
     if unknown:
         typer.echo(f"unknown datasource(s): {', '.join(unknown)} (specs are read from {settings.datasources_dir})", err=True)
         raise typer.Exit(2)
-    if not names:
+    # the supervisors posted to the supervisor API run here too (not with --datasource, --available-now
+    # or in a replica: they are the Overlord's long-running streams)
+    supervise = not datasource and not available_now and replica == 0
+    if not names and not supervise:
         typer.echo(f"no datasource spec with processing.topics in {settings.datasources_dir}", err=True)
         raise typer.Exit(2)
     opts = stream_options(settings, available_now=available_now)
@@ -75,6 +84,10 @@ def stream(
         t = threading.Thread(target=_run, args=(j,), daemon=True)
         t.start()
         threads.append(t)
+    if supervise:
+        t = threading.Thread(target=_supervise, args=(settings, opts, jobs, stop, timeout, errors), daemon=True)
+        t.start()
+        threads.append(t)
     for t in threads:
         while t.is_alive():
             t.join(0.5)
@@ -88,3 +101,22 @@ def stream(
         typer.echo(f"{j.spec.name}: {st.get('counters', {})}")
     if failed:
         raise typer.Exit(1)
+
+
+def _supervise(settings: Any, opts: Any, jobs: list[StreamingJob], stop: threading.Event, timeout: float | None,
+               errors: list[str]) -> None:
+    """Keep the supervisors' queries in line with their records until stopped (or ``timeout``)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    metadata = MetadataStore.from_settings(settings)
+    streams = SupervisedStreams(settings, metadata, opts, spark=jobs[0].spark if jobs else None)
+    try:
+        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
+            try:
+                streams.reconcile()
+            except Exception as e:  # a bad record or a failing query: report it and keep the others going
+                logging.getLogger(__name__).exception("supervised streams")
+                errors.append(f"supervisors: {e}")
+            stop.wait(SUPERVISE_SECONDS)
+    finally:
+        streams.stop()
+        metadata.close()

@@ -21,6 +21,7 @@ from radstack.intervals import format_instant, parse_instant
 from radstack.pipeline.dedup import ENTERED_METRIC_PREFIX, PASSED_METRIC_PREFIX
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import MAX_REPLICAS, progress_key, state_key
+from radstack.storage.supervisors import load_supervisors
 
 __all__ = ["ProgressTracker", "lag_from_progress", "status_view"]
 
@@ -206,12 +207,15 @@ def streaming_status(settings: Settings, metadata: MetadataStore = None) -> dict
 
 
 def streaming_health(settings: Settings, max_age_seconds: float = 60.0, replica: int = 0) -> bool:
-    """True when every streaming datasource reported progress (of ``replica``) within ``max_age_seconds``."""
+    """True when every streaming datasource (spec files with topics, running supervisors) reported
+    progress (of ``replica``) within ``max_age_seconds``."""
 
     try:
 
         names = [n for n, s in load_catalog(settings).items() if s.processing.topics]
         with MetadataStore.from_settings(settings, create=False) as md:
+            if replica == 0:  # the supervisors' streams run in the first streaming process
+                names += [k for k, r in load_supervisors(md).items() if not r.suspended]
             now = now_millis()
             for n in names:
                 p = md.get_state(progress_key(n, replica)) or {}

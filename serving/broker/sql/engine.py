@@ -89,7 +89,7 @@ def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata:
         return sys_tables.server_segments_table(broker, server.host, server.port)
     if table == "tasks":
         return sys_tables.tasks_table(metadata)
-    return sys_tables.supervisors_table()
+    return sys_tables.supervisors_table(metadata)
 
 
 _COLUMN_RE = re.compile(r'Referenced column "([^"]+)" not found|Column "([^"]+)" referenced that exists in the SELECT')

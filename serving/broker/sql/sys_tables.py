@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from radstack.intervals import format_instant
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.supervisors import load_supervisors
 
 S, L = pa.string(), pa.int64()
 
@@ -126,6 +127,10 @@ def tasks_table(metadata: MetadataStore) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=TASKS)
 
 
-def supervisors_table() -> pa.Table:
-    """Streaming runs as a Spark job here, not as Druid supervisors: the table is empty."""
-    return pa.Table.from_pylist([], schema=SUPERVISORS)
+def supervisors_table(metadata: MetadataStore | None) -> pa.Table:
+    """The Kafka supervisors posted to the supervisor API (each runs as a Spark streaming query)."""
+    records = load_supervisors(metadata) if metadata is not None else {}
+    rows = [{"supervisor_id": r.id, "state": r.state, "detailed_state": r.state, "healthy": 1, "type": "kafka",
+             "source": r.topic, "suspended": int(r.suspended), "spec": orjson.dumps(r.spec).decode()}
+            for r in sorted(records.values(), key=lambda r: r.id)]
+    return pa.Table.from_pylist(rows, schema=SUPERVISORS)

@@ -34,14 +34,39 @@ export async function ingestionView(main, { session }) {
   main.append(backfillPanel(session));
   main.append(live);
   const load = async () => {
-    const data = await getJSON("/radstack/v1/ingestion");
-    live.replaceChildren(streamingPanel(data.streaming), archiverPanel(data.archiver), tasksPanel(data.tasks));
+    const [data, supervisors] = await Promise.all([getJSON("/radstack/v1/ingestion"),
+      getJSON("/druid/indexer/v1/supervisor?full").catch(() => [])]);
+    live.replaceChildren(supervisorsPanel(supervisors, load), streamingPanel(data.streaming), archiverPanel(data.archiver),
+      tasksPanel(data.tasks));
     const u = document.getElementById("ing-updated");
     if (u) u.textContent = `as of ${data.now.slice(11, 19)} UTC · refreshes every 5 s`;
   };
   try { await load(); } catch (e) { live.replaceChildren(errorBox(e)); }
   const timer = setInterval(() => load().catch(() => {}), 5000);
   return () => clearInterval(timer);
+}
+
+// Druid Kafka supervisors (POST /druid/indexer/v1/supervisor), each run as a streaming query.
+function supervisorsPanel(supervisors, reload) {
+  const p = el("div", { class: "panel", id: "supervisors" }, el("h2", {}, "Supervisors"));
+  if (!supervisors.length) {
+    p.append(el("p", { class: "muted" }, "No Kafka supervisor posted (POST /druid/indexer/v1/supervisor)."));
+    return p;
+  }
+  const act = (id, what) => postJSON(`/druid/indexer/v1/supervisor/${encodeURIComponent(id)}/${what}`, {})
+    .then(reload).catch((e) => p.append(errorBox(e)));
+  p.append(el("table", { class: "grid" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Datasource"), el("th", {}, "Topic"), el("th", {}, "State"),
+      el("th", { class: "num" }, "Lag"), el("th", {}, "Committed offsets"), el("th", {}, ""))),
+    el("tbody", {}, supervisors.map((s) => {
+      const st = s.statusPayload || {};
+      return el("tr", { "data-supervisor": s.id }, el("td", {}, s.id), el("td", {}, st.stream || ""), el("td", {}, st.state || ""),
+        el("td", { class: "num" }, fmtNum(st.aggregateLag ?? 0)),
+        el("td", {}, Object.entries(st.committedOffsets || {}).map(([k, o]) => `p${k}: ${fmtNum(o)}`).join(", ")),
+        el("td", {}, el("button", { onclick: () => act(s.id, st.suspended ? "resume" : "suspend") },
+          st.suspended ? "Resume" : "Suspend")));
+    }))));
+  return p;
 }
 
 function streamingPanel(jobs) {

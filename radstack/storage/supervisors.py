@@ -1,0 +1,142 @@
+"""Druid Kafka supervisors as radstack runs them: a supervisor spec posted to the Overlord API becomes a
+record in the metadata store (config key ``supervisors``, as Druid keeps its ``druid_supervisors``), and
+the streaming process (``radctl stream``, :mod:`realtime.streaming.supervised`) runs one Spark
+streaming query per running supervisor.
+
+A record holds the posted spec, the radstack datasource spec made from it, and the state the API
+sets: ``RUNNING``, ``SUSPENDED`` or (after terminate) removed; ``generation`` goes up on every update,
+``resetGeneration`` on every reset, so the streaming process restarts a query when either changes.
+
+What a Druid Kafka supervisor spec maps to (:func:`datasource_spec_from_supervisor`):
+
+- ``dataSchema`` → the datasource's ``dataSchema`` (the same parser as every spec);
+- ``ioConfig.topic`` → ``processing.topics``; ``ioConfig.inputFormat`` must be ``json``;
+- ``ioConfig.useEarliestOffset`` (Druid's default ``false``) → where a new query starts;
+- ``ioConfig.consumerProperties["bootstrap.servers"]`` is kept for the status but **not used**: the
+  streaming job reads the Kafka cluster of radstack's configuration, so a client cannot point the
+  server at another host;
+- ``tuningConfig`` and the task settings (``taskCount``, ``replicas``, ``taskDuration`` …) are kept
+  and reported, not applied: one Spark query per datasource does the work of Druid's tasks.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from radstack.clock import now_millis
+from radstack.intervals import format_instant
+from radstack.spec import DatasourceSpec, SpecError, load_datasource_spec
+from radstack.storage.metadata import MetadataStore
+
+__all__ = ["CONFIG_KEY", "SupervisorError", "SupervisorRecord", "datasource_spec_from_supervisor",
+           "load_supervisors", "save_supervisor", "delete_supervisor"]
+
+CONFIG_KEY = "supervisors"
+STATES = ("RUNNING", "SUSPENDED")
+
+
+class SupervisorError(ValueError):
+    """A supervisor spec radstack cannot run: ``field`` and what is wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+@dataclass
+class SupervisorRecord:
+    id: str
+    spec: dict[str, Any]  # the spec as posted
+    datasource: dict[str, Any]  # the radstack datasource spec made from it (JSON)
+    state: str = "RUNNING"
+    generation: int = 1
+    reset_generation: int = 0
+    created: str = field(default_factory=lambda: format_instant(now_millis()))
+    updated: str = field(default_factory=lambda: format_instant(now_millis()))
+
+    @property
+    def suspended(self) -> bool:
+        return self.state == "SUSPENDED"
+
+    @property
+    def topic(self) -> str:
+        return str(self.datasource["processing"]["topics"][0])
+
+    @property
+    def use_earliest_offset(self) -> bool:
+        return bool(_io_config(self.spec).get("useEarliestOffset", False))
+
+    def datasource_spec(self) -> DatasourceSpec:
+        return load_datasource_spec(copy.deepcopy(self.datasource))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "spec": self.spec, "datasource": self.datasource, "state": self.state,
+                "generation": self.generation, "resetGeneration": self.reset_generation,
+                "created": self.created, "updated": self.updated}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> SupervisorRecord:
+        return cls(id=str(raw["id"]), spec=dict(raw["spec"]), datasource=dict(raw["datasource"]),
+                   state=str(raw.get("state", "RUNNING")), generation=int(raw.get("generation", 1)),
+                   reset_generation=int(raw.get("resetGeneration", 0)), created=str(raw.get("created", "")),
+                   updated=str(raw.get("updated", "")))
+
+
+def _inner(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Druid accepts the parts at the top level or under ``spec``."""
+    inner = spec.get("spec")
+    return inner if isinstance(inner, Mapping) else spec
+
+
+def _io_config(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    io = _inner(spec).get("ioConfig")
+    return io if isinstance(io, Mapping) else {}
+
+
+def datasource_spec_from_supervisor(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The radstack datasource spec (JSON) a Druid Kafka supervisor spec runs as; raises
+    :class:`SupervisorError` for what cannot run here."""
+    if not isinstance(spec, Mapping):
+        raise SupervisorError("", "a supervisor spec is a JSON object")
+    if str(spec.get("type", "kafka")).lower() != "kafka":
+        raise SupervisorError("type", f"only Kafka supervisors run here, not {spec.get('type')!r}")
+    inner = _inner(spec)
+    data_schema = inner.get("dataSchema")
+    if not isinstance(data_schema, Mapping):
+        raise SupervisorError("spec.dataSchema", "is required")
+    io = _io_config(spec)
+    topic = io.get("topic")
+    if not isinstance(topic, str) or not topic:
+        raise SupervisorError("spec.ioConfig.topic", "a Kafka topic is required (topicPattern is not supported)")
+    fmt = io.get("inputFormat") or (data_schema.get("parser") or {}).get("parseSpec") or {"type": "json"}
+    if str(fmt.get("type", fmt.get("format", "json"))).lower() != "json":
+        raise SupervisorError("spec.ioConfig.inputFormat", f"only json input runs here, not {fmt.get('type')!r}")
+    out = {"dataSchema": copy.deepcopy(dict(data_schema)), "processing": {"topics": [topic]}}
+    try:
+        load_datasource_spec(copy.deepcopy(out))
+    except SpecError as e:
+        raise SupervisorError(f"spec.{e.path}" if e.path else "spec", e.reason) from e
+    return out
+
+
+def load_supervisors(metadata: MetadataStore) -> dict[str, SupervisorRecord]:
+    raw = metadata.get_config(CONFIG_KEY, {}) or {}
+    return {k: SupervisorRecord.from_json(v) for k, v in raw.items()}
+
+
+def save_supervisor(metadata: MetadataStore, record: SupervisorRecord) -> None:
+    records = load_supervisors(metadata)
+    record.updated = format_instant(now_millis())
+    records[record.id] = record
+    metadata.set_config(CONFIG_KEY, {k: r.to_json() for k, r in records.items()})
+
+
+def delete_supervisor(metadata: MetadataStore, supervisor_id: str) -> bool:
+    records = load_supervisors(metadata)
+    if records.pop(supervisor_id, None) is None:
+        return False
+    metadata.set_config(CONFIG_KEY, {k: r.to_json() for k, r in records.items()})
+    return True
