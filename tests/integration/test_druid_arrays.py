@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from serving.druid_cluster.submit import OverlordClient
+from tests.fixtures.druid_tasks import inline_task
 from tests.integration.test_druid_cluster import native, sql, sync_broker, wait_broker_serves
 
 pytestmark = [pytest.mark.slow, pytest.mark.druid]
@@ -27,29 +28,13 @@ EVENTS = [
 
 
 def task() -> dict[str, Any]:
-    data = "\n".join(orjson.dumps({**e, "mv": e["tags"]}).decode() for e in EVENTS)
-    return {
-        "type": "index_parallel",
-        "spec": {
-            "dataSchema": {
-                "dataSource": DS,
-                "timestampSpec": {"column": "ts", "format": "iso"},
-                "dimensionsSpec": {"dimensions": [
-                    "page",
-                    {"type": "auto", "name": "tags", "castToType": "ARRAY<STRING>"},
-                    {"type": "auto", "name": "codes", "castToType": "ARRAY<LONG>"},
-                    {"type": "string", "name": "mv", "multiValueHandling": "ARRAY"},
-                ]},
-                "metricsSpec": [{"type": "count", "name": "count"},
-                                {"type": "longSum", "name": "added", "fieldName": "added"}],
-                "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "none", "rollup": False,
-                                    "intervals": [INTERVAL]},
-            },
-            "ioConfig": {"type": "index_parallel", "inputSource": {"type": "inline", "data": data},
-                         "inputFormat": {"type": "json"}},
-            "tuningConfig": {"type": "index_parallel", "partitionsSpec": {"type": "dynamic"}},
-        },
-    }
+    dimensions = ["page", {"type": "auto", "name": "tags", "castToType": "ARRAY<STRING>"},
+                  {"type": "auto", "name": "codes", "castToType": "ARRAY<LONG>"},
+                  {"type": "string", "name": "mv", "multiValueHandling": "ARRAY"}]
+    metrics = [{"type": "count", "name": "count"}, {"type": "longSum", "name": "added", "fieldName": "added"}]
+    return inline_task(DS, [{**e, "mv": e["tags"]} for e in EVENTS], dimensions, metrics,
+                       {"segmentGranularity": "hour", "queryGranularity": "none", "rollup": False,
+                        "intervals": [INTERVAL]})
 
 
 QUERIES = [

@@ -9,10 +9,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from serving.druid_cluster.submit import OverlordClient
+from tests.fixtures.druid_tasks import inline_task
 from tests.integration.test_druid_cluster import sql, sync_broker, wait_broker_serves
 
 pytestmark = [pytest.mark.slow, pytest.mark.druid]
@@ -27,27 +27,12 @@ def events(n: int = 4000, seed: int = 11) -> list[dict[str, Any]]:
              "user": f"user-{rng.randrange(6000)}"} for i in range(n)]
 
 
-def task(data: str, data_source: str = DS, dimensions: tuple[str, ...] = ("page",)) -> dict[str, Any]:
-    return {
-        "type": "index_parallel",
-        "spec": {
-            "dataSchema": {
-                "dataSource": data_source,
-                "timestampSpec": {"column": "ts", "format": "iso"},
-                "dimensionsSpec": {"dimensions": list(dimensions)},
-                "metricsSpec": [
-                    {"type": "count", "name": "count"},
-                    {"type": "HLLSketchBuild", "name": "users_hll", "fieldName": "user", "lgK": 12, "tgtHllType": "HLL_4"},
-                    {"type": "thetaSketch", "name": "users_theta", "fieldName": "user", "size": 1024},
-                ],
-                "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "hour", "rollup": True,
-                                    "intervals": [INTERVAL]},
-            },
-            "ioConfig": {"type": "index_parallel", "inputSource": {"type": "inline", "data": data},
-                         "inputFormat": {"type": "json"}},
-            "tuningConfig": {"type": "index_parallel", "partitionsSpec": {"type": "dynamic"}},
-        },
-    }
+def task(rows: list[dict[str, Any]], data_source: str = DS, dimensions: tuple[str, ...] = ("page",)) -> dict[str, Any]:
+    metrics = [{"type": "count", "name": "count"},
+               {"type": "HLLSketchBuild", "name": "users_hll", "fieldName": "user", "lgK": 12, "tgtHllType": "HLL_4"},
+               {"type": "thetaSketch", "name": "users_theta", "fieldName": "user", "size": 1024}]
+    return inline_task(data_source, rows, dimensions, metrics, {"segmentGranularity": "hour", "queryGranularity": "hour",
+                                                                "rollup": True, "intervals": [INTERVAL]})
 
 
 QUERIES = [
@@ -61,8 +46,7 @@ QUERIES = [
 
 
 def test_hll_and_theta_estimates_equal_druids(radstack_server: Any, local_druid: Any, tmp_path: Path) -> None:
-    data = "\n".join(orjson.dumps(e).decode() for e in events())
-    tasks = (task(data), task(data, "sketched_raw", ("page", "user")))
+    tasks = (task(events()), task(events(), "sketched_raw", ("page", "user")))
     for url in (radstack_server.url, local_druid.overlord_url):
         with OverlordClient(url) as client:
             for t in tasks:
