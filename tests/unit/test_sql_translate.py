@@ -181,3 +181,17 @@ def test_a_double_cast_to_an_integer_truncates_toward_zero() -> None:
     con.execute("INSERT INTO wiki VALUES (now(), 'a', 'u', 5, 2.7, 1), (now(), 'b', 'u', 6, -2.7, 1), "
                 "(now(), 'c', 'u', 7, NULL, 1)")
     assert con.execute(t.sql).fetchall() == [(2, -2, 5), (-2, -2, 6), (None, -2, 7)]
+
+
+def test_translations_are_memoized_per_catalog_unless_they_read_the_clock() -> None:
+    from serving.broker.sql.catalog import Catalog
+
+    catalog = Catalog(dict(CATALOG.datasources))
+    sql = "SELECT page, SUM(added) FROM wiki GROUP BY 1"
+    first = translate(sql, catalog)
+    assert translate(sql, catalog) is first  # the same catalog (a broker generation): translated once
+    assert translate(sql, catalog, context={"sqlTimeZone": "Asia/Tokyo"}) is not first
+    assert translate(sql, Catalog(dict(CATALOG.datasources))) is not first  # a new generation
+    now = "SELECT CURRENT_TIMESTAMP AS t, page FROM wiki"
+    a, b = translate(now, catalog, now_ms=1_000), translate(now, catalog, now_ms=2_000)
+    assert a is not b and a.sql != b.sql

@@ -25,6 +25,9 @@ SYSTEM_TABLES: dict[tuple[str, str], str] = {
 LOOKUP_COLUMNS: tuple[tuple[str, str], ...] = (("k", "VARCHAR"), ("v", "VARCHAR"))
 
 
+#: how many translations and schemas one catalog keeps (the oldest go first)
+MEMO_SIZE = 512
+
 #: Druid ARRAY column types → the SQL type sqlglot annotates them with
 _ARRAY_SQL_TYPES = {"ARRAY<STRING>": "ARRAY<VARCHAR>", "ARRAY<LONG>": "ARRAY<BIGINT>", "ARRAY<DOUBLE>": "ARRAY<DOUBLE>"}
 
@@ -71,6 +74,20 @@ class Catalog:
     #: lookup name → :class:`serving.lookups.LoadedLookup` (its table has columns ``k``, ``v``): the
     #: ``lookup`` schema and ``LOOKUP()``
     lookups: dict[str, Any] = field(default_factory=dict)
+    #: per catalog (a broker generation): sqlglot schemas built once, and recent translations
+    _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    def memo(self, key: Any, build: Any) -> Any:
+        """``build()`` once per ``key`` for this catalog (at most :data:`MEMO_SIZE` entries kept)."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        value = build()
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.pop(next(iter(self._memo)), None)
+        self._memo[key] = value
+        return value
 
     @classmethod
     def from_broker(cls, broker) -> Catalog:  # type: ignore[no-untyped-def]

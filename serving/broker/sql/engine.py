@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,13 +63,26 @@ class SqlResult:
         self._stack.close()
 
 
+#: broker id → (its last state, the catalog made from it): one catalog per broker generation, so what
+#: a catalog memoizes (sqlglot schemas, translations) lives as long as the generation
+_CATALOGS: dict[int, tuple[Any, Catalog]] = {}
+_CATALOGS_LOCK = threading.Lock()
+
+
 def catalog_of(broker: Any, state: Any = None) -> Catalog:
     """The SQL catalog from a broker state snapshot (or from ``broker.datasources()``/``columns()``)."""
     if state is not None and hasattr(state, "datasources"):
-        return Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
-                        for ds, st in state.datasources.items()},
-                       {ds: st.projections for ds, st in state.datasources.items() if st.projections},
-                       dict(getattr(state, "lookups", {})))
+        with _CATALOGS_LOCK:
+            hit = _CATALOGS.get(id(broker))
+        if hit is not None and hit[0] is state:
+            return hit[1]
+        catalog = Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
+                           for ds, st in state.datasources.items()},
+                          {ds: st.projections for ds, st in state.datasources.items() if st.projections},
+                          dict(getattr(state, "lookups", {})))
+        with _CATALOGS_LOCK:
+            _CATALOGS[id(broker)] = (state, catalog)
+        return catalog
     return Catalog.from_broker(broker)
 
 

@@ -5,6 +5,7 @@ rewrite rules and re-check the result."""
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,7 +81,25 @@ def translate(
     system_schema: dict[str, dict[str, str]] | None = None,
     max_string_bytes: int = 1024 * 1024,
 ) -> Translation:
-    """Translate one Druid SQL query; raise :class:`serving.errors.DruidError` for anything refused."""
+    """Translate one Druid SQL query; raise :class:`serving.errors.DruidError` for anything refused.
+
+    A query that does not read the clock (``CURRENT_TIMESTAMP``, ``CURRENT_DATE``, ``NOW()`` …) is
+    translated once per catalog (a broker generation) and context: dashboards repeat their queries."""
+    if _NOW.search(sql) is None:
+        key = ("translation", sql, repr(sorted((context or {}).items())), repr(parameters), max_string_bytes,
+               id(system_schema))
+        return catalog.memo(key, lambda: _translate_now(sql, catalog, context, parameters, now_ms, system_schema,
+                                                        max_string_bytes))
+    return _translate_now(sql, catalog, context, parameters, now_ms, system_schema, max_string_bytes)
+
+
+#: functions whose translation depends on the time it is made
+_NOW = re.compile(r"CURRENT_TIMESTAMP|CURRENT_DATE|CURRENT_TIME|LOCALTIME|\bNOW\s*\(", re.IGNORECASE)
+
+
+def _translate_now(sql: str, catalog: Catalog, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
+                   now_ms: int | None, system_schema: dict[str, dict[str, str]] | None,
+                   max_string_bytes: int) -> Translation:
     ctx = TranslationContext(
         catalog=catalog,
         now_ms=now_millis() if now_ms is None else now_ms,
