@@ -1,7 +1,7 @@
 """Fair side by side: radstack's broker against DuckDB holding the same rows in memory, and against a real
 Apache Druid 33 holding the same rows, on the dashboard mix of ``benchmarks/broker_bench.py``.
 
-    .venv/bin/python benchmarks/bench_vs_druid.py [--rows 1000000] [--requests 40] [--home /tmp/radstack-vs-druid]
+    .venv/bin/python benchmarks/bench_vs_druid.py [--rows 1000000] [--requests 40] [--home /tmp/radstack-vs-druid] [--skip-druid]
 
 1. Generates ``--rows`` events with ``broker_bench.generate`` (30 days, 5 dimensions of cardinality
    10 … 100,000, 3 metrics) and indexes them into radstack (DAY segments, rollup off: the same
@@ -201,6 +201,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=40)
     ap.add_argument("--repeat", type=int, default=15, help="in-memory runs per query (median)")
     ap.add_argument("--home", default="/tmp/radstack-vs-druid")
+    ap.add_argument("--skip-druid", action="store_true", help="only the in-memory comparison (a)")
     args = ap.parse_args()
     home = Path(args.home).resolve()
     home.mkdir(parents=True, exist_ok=True)
@@ -220,6 +221,8 @@ def main() -> None:
     for r in in_memory(settings, table, args.repeat):
         print(f"| {r['span']} | {r['query']} | {r['radstack_ms']:.1f} | {r['duckdb_ms']:.1f} | {r['ratio']:.2f} |")
 
+    if args.skip_druid:
+        return
     ensure_druid_jars()
     with tempfile.TemporaryDirectory(prefix="radstack-druid-bench-") as tmp:
         druid = LocalDruid(Path(tmp) / "druid", tuned=True)
