@@ -115,7 +115,8 @@ def _supervise(settings: Any, opts: Any, jobs: list[StreamingJob], stop: threadi
                 streams.reconcile()
             except Exception as e:  # a bad record or a failing query: report it and keep the others going
                 logging.getLogger(__name__).exception("supervised streams")
-                errors.append(f"supervisors: {e}")
+                if not errors or errors[-1] != f"supervisors: {e}":  # a lasting fault is reported once
+                    errors.append(f"supervisors: {e}")
             stop.wait(SUPERVISE_SECONDS)
     finally:
         streams.stop()
