@@ -35,7 +35,6 @@ __all__ = ["CONFIG_KEY", "SupervisorError", "SupervisorRecord", "datasource_spec
            "load_supervisors", "save_supervisor", "delete_supervisor"]
 
 CONFIG_KEY = "supervisors"
-STATES = ("RUNNING", "SUSPENDED")
 
 
 class SupervisorError(ValueError):

@@ -97,6 +97,16 @@ class LoadedSegment:
     def identifier(self) -> str:
         return self.segment.identifier
 
+    def marked_types(self) -> dict[str, str]:
+        """The Druid types the file's field marks give: sketch columns ``COMPLEX<family>``, ARRAY
+        columns ``ARRAY<…>`` (their DuckDB types, BLOB and VARCHAR[], do not say it)."""
+        return {**{name: f"COMPLEX<{family}>" for name, family in self.complex}, **dict(self.arrays)}
+
+    def druid_types(self) -> dict[str, str]:
+        """Every column's Druid type, in file order: the marked type, else the DuckDB type's."""
+        marked = self.marked_types()
+        return {name: marked.get(name) or druid_type(t) for name, t in self.columns}
+
 
 class SegmentLoadError(RuntimeError):
     """A segment's files could not be fetched or read."""

@@ -115,14 +115,12 @@ def union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
         for name, _ in c.loaded.columns:
             if name not in order:
                 order.append(name)
-    complex_types = {name: f"COMPLEX<{family}>" for c in reversed(newest_first) for name, family in c.loaded.complex}
-    array_types = {name: typ for c in reversed(newest_first) for name, typ in c.loaded.arrays}
+    marked = {name: typ for c in reversed(newest_first) for name, typ in c.loaded.marked_types().items()}
     out = []
     for name in order:
         kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
-        typ = complex_types.get(name) if types[name] == "BLOB" else None
-        if types[name] == MULTI_VALUE_TYPE:
-            typ = array_types.get(name)
+        # a sketch (BLOB) or ARRAY<STRING> (VARCHAR[]) column is known by its mark, not its DuckDB type
+        typ = marked.get(name) if types[name] in ("BLOB", MULTI_VALUE_TYPE) else None
         out.append(ColumnInfo(name, types[name], typ or druid_type(types[name]), kind))
     return tuple(out)
 

@@ -188,3 +188,17 @@ def test_native_quantiles_sketch_and_post_aggregators(env: Any) -> None:
             "postAggregations": [{"type": "quantilesDoublesSketchToQuantile", "name": "p", "fraction": 0.5,
                                   "field": {"type": "fieldAccess", "fieldName": "c"}}]})
     assert e.value.status == 400
+
+
+def test_segment_metadata_types_sketch_columns(env: Any) -> None:
+    """Sketch columns are COMPLEX<family> in segmentMetadata too (their strings were analysed before,
+    which failed on the binary column)."""
+    from serving.broker.native import run_native_query
+
+    out = run_native_query(env.service, {"queryType": "segmentMetadata", "dataSource": "visits",
+                                         "intervals": ["2024-01-01/2024-01-03"], "merge": True})
+    columns = out[0]["columns"]
+    assert {c: columns[c]["type"] for c in ("users_hll", "users_theta", "latency_q", "page")} == {
+        "users_hll": "COMPLEX<HLLSketch>", "users_theta": "COMPLEX<thetaSketch>",
+        "latency_q": "COMPLEX<quantilesDoublesSketch>", "page": "STRING"}
+    assert columns["users_hll"]["cardinality"] is None and columns["page"]["cardinality"] == 2

@@ -87,12 +87,10 @@ def _column_analysis(col: str, dtype: str, multi: bool) -> list[str]:
 
 def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: list[str]) -> dict[str, Any]:
     seg = loaded.segment
-    arrays = dict(loaded.arrays)
-    cols = []
-    for n, t in loaded.columns:
-        if _included(n, include):
-            multi = t.upper() == "VARCHAR[]" and n not in arrays
-            cols.append((n, arrays.get(n) or druid_type(t), multi))
+    duckdb_types = dict(loaded.columns)
+    # a multi-value dimension: a list of strings that is not an ARRAY<STRING> column
+    cols = [(n, t, t == "STRING" and duckdb_types[n].upper() == "VARCHAR[]")
+            for n, t in loaded.druid_types().items() if _included(n, include)]
     exprs = ["count(*)"]
     for name, dtype, multi in cols:
         exprs.append(f"count({q(name)})")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,9 +64,10 @@ class SqlResult:
         self._stack.close()
 
 
-#: broker id → (its last state, the catalog made from it): one catalog per broker generation, so what
-#: a catalog memoizes (sqlglot schemas, translations) lives as long as the generation
-_CATALOGS: dict[int, tuple[Any, Catalog]] = {}
+#: broker → (its last state, the catalog made from it): one catalog per broker generation, so what a
+#: catalog memoizes (sqlglot schemas, translations) lives as long as the generation (and no longer than
+#: the broker)
+_CATALOGS: weakref.WeakKeyDictionary[Any, tuple[Any, Catalog]] = weakref.WeakKeyDictionary()
 _CATALOGS_LOCK = threading.Lock()
 
 
@@ -73,7 +75,7 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
     """The SQL catalog from a broker state snapshot (or from ``broker.datasources()``/``columns()``)."""
     if state is not None and hasattr(state, "datasources"):
         with _CATALOGS_LOCK:
-            hit = _CATALOGS.get(id(broker))
+            hit = _CATALOGS.get(broker)
         if hit is not None and hit[0] is state:
             return hit[1]
         catalog = Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
@@ -81,7 +83,7 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
                           {ds: st.projections for ds, st in state.datasources.items() if st.projections},
                           dict(getattr(state, "lookups", {})))
         with _CATALOGS_LOCK:
-            _CATALOGS[id(broker)] = (state, catalog)
+            _CATALOGS[broker] = (state, catalog)
         return catalog
     return Catalog.from_broker(broker)
 
