@@ -1,4 +1,4 @@
-"""A real single-node HDFS (one NameNode + one DataNode) from the Apache Hadoop jars in ``.jvm/hadoop``.
+"""A real HDFS (one NameNode + one or more DataNodes) from the Apache Hadoop jars in ``.jvm/hadoop``.
 
 Used by the test suite (``tests/fixtures/hdfs.py``) and by developers who want a local HDFS:
 
@@ -6,9 +6,11 @@ Used by the test suite (``tests/fixtures/hdfs.py``) and by developers who want a
 
 Everything binds to 127.0.0.1 on free ports picked at start: the RPC port (``fs.defaultFS``), the
 NameNode HTTP port (WebHDFS, ``/jmx``) and the DataNode's transfer/HTTP/IPC ports. The DataNode
-registers as ``127.0.0.1`` so WebHDFS redirects (NameNode → DataNode) stay on loopback. Both JVMs run
-in their own process groups, log to ``<dir>/logs/{namenode,datanode}.log`` and are stopped by
-:meth:`HdfsCluster.stop` (TERM, then KILL).
+registers as ``127.0.0.1`` so WebHDFS redirects (NameNode → DataNode) stay on loopback. Every JVM runs
+in its own process group, logs to ``<dir>/logs/{namenode,datanode}.log`` (``datanode-N.log`` when there
+are several: ``datanodes=2, replication=2`` is the multi-node layout of ``operations.cluster``; each
+DataNode has its own conf dir with its ports and data dir) and is stopped by :meth:`HdfsCluster.stop`
+(TERM, then KILL).
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ JAVA17_OPENS = [
     )
 ]
 
+def _jmx(webhdfs_url: str, query: str) -> dict[str, object]:
+    """One bean of the NameNode's ``/jmx``."""
+    with urllib.request.urlopen(f"{webhdfs_url}/jmx?qry={query}", timeout=5) as r:  # noqa: S310 - loopback
+        beans = json.loads(r.read())["beans"]
+    return beans[0] if beans else {}
+
+
 WEB_XML = """\
 <?xml version="1.0" encoding="UTF-8"?>
 <web-app xmlns="http://xmlns.jcp.org/xml/ns/javaee" version="3.1"></web-app>
@@ -82,19 +91,27 @@ WEB_XML = """\
 
 
 @dataclass
+class DataNodePorts:
+    xfer: int
+    http: int
+    ipc: int
+
+
+@dataclass
 class HdfsPorts:
     rpc: int
     http: int
-    dn_xfer: int
-    dn_http: int
-    dn_ipc: int
+    datanodes: list[DataNodePorts]
 
     @classmethod
-    def pick(cls) -> HdfsPorts:
-        ports: set[int] = set()
-        while len(ports) < 5:
-            ports.add(free_port())
-        return cls(*ports)
+    def pick(cls, datanodes: int = 1) -> HdfsPorts:
+        ports: list[int] = []
+        while len(ports) < 2 + 3 * datanodes:
+            p = free_port()
+            if p not in ports:
+                ports.append(p)
+        dns = [DataNodePorts(*ports[2 + 3 * i: 5 + 3 * i]) for i in range(datanodes)]
+        return cls(ports[0], ports[1], dns)
 
 
 @dataclass
@@ -103,6 +120,8 @@ class HdfsCluster:
 
     base_dir: Path | None = None
     heap: str = "384m"
+    datanodes: int = 1
+    replication: int = 1
     user: str = field(default_factory=getpass.getuser)
     jvm_dir: Path | None = None
     start_timeout: float = 120.0
@@ -125,6 +144,32 @@ class HdfsCluster:
     @property
     def conf_dir(self) -> Path:
         return self._dir / "conf"
+
+    def datanode_names(self) -> list[str]:
+        return ["datanode"] if self.datanodes == 1 else [f"datanode-{i + 1}" for i in range(self.datanodes)]
+
+    def _datanode_conf_dir(self, i: int) -> Path:
+        return self.conf_dir if self.datanodes == 1 else self._dir / f"conf-{self.datanode_names()[i]}"
+
+    def pids(self) -> dict[str, int]:
+        """Process (group) id of every running JVM, by name (``namenode``, ``datanode-1`` …)."""
+        return {name: p.pid for name, p in self._procs.items() if p.poll() is None}
+
+    def live_datanodes(self) -> int:
+        """DataNodes the NameNode counts as live (its ``/jmx``)."""
+        return self.live_datanodes_at(self.webhdfs_url)
+
+    @staticmethod
+    def live_datanodes_at(webhdfs_url: str) -> int:
+        state = _jmx(webhdfs_url, "Hadoop:service=NameNode,name=FSNamesystemState")
+        return int(str(state.get("NumLiveDataNodes", 0)))
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one JVM (``datanode-2`` …), as a crash would: no shutdown hook runs."""
+        proc = self._procs[name]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
 
     @property
     def logs_dir(self) -> Path:
@@ -162,7 +207,7 @@ class HdfsCluster:
         t0 = time.monotonic()
         last: Exception | None = None
         for _ in range(attempts):
-            self.ports = HdfsPorts.pick()
+            self.ports = HdfsPorts.pick(self.datanodes)
             try:
                 self._start_once()
                 self.start_seconds = time.monotonic() - t0
@@ -179,8 +224,7 @@ class HdfsCluster:
         name_dir = self._dir / "name"
         if name_dir.exists():
             shutil.rmtree(name_dir)
-        data_dir = self._dir / "data"
-        if data_dir.exists():
+        for data_dir in self._dir.glob("data*"):
             shutil.rmtree(data_dir)
         if self.logs_dir.exists():
             shutil.rmtree(self.logs_dir)
@@ -200,14 +244,15 @@ class HdfsCluster:
         if rc != 0:
             raise HdfsClusterError(f"NameNode -format failed (exit {rc}); see {fmt_log}")
         self._spawn("namenode", "org.apache.hadoop.hdfs.server.namenode.NameNode")
-        self._spawn("datanode", "org.apache.hadoop.hdfs.server.datanode.DataNode")
+        for i, name in enumerate(self.datanode_names()):
+            self._spawn(name, "org.apache.hadoop.hdfs.server.datanode.DataNode", self._datanode_conf_dir(i))
         self._wait_ready()
 
-    def _spawn(self, name: str, main_class: str) -> None:
+    def _spawn(self, name: str, main_class: str, conf_dir: Path | None = None) -> None:
         log = (self.logs_dir / f"{name}.log").open("ab")
         try:
             self._procs[name] = subprocess.Popen(
-                self._java_cmd(main_class),
+                self._java_cmd(main_class, conf_dir=conf_dir),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -217,8 +262,9 @@ class HdfsCluster:
         finally:
             log.close()
 
-    def _java_cmd(self, main_class: str, *args: str) -> list[str]:
-        cp = f"{self.conf_dir}{os.pathsep}{jvm.classpath('hadoop', self.jvm_dir)}"
+    def _java_cmd(self, main_class: str, *args: str, conf_dir: Path | None = None) -> list[str]:
+        conf = conf_dir or self.conf_dir
+        cp = f"{conf}{os.pathsep}{jvm.classpath('hadoop', self.jvm_dir)}"
         return [
             jvm.java_bin(),
             f"-Xmx{self.heap}",
@@ -228,7 +274,7 @@ class HdfsCluster:
             *JAVA17_OPENS,
             f"-Dhadoop.log.dir={self.logs_dir}",
             f"-Dhadoop.home.dir={self._dir}",
-            f"-Dlog4j.configuration=file:{self.conf_dir / 'log4j.properties'}",
+            f"-Dlog4j.configuration=file:{conf / 'log4j.properties'}",
             f"-Duser.name={self.user}",
             "-cp",
             cp,
@@ -253,9 +299,8 @@ class HdfsCluster:
             "hadoop.http.staticuser.user": self.user,
         }
         hdfs = {
-            "dfs.replication": "1",
+            "dfs.replication": str(self.replication),
             "dfs.namenode.name.dir": (self._dir / "name").as_uri(),
-            "dfs.datanode.data.dir": (self._dir / "data").as_uri(),
             "dfs.permissions.enabled": "false",
             "dfs.webhdfs.enabled": "true",
             "dfs.namenode.rpc-address": f"127.0.0.1:{p.rpc}",
@@ -267,9 +312,6 @@ class HdfsCluster:
             "dfs.namenode.secondary.https-address": "127.0.0.1:0",
             "dfs.namenode.backup.address": "127.0.0.1:0",
             "dfs.namenode.backup.http-address": "127.0.0.1:0",
-            "dfs.datanode.address": f"127.0.0.1:{p.dn_xfer}",
-            "dfs.datanode.http.address": f"127.0.0.1:{p.dn_http}",
-            "dfs.datanode.ipc.address": f"127.0.0.1:{p.dn_ipc}",
             "dfs.datanode.https.address": "127.0.0.1:0",
             "dfs.datanode.hostname": "127.0.0.1",
             "dfs.datanode.use.datanode.hostname": "true",
@@ -286,14 +328,32 @@ class HdfsCluster:
             "dfs.blocksize": str(32 * 1024 * 1024),
             "dfs.namenode.fs-limits.min-block-size": str(1024 * 1024),
         }
-        (self.conf_dir / "core-site.xml").write_text(_site_xml(core))
-        (self.conf_dir / "hdfs-site.xml").write_text(_site_xml(hdfs))
-        (self.conf_dir / "log4j.properties").write_text(LOG4J)
+        # With one DataNode it shares the NameNode's conf dir; several each get their own (ports, data dir).
+        for i, name in enumerate(self.datanode_names()):
+            dn = p.datanodes[i]
+            data = "data" if self.datanodes == 1 else f"data-{name}"
+            hdfs_dn = {
+                **hdfs,
+                "dfs.datanode.data.dir": (self._dir / data).as_uri(),
+                "dfs.datanode.address": f"127.0.0.1:{dn.xfer}",
+                "dfs.datanode.http.address": f"127.0.0.1:{dn.http}",
+                "dfs.datanode.ipc.address": f"127.0.0.1:{dn.ipc}",
+            }
+            self._write_conf_dir(self._datanode_conf_dir(i), core, hdfs_dn)
+        if self.datanodes > 1:
+            self._write_conf_dir(self.conf_dir, core, hdfs)
+
+    @staticmethod
+    def _write_conf_dir(conf_dir: Path, core: dict[str, str], hdfs: dict[str, str]) -> None:
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        (conf_dir / "core-site.xml").write_text(_site_xml(core))
+        (conf_dir / "hdfs-site.xml").write_text(_site_xml(hdfs))
+        (conf_dir / "log4j.properties").write_text(LOG4J)
         # The Maven Central jars do not carry the NameNode/DataNode web UIs (the binary tarball does);
         # HttpServer2 only needs the webapp folders to exist on the classpath. WebHDFS and /jmx are
         # servlets registered in code, so empty webapps serve them fine.
         for app in ("hdfs", "datanode", "static"):
-            web_inf = self.conf_dir / "webapps" / app / "WEB-INF"
+            web_inf = conf_dir / "webapps" / app / "WEB-INF"
             web_inf.mkdir(parents=True, exist_ok=True)
             (web_inf / "web.xml").write_text(WEB_XML)
 
@@ -305,12 +365,6 @@ class HdfsCluster:
                 return True
         return False
 
-    def _jmx(self, query: str) -> dict[str, object]:
-        url = f"{self.webhdfs_url}/jmx?qry={query}"
-        with urllib.request.urlopen(url, timeout=5) as r:
-            beans = json.loads(r.read())["beans"]
-        return beans[0] if beans else {}
-
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
         last = "no answer yet"
@@ -321,11 +375,10 @@ class HdfsCluster:
                         f"{name} exited with {proc.returncode}; see {self.logs_dir / (name + '.log')}"
                     )
             try:
-                state = self._jmx("Hadoop:service=NameNode,name=FSNamesystemState")
-                info = self._jmx("Hadoop:service=NameNode,name=NameNodeInfo")
-                live = int(str(state.get("NumLiveDataNodes", 0)))
+                live = self.live_datanodes()
+                info = _jmx(self.webhdfs_url, "Hadoop:service=NameNode,name=NameNodeInfo")
                 safemode = str(info.get("Safemode", "?"))
-                if live >= 1 and safemode == "" and self._probe_write():
+                if live >= self.datanodes and safemode == "" and self._probe_write():
                     return
                 last = f"live datanodes={live}, safemode={safemode!r}"
             except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError) as e:

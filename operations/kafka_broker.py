@@ -81,7 +81,12 @@ logger.authorizer.level = WARN
 
 @dataclass
 class KafkaBroker:
-    """One single-node KRaft broker whose state lives in ``home/kafka``."""
+    """One KRaft node (broker + controller) whose state lives in ``home/kafka``.
+
+    Alone by default (a standalone quorum of itself). In a multi-node cluster (``operations.cluster``)
+    every node gets its own ``home``, its ``node_id``, the shared ``cluster_id`` and the static quorum
+    ``voters`` (node id → controller port); ``replication`` then sets the internal topics' and the
+    default replication factor, with ``min.insync.replicas`` = 2 once there are 3 replicas or more."""
 
     home: Path
     port: int = 9092
@@ -90,6 +95,10 @@ class KafkaBroker:
     heap: str = "512m"
     auto_create_topics: bool = False
     jvm_dir: Path | None = None
+    node_id: int = 1
+    voters: dict[int, int] = field(default_factory=dict)
+    cluster_id: str | None = None
+    replication: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -140,10 +149,17 @@ class KafkaBroker:
     # -- configuration ----------------------------------------------------------------------------
     def properties(self) -> dict[str, str]:
         h = self.host
+        rf = max(1, self.replication)
+        min_isr = 2 if rf >= 3 else 1
+        quorum = (
+            {"controller.quorum.voters": ",".join(f"{n}@{h}:{p}" for n, p in sorted(self.voters.items()))}
+            if self.voters
+            else {"controller.quorum.bootstrap.servers": f"{h}:{self.controller_port}"}
+        )
         props: dict[str, Any] = {
             "process.roles": "broker,controller",
-            "node.id": 1,
-            "controller.quorum.bootstrap.servers": f"{h}:{self.controller_port}",
+            "node.id": self.node_id,
+            **quorum,
             "listeners": f"PLAINTEXT://{h}:{self.port},CONTROLLER://{h}:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{h}:{self.port},CONTROLLER://{h}:{self.controller_port}",
             "controller.listener.names": "CONTROLLER",
@@ -151,15 +167,15 @@ class KafkaBroker:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(self.data_dir),
             "num.partitions": 1,
-            "default.replication.factor": 1,
-            "offsets.topic.replication.factor": 1,
+            "default.replication.factor": rf,
+            "offsets.topic.replication.factor": rf,
             "offsets.topic.num.partitions": 4,
-            "transaction.state.log.replication.factor": 1,
-            "transaction.state.log.min.isr": 1,
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": min_isr,
             "transaction.state.log.num.partitions": 4,
-            "share.coordinator.state.topic.replication.factor": 1,
-            "share.coordinator.state.topic.min.isr": 1,
-            "min.insync.replicas": 1,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": min_isr,
+            "min.insync.replicas": min_isr,
             "group.initial.rebalance.delay.ms": 0,
             "num.network.threads": 2,
             "num.io.threads": 2,
@@ -205,13 +221,15 @@ class KafkaBroker:
         if self.formatted:
             return False
         self.write_config()
+        # a static quorum (controller.quorum.voters) is formatted with the shared id and no --standalone
+        quorum_args = [] if self.voters else ["--standalone"]
         cmd = self._java(
             STORAGE_TOOL,
             "format",
-            f"--cluster-id={new_cluster_id()}",
+            f"--cluster-id={self.cluster_id or new_cluster_id()}",
             "-c",
             str(self.config_file),
-            "--standalone",
+            *quorum_args,
         )
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if res.returncode != 0:
@@ -241,6 +259,13 @@ class KafkaBroker:
 
         Returns the seconds it took (including a first-time format)."""
         t0 = time.monotonic()
+        self.launch()
+        self.wait_ready(timeout=timeout - (time.monotonic() - t0))
+        return time.monotonic() - t0
+
+    def launch(self) -> subprocess.Popen[bytes]:
+        """Prepare and spawn the broker in its own process group without waiting for it (the nodes of a
+        multi-node quorum must all be up before any of them serves)."""
         self.check_ports()
         self.prepare()
         self.out_file.parent.mkdir(parents=True, exist_ok=True)
@@ -253,8 +278,7 @@ class KafkaBroker:
                 start_new_session=True,
                 cwd=self.kafka_dir,
             )
-        self.wait_ready(timeout=timeout - (time.monotonic() - t0))
-        return time.monotonic() - t0
+        return self.process
 
     def wait_ready(self, timeout: float = 90.0) -> None:
         deadline = time.monotonic() + max(timeout, 1.0)

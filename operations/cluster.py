@@ -1,0 +1,233 @@
+"""A real multi-node cluster on one machine, no containers: 3 Kafka KRaft nodes, an HDFS NameNode with
+2 DataNodes (replication 2) and a Spark standalone master with 2 workers — every node its own JVM,
+process group, ports (loopback, picked free at start) and data dir under ``<home>/cluster``.
+
+``radctl cluster up|status|down`` drives it; ``up`` also writes ``<home>/cluster/radstack.yaml``, the
+settings that point radstack at it (brokers, ``replication_factor: 3``, HDFS deep storage,
+``spark.master: spark://…``), so every other command runs on the cluster with
+``RADSTACK_CONFIG=<home>/cluster/radstack.yaml``. ``state.json`` beside it records the pids and
+ports; ``status`` and ``down`` read it, so they work from any process.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from operations.hdfs_local import HdfsCluster
+from operations.kafka_broker import KafkaBroker, metadata_ok, new_cluster_id
+from operations.processes import free_port, pid_alive, process_start_time, stop_process_group
+from operations.spark_standalone import SparkStandalone, master_state
+from realtime.topics import admin_client
+
+STATE_FILE = "state.json"
+SETTINGS_FILE = "radstack.yaml"
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or is not running."""
+
+
+def _free_ports(n: int) -> list[int]:
+    ports: list[int] = []
+    while len(ports) < n:
+        p = free_port()
+        if p not in ports:
+            ports.append(p)
+    return ports
+
+
+@dataclass
+class LocalCluster:
+    """The nodes of one cluster in ``home/cluster``; :meth:`up` starts them all or none."""
+
+    home: Path
+    kafka_nodes: int = 3
+    datanodes: int = 2
+    spark_workers: int = 2
+    kafka_heap: str = "384m"
+    jvm_dir: Path | None = None
+    brokers: list[KafkaBroker] = field(default_factory=list)
+    hdfs: HdfsCluster | None = None
+    spark: SparkStandalone | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def dir(self) -> Path:
+        return self.home / "cluster"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap_servers for b in self.brokers)
+
+    @property
+    def settings_file(self) -> Path:
+        return self.dir / SETTINGS_FILE
+
+    # ---------------------------------------------------------------- lifecycle
+    def up(self, timeout: float = 180.0) -> LocalCluster:
+        if (self.dir / STATE_FILE).exists() and read_state(self.home)["running"]:
+            raise ClusterError(f"a cluster is already running from {self.dir}; `radctl cluster down` first")
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True)
+        try:
+            t0 = time.monotonic()
+            self._start_kafka(timeout)
+            self.timings["kafka"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            self.hdfs = HdfsCluster(base_dir=self.dir / "hdfs", datanodes=self.datanodes,
+                                    replication=min(2, self.datanodes), jvm_dir=self.jvm_dir)  # fmt: skip
+            self.hdfs.start()
+            self.timings["hdfs"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            self.spark = SparkStandalone(base_dir=self.dir / "spark", workers=self.spark_workers).start()
+            self.timings["spark"] = time.monotonic() - t0
+        except Exception:
+            self.down()
+            raise
+        self._write_state()
+        return self
+
+    def _start_kafka(self, timeout: float) -> None:
+        ports = _free_ports(2 * self.kafka_nodes)
+        voters = {i + 1: ports[2 * i + 1] for i in range(self.kafka_nodes)}
+        cid = new_cluster_id()
+        self.brokers = [
+            KafkaBroker(home=self.dir / f"kafka-{n}", port=ports[2 * (n - 1)], controller_port=voters[n],
+                        heap=self.kafka_heap, jvm_dir=self.jvm_dir, node_id=n, voters=voters, cluster_id=cid,
+                        replication=min(3, self.kafka_nodes))  # fmt: skip
+            for n in voters
+        ]
+        for b in self.brokers:  # a quorum serves only once a majority runs: spawn all, then wait
+            b.launch()
+        deadline = time.monotonic() + timeout
+        for b in self.brokers:
+            b.wait_ready(timeout=deadline - time.monotonic())
+        while time.monotonic() < deadline:  # every broker registered with the quorum
+            if kafka_brokers_registered(self.bootstrap_servers) >= self.kafka_nodes:
+                return
+            time.sleep(0.2)
+        raise ClusterError(f"only {kafka_brokers_registered(self.bootstrap_servers)} of {self.kafka_nodes} "
+                           f"Kafka brokers registered within {timeout:.0f}s")  # fmt: skip
+
+    def down(self) -> None:
+        if self.spark is not None:
+            self.spark.stop()
+        if self.hdfs is not None:
+            self.hdfs.stop()
+        for b in self.brokers:
+            b.stop(timeout=20)
+        state = self.dir / STATE_FILE
+        if state.exists():
+            state.unlink()
+
+    def restart_broker(self, node_id: int, timeout: float = 120.0) -> None:
+        """Start a (killed) Kafka node again on its ports and data; waits until it serves."""
+        b = self.brokers[node_id - 1]
+        b.launch()
+        b.wait_ready(timeout=timeout)
+        self._write_state()
+
+    def kill_broker(self, node_id: int) -> None:
+        """SIGKILL one Kafka node, as a crash would (its process group)."""
+        b = self.brokers[node_id - 1]
+        if b.process is not None:
+            stop_process_group(b.process.pid, timeout=0)
+            b.process.wait(timeout=10)
+            b.process = None
+
+    # ---------------------------------------------------------------- what others read
+    def pids(self) -> dict[str, int]:
+        out = {f"kafka-{b.node_id}": b.process.pid for b in self.brokers if b.process and b.process.poll() is None}
+        out.update(self.hdfs.pids() if self.hdfs else {})
+        out.update({f"spark-{k}": v for k, v in (self.spark.pids() if self.spark else {}).items()})
+        return out
+
+    def settings(self) -> dict[str, Any]:
+        """The radstack settings that run every job on this cluster."""
+        assert self.hdfs is not None and self.spark is not None
+        return {
+            "kafka": {"embedded": False, "bootstrap_servers": self.bootstrap_servers,
+                      "replication_factor": min(3, self.kafka_nodes)},
+            "deep_storage": self.hdfs.deep_storage_settings("/radstack"),
+            "spark": {"master": self.spark.master_url,
+                      "conf": {"spark.executor.memory": "1g", "spark.cores.max": str(self.spark_workers)}},
+        }  # fmt: skip
+
+    def _write_state(self) -> None:
+        assert self.hdfs is not None and self.spark is not None
+        pids = self.pids()
+        state = {
+            "home": str(self.home),
+            "processes": {name: {"pid": pid, "start_time": process_start_time(pid)} for name, pid in pids.items()},
+            "kafka": {"bootstrap_servers": self.bootstrap_servers, "nodes": self.kafka_nodes},
+            "hdfs": {"fs_url": self.hdfs.fs_url, "webhdfs_url": self.hdfs.webhdfs_url,
+                     "datanodes": self.datanodes, "logs": str(self.hdfs.logs_dir)},
+            "spark": {"master_url": self.spark.master_url, "web_url": self.spark.web_url,
+                      "workers": self.spark_workers, "logs": str(self.spark.logs_dir)},
+            "settings_file": str(self.settings_file),
+            "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
+        }  # fmt: skip
+        self.settings_file.write_text(
+            "# generated by `radctl cluster up` (operations/cluster.py): radstack on the local cluster\n"
+            + yaml.safe_dump(self.settings(), sort_keys=False)
+        )
+        (self.dir / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+
+
+def kafka_brokers_registered(bootstrap_servers: str, timeout: float = 3.0) -> int:
+    try:
+        return len(admin_client(bootstrap_servers).list_topics(timeout=timeout).brokers)
+    except Exception:  # noqa: BLE001 - no answer counts as none registered
+        return 0
+
+
+def read_state(home: Path) -> dict[str, Any]:
+    """The recorded cluster plus what runs now: each process alive or not, the brokers Kafka lists, the
+    DataNodes the NameNode counts live, the workers and applications of the Spark master."""
+    path = home / "cluster" / STATE_FILE
+    if not path.exists():
+        return {"running": False, "processes": {}}
+    state: dict[str, Any] = json.loads(path.read_text())
+    for info in state["processes"].values():
+        info["alive"] = pid_alive(int(info["pid"]), info.get("start_time"))
+    state["running"] = any(p["alive"] for p in state["processes"].values())
+    bs = state["kafka"]["bootstrap_servers"]
+    state["kafka"]["brokers_serving"] = sum(1 for b in bs.split(",") if metadata_ok(b, 2.0))
+    hdfs = state["hdfs"]
+    try:
+        hdfs["live_datanodes"] = HdfsCluster.live_datanodes_at(hdfs["webhdfs_url"])
+    except OSError:
+        hdfs["live_datanodes"] = None
+    try:
+        m = master_state(state["spark"]["web_url"])
+        state["spark"].update(alive_workers=m.get("aliveworkers"), master_status=m.get("status"),
+                              active_apps=len(m.get("activeapps", [])),
+                              completed_apps=len(m.get("completedapps", [])))  # fmt: skip
+    except OSError:
+        state["spark"]["master_status"] = None
+    return state
+
+
+def down_from_state(home: Path, timeout: float = 20.0) -> list[str]:
+    """Stop every recorded process still running (TERM, then KILL); returns the names stopped."""
+    path = home / "cluster" / STATE_FILE
+    if not path.exists():
+        return []
+    state = json.loads(path.read_text())
+    stopped = []
+    order = sorted(state["processes"].items(), key=lambda kv: (not kv[0].startswith("spark-worker"),
+                                                               not kv[0].startswith("spark"), kv[0]))  # fmt: skip
+    for name, info in order:
+        if pid_alive(int(info["pid"]), info.get("start_time")):
+            stop_process_group(int(info["pid"]), timeout)
+            stopped.append(name)
+    path.unlink()
+    return stopped
