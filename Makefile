@@ -9,7 +9,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JVM_STAMP := .jvm/.fetched
 
-.PHONY: quickstart test test-fast test-reliability test-druid lint jvm venv system clean help airflow
+.PHONY: quickstart test test-fast test-reliability test-druid test-cluster lint jvm venv system clean help airflow
 
 help:
 	@echo "make quickstart  - set up and run the end-to-end demo on the embedded stack"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-fast   - unit tests only (no JVM services)"
 	@echo "make test-reliability - hostile input, load with version swaps, kill -9 loops (also part of make test)"
 	@echo "make test-druid  - the Druid-cluster path against a real Apache Druid (the oracle)"
+	@echo "make test-cluster - the multi-node path: Kafka x3, HDFS NameNode + 2 DataNodes, Spark standalone (also part of make test)"
 	@echo "make lint        - ruff + the import-linter layer contracts"
 
 $(VENV)/bin/python:
@@ -77,6 +78,12 @@ test-fast: venv
 test-druid: system venv
 	mvn -q -B -f deploy/jvm/pom.xml -Pdruid -pl druid dependency:copy-dependencies
 	$(PY) -m pytest -q -m druid
+
+# The multi-node path on real processes (tests marked `cluster`, ~4 min; also part of `make test`):
+# `radctl cluster up`'s 3 Kafka nodes, HDFS with 2 DataNodes and Spark standalone with 2 workers, a broker
+# and a DataNode killed mid-run. See docs/deployment.md ("Ran here").
+test-cluster: system venv jvm
+	$(PY) -m pytest -q -m cluster
 
 lint: venv
 	$(PY) -m ruff check .

@@ -10,6 +10,7 @@ from operations.commands import (
     archiver,
     auth,
     backfill,
+    cluster,
     compact,
     config,
     druid,
@@ -30,6 +31,7 @@ app = typer.Typer(
 app.command("archiver")(archiver.run_archiver)
 app.add_typer(auth.auth_app, name="auth")
 app.command("backfill")(backfill.backfill)
+app.add_typer(cluster.cluster_app, name="cluster")
 app.command("compact")(compact.compact)
 app.command("config")(config.show_config)
 app.add_typer(druid.druid_app, name="druid")

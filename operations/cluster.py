@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from operations.spark_standalone import SparkStandalone, master_state
 from realtime.topics import admin_client
 
 STATE_FILE = "state.json"
+# a killed node is fenced (its partitions get new leaders) after 4 s instead of Kafka's default 9 s
+FAILOVER = {"broker.heartbeat.interval.ms": 1000, "broker.session.timeout.ms": 4000}
 SETTINGS_FILE = "radstack.yaml"
 
 
@@ -102,7 +105,7 @@ class LocalCluster:
         self.brokers = [
             KafkaBroker(home=self.dir / f"kafka-{n}", port=ports[2 * (n - 1)], controller_port=voters[n],
                         heap=self.kafka_heap, jvm_dir=self.jvm_dir, node_id=n, voters=voters, cluster_id=cid,
-                        replication=min(3, self.kafka_nodes))  # fmt: skip
+                        replication=min(3, self.kafka_nodes), extra=FAILOVER)  # fmt: skip
             for n in voters
         ]
         for b in self.brokers:  # a quorum serves only once a majority runs: spawn all, then wait
@@ -154,11 +157,15 @@ class LocalCluster:
         """The radstack settings that run every job on this cluster."""
         assert self.hdfs is not None and self.spark is not None
         return {
+            "home": str(self.home),
             "kafka": {"embedded": False, "bootstrap_servers": self.bootstrap_servers,
                       "replication_factor": min(3, self.kafka_nodes)},
             "deep_storage": self.hdfs.deep_storage_settings("/radstack"),
+            # the driver and the executors run this interpreter (its venv has radstack's dependencies)
             "spark": {"master": self.spark.master_url,
-                      "conf": {"spark.executor.memory": "1g", "spark.cores.max": str(self.spark_workers)}},
+                      "conf": {"spark.executor.memory": "1g", "spark.cores.max": str(self.spark_workers),
+                               "spark.pyspark.python": sys.executable,
+                               "spark.pyspark.driver.python": sys.executable}},
         }  # fmt: skip
 
     def _write_state(self) -> None:

@@ -320,6 +320,11 @@ class HdfsCluster:
             "dfs.namenode.safemode.extension": "0",
             "dfs.namenode.safemode.min.datanodes": "0",
             "dfs.heartbeat.interval": "1",
+            # a DataNode silent for 3 s is "stale": reads try its replicas last (WebHDFS redirects too) and
+            # writes avoid it, long before the NameNode declares it dead (heartbeat recheck below)
+            "dfs.namenode.stale.datanode.interval": "3000",
+            "dfs.namenode.avoid.read.stale.datanode": "true",
+            "dfs.namenode.avoid.write.stale.datanode": "true",
             "dfs.namenode.heartbeat.recheck-interval": "10000",
             "dfs.datanode.du.reserved": "0",
             "dfs.namenode.resource.du.reserved": str(16 * 1024 * 1024),

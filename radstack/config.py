@@ -212,6 +212,8 @@ class ArchiverSettings(Section):
     session_timeout_ms: int = Field(
         10_000, description="a killed archiver's partitions move to a new one after this long (broker minimum 6000)")
     metrics_port: int = Field(8201, description="Prometheus /metrics of the archiver process (0 = off)")
+    retry_seconds: float = Field(
+        120.0, description="a flush step that fails (deep storage or a Kafka broker away) is retried this long, then the archiver exits")
 
 
 class SparkSettings(Section):

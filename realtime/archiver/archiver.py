@@ -35,7 +35,7 @@ from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException
 
 from radstack.clock import now_millis
 from radstack.metrics import record_archive
-from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.deep_storage.base import DeepStorage, DeepStorageError
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import data_key, manifest_key
 from realtime.archiver.records import ColumnBuffer, to_table
@@ -69,9 +69,32 @@ class ArchiverConfig:
     compression: str = "zstd"
     session_timeout_ms: int = 10_000
     consumer_conf: dict[str, Any] = field(default_factory=dict)
+    # a flush step that fails (a DataNode or broker just died) is retried this long, then the run fails
+    retry_seconds: float = 120.0
 
     def timestamp_of(self, topic: str) -> tuple[str, str]:
         return self.timestamp_fields.get(topic, ("timestamp", "auto"))
+
+
+def _transient(e: Exception) -> bool:
+    """Deep-storage errors may pass; a Kafka error only when librdkafka says a retry can succeed (not,
+    say, a commit refused because the partition moved to another member)."""
+    if not isinstance(e, KafkaException):
+        return True
+    err = e.args[0] if e.args else None
+    return isinstance(err, KafkaError) and (err.retriable() or err.code() in _RETRIABLE_COMMIT)
+
+
+def _membership_lost(e: KafkaException) -> bool:
+    err = e.args[0] if e.args else None
+    return isinstance(err, KafkaError) and err.code() in (
+        KafkaError.UNKNOWN_MEMBER_ID, KafkaError.ILLEGAL_GENERATION, KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.FENCED_INSTANCE_ID, KafkaError._STATE)
+
+
+_RETRIABLE_COMMIT = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
+                     KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
+                     KafkaError.COORDINATOR_LOAD_IN_PROGRESS}  # fmt: skip
 
 
 @dataclass
@@ -111,6 +134,7 @@ class Archiver:
         self.watermarks = WatermarkTracker(config.group_id, metadata)
         self._stop = threading.Event()
         self._assigned = False
+        self._fenced = False
         conf = {
             "bootstrap.servers": config.bootstrap_servers,
             "group.id": config.group_id,
@@ -147,6 +171,7 @@ class Archiver:
             for tp in to_commit:
                 delete_committed_manifests(self.deep_storage, tp.topic, tp.partition, tp.offset)
         consumer.assign(partitions)
+        self._fenced = False
         self._assigned = bool(partitions)
         log.info("archiver assigned %s", [(tp.topic, tp.partition, tp.offset) for tp in partitions])
 
@@ -159,8 +184,10 @@ class Archiver:
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # The partitions already belong to someone else: drop the buffers, do not commit. Their
         # records are re-read by the new owner (nothing was committed for them).
-        for tp in partitions:
-            key = (tp.topic, tp.partition)
+        self._drop_buffers([(tp.topic, tp.partition) for tp in partitions])
+
+    def _drop_buffers(self, keys: list[tuple[str, int]]) -> None:
+        for key in keys:
             self.buffers.pop(key, None)
             self._buffer_started.pop(key, None)
             self._buffer_hour.pop(key, None)
@@ -198,6 +225,8 @@ class Archiver:
         return self.stats
 
     def _collect(self, msgs: list[Any]) -> None:
+        if self._fenced:  # records fetched before the rebalance: read again after it, from the commits
+            return
         groups: dict[tuple[str, int], list[Any]] = {}
         for m in msgs:
             err = m.error()
@@ -284,15 +313,29 @@ class Archiver:
             "created": now_millis(),
         }
         mkey = manifest_key(topic, partition, first, last)
-        self.deep_storage.put_bytes(json.dumps(manifest).encode(), mkey)
+        self._retry(lambda: self.deep_storage.put_bytes(json.dumps(manifest).encode(), mkey), mkey)
         self._maybe_fail("after_manifest")
         size = 0
         for k, local, _ in files:
             size += local.stat().st_size
-            self.deep_storage.put_file(local, k)
+            self._retry(lambda local=local, k=k: self.deep_storage.put_file(local, k), k)
             local.unlink()
         self._maybe_fail("after_move")
-        self.consumer.commit(offsets=[TopicPartition(topic, partition, last + 1)], asynchronous=False)
+        offsets = [TopicPartition(topic, partition, last + 1)]
+        try:
+            self._retry(lambda: self.consumer.commit(offsets=offsets, asynchronous=False), f"commit {key}")
+        except KafkaException as e:
+            if not _membership_lost(e):
+                raise
+            # The group moved on without this member (a broker holding the group died and the session
+            # ran out): every partition is gone. The manifest stays; whoever is assigned the partition
+            # next (this process after it rejoins, or another) finishes this flush in recovery, and
+            # every buffered record is read again from the committed offsets.
+            log.warning("archiver: commit of %s[%d] %d..%d refused (%s); left to recovery, buffers dropped",
+                        topic, partition, first, last, e)  # fmt: skip
+            self._drop_buffers(list(self.buffers))
+            self._fenced = True  # until the rebalance re-assigns from the committed offsets (after recovery)
+            return
         self._maybe_fail("after_commit")
         self.deep_storage.delete(mkey)
         s = self.stats
@@ -307,6 +350,23 @@ class Archiver:
             s.files_per_hour[hour_key] = s.files_per_hour.get(hour_key, 0) + 1
         self.watermarks.committed(key, last + 1)
         record_archive(topic, table.num_rows, size, self.watermarks.topic_watermarks().get(topic))
+
+    def _retry(self, step: Callable[[], Any], what: str) -> None:
+        """Run one flush step, again after a transient failure (deep storage or Kafka unreachable) with a
+        growing pause, for ``retry_seconds`` at most. Every step is idempotent: a file goes to a temp name
+        then onto its key, and committing the same offset twice is harmless."""
+        deadline = time.monotonic() + self.config.retry_seconds
+        pause = 0.2
+        while True:
+            try:
+                step()
+                return
+            except (DeepStorageError, OSError, KafkaException) as e:
+                if time.monotonic() + pause > deadline or not _transient(e):
+                    raise
+                log.warning("archiver: %s failed (%s); retrying in %.1fs", what, e, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
 
     def _maybe_fail(self, point: str) -> None:
         if self.fault == point:

@@ -29,4 +29,5 @@ def archiver_config(settings: Settings) -> ArchiverConfig:
         timestamp_fields=stamps,
         compression=settings.archiver.compression,
         session_timeout_ms=int(settings.archiver.session_timeout_ms),
+        retry_seconds=float(settings.archiver.retry_seconds),
     )

@@ -79,9 +79,11 @@ class HdfsDeepStorage:
         try:
             self.client.write(tmp, data=chunks, overwrite=True)
             self._rename_raw(tmp, dst, overwrite=True)
-        except BaseException:
+        except BaseException as e:
             with contextlib.suppress(HdfsError, OSError):
                 self.client.delete(tmp)
+            if isinstance(e, HdfsError):  # e.g. no DataNode could take the block: callers may retry
+                raise DeepStorageError(f"HDFS write of {key!r} failed: {e}") from e
             raise
         return self.load_spec(key)
 

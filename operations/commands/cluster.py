@@ -1,0 +1,84 @@
+"""``radctl cluster up|status|down``: the local multi-node cluster of :mod:`operations.cluster` (3 Kafka
+nodes, HDFS with 2 DataNodes, Spark standalone with 2 workers), in the background, no containers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from operations.cluster import ClusterError, LocalCluster, down_from_state, read_state
+from radstack.config import load_settings
+
+console = Console(highlight=False)
+cluster_app = typer.Typer(help="A local multi-node cluster: Kafka ×3, HDFS NameNode + DataNodes ×2, "
+                               "Spark standalone master + workers ×2.", no_args_is_help=True)  # fmt: skip
+
+CONFIG_OPT = typer.Option(None, "--config", "-c", help="radstack.yaml to read (for radstack.home).")
+
+
+def _home(config: Path | None) -> Path:
+    return Path(load_settings(config).home)
+
+
+@cluster_app.command("up")
+def up(
+    kafka_nodes: int = typer.Option(3, min=1, help="Kafka KRaft nodes (broker + controller each)."),
+    datanodes: int = typer.Option(2, min=1, help="HDFS DataNodes (replication min(2, datanodes))."),
+    workers: int = typer.Option(2, min=1, help="Spark standalone workers (1 core, 2 GB each)."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Start every node in the background; prints the settings file that runs radstack on it."""
+    settings = load_settings(config)
+    cluster = LocalCluster(home=Path(settings.home), kafka_nodes=kafka_nodes, datanodes=datanodes,
+                           spark_workers=workers, jvm_dir=settings.jvm_dir)  # fmt: skip
+    try:
+        with console.status("starting Kafka, HDFS and Spark …"):
+            cluster.up()
+    except (ClusterError, RuntimeError) as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+    times = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
+    console.print(f"[green]cluster up[/green] ({times})")
+    _print_status(read_state(cluster.home))
+    console.print(f"run radstack on it: RADSTACK_CONFIG={cluster.settings_file} radctl …")
+
+
+@cluster_app.command("status")
+def status(
+    json_out: bool = typer.Option(False, "--json", help="Print the state as JSON."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Each node's process, and what Kafka, the NameNode and the Spark master say. Exit 1 when down."""
+    state = read_state(_home(config))
+    if json_out:
+        typer.echo(orjson.dumps(state, option=orjson.OPT_INDENT_2).decode())
+    elif not state["processes"]:
+        console.print("no cluster (radctl cluster up starts one)")
+    else:
+        _print_status(state)
+    if not state["running"]:
+        raise typer.Exit(1)
+
+
+@cluster_app.command("down")
+def down(config: Path = CONFIG_OPT) -> None:
+    """Stop every node (TERM, wait, KILL the process group); the data dirs stay until the next `up`."""
+    stopped = down_from_state(_home(config))
+    console.print(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else ""))
+
+
+def _print_status(state: dict) -> None:  # type: ignore[type-arg]
+    t = Table("node", "pid", "state")
+    for name, info in state["processes"].items():
+        t.add_row(name, str(info["pid"]), "[green]running[/green]" if info["alive"] else "[red]gone[/red]")
+    console.print(t)
+    k, h, s = state["kafka"], state["hdfs"], state["spark"]
+    console.print(f"kafka  {k['brokers_serving']}/{k['nodes']} brokers serving  {k['bootstrap_servers']}")
+    console.print(f"hdfs   {h.get('live_datanodes')}/{h['datanodes']} DataNodes live  {h['fs_url']}  (logs {h['logs']})")
+    console.print(f"spark  master {s.get('master_status')}, {s.get('alive_workers')}/{s['workers']} workers, "
+                  f"{s.get('active_apps')} running / {s.get('completed_apps')} completed apps  "
+                  f"{s['master_url']}  UI {s['web_url']}")  # fmt: skip

@@ -1,0 +1,303 @@
+"""The multi-node path on real processes (``make test-cluster``; also part of ``make test``): 3 Kafka KRaft
+nodes, HDFS with 2 DataNodes (replication 2), a Spark standalone master with 2 workers, all started by
+:class:`operations.cluster.LocalCluster` (what ``radctl cluster up`` runs).
+
+* ``radctl cluster status --json`` sees every node; topics get replication 3 and ``min.insync.replicas=2``;
+* a Kafka broker killed with SIGKILL in the middle of produce → stream (on ``spark://``) → archive
+  (HDFS): 0 events lost, 0 duplicated in the archive, the streaming job's answer reaches every event,
+  and the rebuild submitted with ``spark-submit --master spark://`` (deploy/spark's wrapper) publishes
+  segments that overshadow the real-time ones and answer exactly the produced truth;
+* a DataNode killed with SIGKILL while the archiver writes: every archived event is still readable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pyarrow.parquet as pq
+import pytest
+
+from operations.cluster import LocalCluster
+from radstack.config import Settings, load_settings
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster]
+
+REPO = Path(__file__).resolve().parents[2]
+HOUR = 3_600_000
+SPEC = """\
+dataSchema:
+  dataSource: {name}
+  timestampSpec: {{column: ts, format: millis}}
+  dimensionsSpec: {{dimensions: [page]}}
+  metricsSpec: [{{type: count, name: count}}, {{type: longSum, name: bytes, fieldName: bytes}}]
+  granularitySpec: {{segmentGranularity: hour, queryGranularity: minute}}
+processing: {{topics: [{topic}], eventId: id, windowPeriod: PT2H}}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    home = tmp_path_factory.mktemp("cluster-home")
+    c = LocalCluster(home=home)
+    try:
+        c.up()
+        yield c
+    finally:
+        c.down()
+
+
+def _env(cluster: LocalCluster) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+    env.update({"RADSTACK_HOME": str(cluster.home), "RADSTACK_CONFIG": str(cluster.settings_file),
+                "RADSTACK_SPARK__SHUFFLE_PARTITIONS": "2", "RADSTACK_STREAMING__HANDOFF": "false"})  # fmt: skip
+    return env
+
+
+def _settings(cluster: LocalCluster) -> Settings:
+    return load_settings(cluster.settings_file, env={"RADSTACK_HOME": str(cluster.home)})
+
+
+def _topic(cluster: LocalCluster, name: str) -> str:
+    from realtime.topics import ensure_topics
+
+    ensure_topics(cluster.bootstrap_servers, {name: 2}, replication_factor=3, config={"min.insync.replicas": "2"})
+    _wait(lambda: len(_partitions(cluster, name)) == 2, 30, f"topic {name} in the metadata")
+    return name
+
+
+def _partitions(cluster: LocalCluster, topic: str) -> dict[int, Any]:
+    from realtime.topics import admin_client
+
+    md = admin_client(cluster.bootstrap_servers).list_topics(topic, timeout=10)
+    t = md.topics.get(topic)
+    return dict(t.partitions) if t is not None and t.error is None else {}
+
+
+def _wait(pred: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+def _produce(cluster: LocalCluster, topic: str, n: int, batches: int, on_batch: Callable[[int], None],
+             t0: int) -> dict[str, int]:  # fmt: skip
+    """``n`` unique events in ``batches`` batches through radstack's producer (acks=all, idempotent);
+    ``on_batch(i)`` runs before batch i. Returns page → events (the truth)."""
+    from realtime.producer import BatchProducer
+
+    producer = BatchProducer(cluster.bootstrap_servers, delivery_timeout_ms=120_000)
+    truth: dict[str, int] = {}
+    per = n // batches
+    try:
+        for b in range(batches):
+            on_batch(b)
+            values = []
+            for i in range(b * per, (b + 1) * per):
+                page = f"/p{i % 7}"
+                truth[page] = truth.get(page, 0) + 1
+                values.append(orjson.dumps({"id": f"e{i}", "ts": t0 + i, "page": page, "bytes": i % 100}))
+            res = producer.deliver(topic, values)
+            assert res.failed == 0 and res.delivered == per, res
+            time.sleep(0.2)
+    finally:
+        producer.close()
+    return truth
+
+
+def _archiver(cluster: LocalCluster, topic: str) -> tuple[threading.Thread, dict[str, Any]]:
+    """The archiver on the cluster's brokers and HDFS, in a thread, until 30 s without a record (a
+    broker's failover stalls the producer for a few seconds)."""
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
+    from realtime.archiver import Archiver, ArchiverConfig
+
+    settings = _settings(cluster)
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        md = MetadataStore.from_settings(settings)
+        cfg = ArchiverConfig(bootstrap_servers=cluster.bootstrap_servers, topics=[topic], group_id=f"arch-{topic}",
+                             max_age_seconds=0.5, timestamp_fields={topic: ("ts", "millis")}, session_timeout_ms=6000)
+        try:
+            out["stats"] = Archiver(cfg, open_deep_storage(settings), md).run(idle_exit_seconds=30)
+        except BaseException as e:  # reported by the test
+            out["error"] = e
+        finally:
+            md.close()
+
+    th = threading.Thread(target=run, name=f"archiver-{topic}", daemon=True)
+    th.start()
+    return th, out
+
+
+def _archive_ids(cluster: LocalCluster, topic: str) -> list[str]:
+    """Every event id in the archive (all files, read back through HDFS)."""
+    import io
+
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.raw_archive import topic_prefix
+
+    storage = open_deep_storage(_settings(cluster))
+    ids: list[str] = []
+    for key in storage.list(topic_prefix(topic)):
+        if key.endswith(".parquet"):
+            for v in pq.read_table(io.BytesIO(storage.get_bytes(key)), columns=["value"]).column("value").to_pylist():
+                ids.append(orjson.loads(v)["id"])
+    return ids
+
+
+def _sql(url: str, query: str) -> list[dict[str, Any]]:
+    r = httpx.post(f"{url}/druid/v2/sql", json={"query": query}, timeout=60)
+    if r.status_code == 400 and "not found" in r.text:
+        return []
+    assert r.status_code == 200, r.text
+    return list(r.json())
+
+
+def _by_page(url: str, ds: str) -> dict[str, int]:
+    return {r["page"]: int(r["n"]) for r in _sql(url, f'SELECT page, SUM("count") AS n FROM {ds} GROUP BY page')}
+
+
+def _partition_leader(cluster: LocalCluster, topic: str, partition: int) -> int:
+    return int(_partitions(cluster, topic)[partition].leader)
+
+
+def test_status_sees_every_node_and_topics_replicate(cluster: LocalCluster) -> None:
+    from confluent_kafka.admin import ConfigResource
+
+    from realtime.topics import admin_client
+
+    proc = subprocess.run([sys.executable, "-m", "operations", "cluster", "status", "--json"], env=_env(cluster),
+                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    state = orjson.loads(proc.stdout)
+    names = {"kafka-1", "kafka-2", "kafka-3", "namenode", "datanode-1", "datanode-2", "spark-master",
+             "spark-worker-1", "spark-worker-2"}  # fmt: skip
+    assert set(state["processes"]) == names and all(p["alive"] for p in state["processes"].values())
+    assert state["kafka"]["brokers_serving"] == 3
+    assert state["hdfs"]["live_datanodes"] == 2
+    assert (state["spark"]["master_status"], state["spark"]["alive_workers"]) == ("ALIVE", 2)
+    settings = _settings(cluster)
+    assert settings.spark.master == cluster.spark.master_url  # type: ignore[union-attr]
+    assert settings.deep_storage.type == "hdfs" and not settings.kafka.embedded
+
+    topic = _topic(cluster, f"rf-{uuid.uuid4().hex[:8]}")
+    assert [len(p.replicas) for p in _partitions(cluster, topic).values()] == [3, 3]
+    admin = admin_client(cluster.bootstrap_servers)
+    configs = next(iter(admin.describe_configs([ConfigResource("topic", topic)]).values())).result(timeout=10)
+    assert configs["min.insync.replicas"].value == "2"
+
+
+def test_broker_kill_during_produce_stream_archive(cluster: LocalCluster) -> None:
+    from tests.fixtures.server import running_server
+
+    name = f"web{uuid.uuid4().hex[:6]}"
+    topic = _topic(cluster, f"{name}-raw")
+    (cluster.home / "datasources").mkdir(exist_ok=True)
+    (cluster.home / "datasources" / f"{name}.yaml").write_text(SPEC.format(name=name, topic=topic))
+    n, batches = 30_000, 30
+    t0 = int(time.time() * 1000) // HOUR * HOUR - HOUR + 60_000  # the previous hour: inside windowPeriod
+    logs = cluster.home / "logs"
+    logs.mkdir(exist_ok=True)
+    stream_log = (logs / f"stream-{name}.out").open("wb")
+    stream = subprocess.Popen([sys.executable, "-m", "operations", "stream", "-d", name, "--timeout", "600"],
+                              env=_env(cluster), stdout=stream_log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    archiver, arch_out = _archiver(cluster, topic)
+    killed: list[int] = []
+
+    def kill_midway(b: int) -> None:
+        if b == batches // 3:
+            node = _partition_leader(cluster, topic, 0)  # the leader of the partition being written
+            cluster.kill_broker(node)
+            killed.append(node)
+
+    try:
+        truth = _produce(cluster, topic, n, batches, kill_midway, t0)
+        assert killed and sum(truth.values()) == n
+        cluster.restart_broker(killed[0])  # the node rejoins (catches up as a follower)
+        archiver.join(timeout=300)
+        assert not archiver.is_alive() and "error" not in arch_out, arch_out
+        ids = _archive_ids(cluster, topic)
+        assert len(ids) == n, f"archive holds {len(ids)} events, {n} were produced"
+        assert len(set(ids)) == n, f"{len(ids) - len(set(ids))} duplicated in the archive"
+
+        # overshadowed segments stay listed (not marked unused at once) so sys.segments shows them
+        keep = {"coordinator": {"overshadowed_unused_delay_seconds": 3600}}
+        with running_server(cluster.home, cluster.settings() | keep) as srv:
+            # the streaming job (executors on the Spark workers) recovers and reaches every event
+            _wait(lambda: _by_page(srv.url, name) == truth, 300, "the real-time answer to reach every event")
+            stream.send_signal(signal.SIGTERM)
+            assert stream.wait(timeout=120) is not None
+            apps = cluster.spark.state()  # type: ignore[union-attr]
+            assert any(a["name"] == f"radstack-stream-{name}" for a in apps["completedapps"] + apps["activeapps"])
+            realtime_ids = {r["segment_id"] for r in _sql(srv.url, f"SELECT segment_id FROM sys.segments WHERE datasource = '{name}'")}
+            assert realtime_ids
+
+            # the rebuild of that hour on spark:// through deploy/spark's spark-submit wrapper
+            from operations.spark_standalone import spark_home
+
+            env = _env(cluster) | {"SPARK_SUBMIT": str(spark_home() / "bin" / "spark-submit")}
+            interval = f"{time.strftime('%Y-%m-%dT%H', time.gmtime(t0 // 1000))}/PT1H"
+            t = time.monotonic()
+            proc = subprocess.run([sys.executable, str(REPO / "deploy" / "spark" / "submit-rebuild.py"), "--config",
+                                   str(cluster.settings_file), "-d", name, "-i", interval, "--force"],
+                                  env=env, capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
+            assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+            print(f"rebuild on spark:// took {time.monotonic() - t:.1f}s")
+            apps = cluster.spark.state()  # type: ignore[union-attr]
+            done = [a for a in apps["completedapps"] if a["name"] == f"radstack-rebuild-{name}"]
+            assert done and done[-1]["state"] == "FINISHED", apps["completedapps"]
+
+            _wait(lambda: _sql(srv.url, f"SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = '{name}' "
+                                        "AND is_overshadowed = 1")[0]["c"] >= len(realtime_ids), 60,
+                  "the real-time segments to be overshadowed")  # fmt: skip
+            rows = _sql(srv.url, f"SELECT segment_id, is_overshadowed FROM sys.segments WHERE datasource = '{name}'")
+            assert all(r["is_overshadowed"] == 1 for r in rows if r["segment_id"] in realtime_ids)
+            assert _by_page(srv.url, name) == truth
+            total = _sql(srv.url, f'SELECT SUM("count") AS n, SUM(bytes) AS b FROM {name}')[0]
+            assert (total["n"], total["b"]) == (n, sum(i % 100 for i in range(n)))
+    finally:
+        if stream.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(stream.pid, signal.SIGKILL)
+            stream.wait(timeout=30)
+        stream_log.close()
+        for node in killed:
+            b = cluster.brokers[node - 1]
+            if b.process is None:
+                cluster.restart_broker(node)
+
+
+def test_datanode_kill_during_archive(cluster: LocalCluster) -> None:
+    topic = _topic(cluster, f"dn-{uuid.uuid4().hex[:8]}")
+    n, batches = 20_000, 40
+    archiver, arch_out = _archiver(cluster, topic)
+
+    def kill_midway(b: int) -> None:
+        if b == batches // 3:
+            cluster.hdfs.kill("datanode-2")  # type: ignore[union-attr]
+
+    t0 = int(time.time() * 1000) // HOUR * HOUR
+    _produce(cluster, topic, n, batches, kill_midway, t0)
+    archiver.join(timeout=300)
+    assert not archiver.is_alive() and "error" not in arch_out, arch_out
+    ids = _archive_ids(cluster, topic)
+    assert len(ids) == n, f"archive holds {len(ids)} events, {n} were produced"
+    assert len(set(ids)) == n, f"{len(ids) - len(set(ids))} duplicated in the archive"
+    assert arch_out["stats"].records == n
