@@ -301,3 +301,50 @@ def test_datanode_kill_during_archive(cluster: LocalCluster) -> None:
     assert len(ids) == n, f"archive holds {len(ids)} events, {n} were produced"
     assert len(set(ids)) == n, f"{len(ids) - len(set(ids))} duplicated in the archive"
     assert arch_out["stats"].records == n
+
+
+def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalCluster, tmp_path: Path) -> None:
+    """The DAG of a datasource, run by Airflow 3 (``dag.test()`` in its own venv) with
+    ``spark.master: spark://…``: its rebuild task is a SparkSubmitOperator whose application runs on the
+    standalone cluster, reading the archive in HDFS and publishing there."""
+    from batch.backfill import visible
+    from radstack.intervals import Interval, format_instant, parse_instant
+    from radstack.storage.deep_storage import open_deep_storage
+    from radstack.storage.metadata import MetadataStore
+    from tests.fixtures.airflow import airflow_environment, run_dag_test
+    from tests.fixtures.batch import set_watermark, write_archive
+
+    name = f"af{uuid.uuid4().hex[:6]}"
+    (cluster.home / "datasources").mkdir(exist_ok=True)
+    (cluster.home / "datasources" / f"{name}.yaml").write_text(SPEC.format(name=name, topic=name))
+    settings = _settings(cluster)
+    t0 = parse_instant("2026-11-20T00:00:00Z")  # long closed
+    events = [{"id": f"e{i}", "ts": t0 + i * 9_000, "page": f"/p{i % 5}", "bytes": i} for i in range(300)]
+    write_archive(open_deep_storage(settings), name, [orjson.dumps(e) for e in events + events[:40]], timestamp_field="ts")
+    with MetadataStore.from_settings(settings) as md:
+        set_watermark(md, name, t0 + 4 * HOUR)  # past the hour's end + windowPeriod (PT2H)
+    spark = cluster.spark
+    assert spark is not None
+    port = spark.master_url.rsplit(":", 1)[1]
+    env = airflow_environment(
+        cluster.home, tmp_path / "airflow", RADSTACK_CONFIG=str(cluster.settings_file),
+        # the Spark provider's connection: host spark://127.0.0.1, the master's port
+        AIRFLOW_CONN_SPARK_DEFAULT=orjson.dumps({"conn_type": "spark", "host": "spark://127.0.0.1", "port": int(port)}).decode(),
+    )  # fmt: skip
+    from operations.spark_standalone import spark_home
+
+    env["PATH"] = f"{spark_home() / 'bin'}:{env['PATH']}"  # spark-submit, as on a Spark client host
+    interval = Interval(t0, t0 + HOUR)
+    res = run_dag_test(env, f"radstack_rebuild_{name}", {"interval": interval.iso()})
+    assert res["state"] == "success", res
+    assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "verify": "success"}, res
+    log = (tmp_path / "airflow" / "dag-test.log").read_text()
+    assert f"--master {spark.master_url}" in log  # the SparkSubmitHook's command line
+    apps = spark.state()
+    done = [a for a in apps["completedapps"] if a["name"] == f"radstack-rebuild-{name}"]
+    assert done and done[-1]["state"] == "FINISHED", apps["completedapps"]
+    with MetadataStore.from_settings(settings) as md:
+        segs = [s for s, _ in visible(md, name, interval)]
+        assert segs
+        groups = {((t0 + i * 9_000) // 60_000, i % 5) for i in range(300) if t0 + i * 9_000 < t0 + HOUR}
+        assert sum(s.num_rows for s in segs) == len(groups), format_instant(t0)

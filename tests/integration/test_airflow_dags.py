@@ -6,21 +6,17 @@ end (the rebuild task runs ``radctl backfill --via local`` of the main venv: rea
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from radstack.intervals import Interval, format_instant, parse_instant
+from tests.fixtures.airflow import REPO, airflow_environment, run_airflow_python, run_dag_test
 from tests.fixtures.batch import set_watermark, write_archive
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
-AIRFLOW_PY = REPO / ".venv-airflow" / "bin" / "python"
 T0 = parse_instant("2026-11-20T00:00:00Z")
 HOUR = 3_600_000
 
@@ -51,50 +47,18 @@ for dag_id, dag in bag.dags.items():
 print(json.dumps(out))
 """
 
-RUN_TEST = r"""
-import json, sys, warnings
-warnings.simplefilter("ignore")
-from airflow.dag_processing.dagbag import DagBag
-bag = DagBag(dag_folder=sys.argv[1])
-dag = bag.dags[sys.argv[2]]
-run = dag.test(run_conf={"interval": sys.argv[3]})
-tis = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
-print("RESULT " + json.dumps({"state": str(run.state), "tasks": tis}))
-"""
-
 
 @pytest.fixture
 def airflow_env(radstack_home: Path, tmp_path: Path) -> dict[str, str]:
-    if not AIRFLOW_PY.exists():
-        subprocess.run(["make", "airflow"], cwd=REPO, check=True, capture_output=True)
     ds_dir = radstack_home / "datasources"
     ds_dir.mkdir()
     (ds_dir / "web.yaml").write_text(SPEC.format(name="web", gran="hour"))
     (ds_dir / "shop.yaml").write_text(SPEC.format(name="shop", gran="day"))
-    af = tmp_path / "airflow"
-    af.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "RADSTACK_"))}
-    env.update({
-        "RADSTACK_HOME": str(radstack_home),
-        "RADSTACK_PYTHON": sys.executable,
-        "RADSTACK_SPARK__SHUFFLE_PARTITIONS": "2",
-        "AIRFLOW_HOME": str(af),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{af / 'airflow.db'}",
-        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(af / "logs"),
-        "PATH": f"{AIRFLOW_PY.parent}:{env.get('PATH', '')}",
-    })  # fmt: skip
-    return env
-
-
-def _airflow(env: dict[str, str], code: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(AIRFLOW_PY), "-c", code, *args], env=env, cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout, check=False)  # fmt: skip
+    return airflow_environment(radstack_home, tmp_path / "airflow")
 
 
 def test_dag_import(airflow_env: dict[str, str]) -> None:
-    proc = _airflow(airflow_env, INSPECT, str(REPO / "dags"))
+    proc = run_airflow_python(airflow_env, INSPECT, str(REPO / "dags"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["errors"] == {}
@@ -118,16 +82,9 @@ def test_dag_test_rebuilds_an_interval(airflow_env: dict[str, str], settings) ->
     write_archive(storage, "web", [orjson.dumps(e) for e in events + events[:30]])
     with MetadataStore.from_settings(settings) as md:
         set_watermark(md, "web", T0 + 2 * HOUR)
-    mig = subprocess.run([str(AIRFLOW_PY.parent / "airflow"), "db", "migrate"], env=airflow_env, cwd=REPO,
-                         capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
-    assert mig.returncode == 0, mig.stderr[-3000:]
     interval = Interval(T0, T0 + HOUR).iso()
-    proc = _airflow(airflow_env, RUN_TEST, str(REPO / "dags"), "radstack_rebuild_web", interval, timeout=900)
-    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
-    assert line is not None, (proc.stdout[-3000:], proc.stderr[-5000:])
-    (Path(airflow_env["AIRFLOW_HOME"]) / "dag-test.log").write_text(proc.stdout + proc.stderr)
-    res = json.loads(line[len("RESULT ") :])
-    assert res["state"] == "success", (res, proc.stdout[-5000:])
+    res = run_dag_test(airflow_env, "radstack_rebuild_web", {"interval": interval})
+    assert res["state"] == "success", res
     assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "verify": "success"}
     with MetadataStore.from_settings(settings) as md:
         segs = [s for s, _ in visible(md, "web", Interval(T0, T0 + HOUR))]

@@ -19,8 +19,9 @@ import pytest
 
 from operations.processes import free_port
 from radstack.intervals import format_instant, parse_instant
+from tests.fixtures.airflow import AIRFLOW_PY, REPO, ensure_airflow
 from tests.fixtures.batch import set_watermark, write_archive
-from tests.integration.test_airflow_dags import AIRFLOW_PY, REPO, SPEC
+from tests.integration.test_airflow_dags import SPEC
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +32,7 @@ HOUR = 3_600_000
 
 @pytest.fixture
 def airflow_standalone(radstack_home: Path, tmp_path: Path) -> Iterator[str]:
-    if not AIRFLOW_PY.exists():
-        subprocess.run(["make", "airflow"], cwd=REPO, check=True, capture_output=True)
+    ensure_airflow()
     port = free_port()
     af = tmp_path / "airflow"
     af.mkdir()
