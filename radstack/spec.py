@@ -337,6 +337,8 @@ class ProcessingSpec:
     joins: tuple[JoinSpec, ...] = ()
     lookups: tuple[LookupSpec, ...] = ()
     dead_letter_topic: str | None = None
+    # set → the streaming job also writes every kept row, before rollup, to this topic (for Druid)
+    processed_topic: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
@@ -715,7 +717,7 @@ def _validate_filter(flt: dict[str, Any], path: str) -> None:
 
 _PROCESSING_KEYS = {
     "topics", "topic", "eventId", "event_id", "windowPeriod", "window_period", "joins", "lookups",
-    "deadLetterTopic", "dead_letter_topic",
+    "deadLetterTopic", "dead_letter_topic", "processedTopic", "processed_topic",
 }  # fmt: skip
 
 
@@ -755,6 +757,9 @@ def parse_processing(raw: Any, p: str = "processing") -> ProcessingSpec:
     dlt = _get(m, "deadLetterTopic", "dead_letter_topic")
     if dlt is not None:
         dlt = _name(dlt, f"{p}.deadLetterTopic")
+    processed = _get(m, "processedTopic", "processed_topic")
+    if processed is not None:
+        processed = _name(processed, f"{p}.processedTopic")
     extra = {k: v for k, v in m.items() if k not in _PROCESSING_KEYS}
     return ProcessingSpec(
         topics=topics,
@@ -763,6 +768,7 @@ def parse_processing(raw: Any, p: str = "processing") -> ProcessingSpec:
         joins=tuple(joins),
         lookups=tuple(lookups),
         dead_letter_topic=dlt,
+        processed_topic=processed,
         extra=extra,
     )
 

@@ -20,7 +20,7 @@ from radstack.spec import DatasourceSpec
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["dlq_topic", "dlq_topics", "produce_dead_letters"]
+__all__ = ["dlq_topic", "dlq_topics", "executor_producer", "produce_dead_letters"]
 
 _producers: dict[str, Any] = {}
 
@@ -33,7 +33,8 @@ def dlq_topics(spec: DatasourceSpec, topics: list[str]) -> list[str]:
     return sorted({dlq_topic(spec, t) for t in topics})
 
 
-def _producer(bootstrap_servers: str) -> Any:
+def executor_producer(bootstrap_servers: str) -> Any:
+    """The idempotent producer this Python worker keeps per bootstrap address (dead letters, processed rows)."""
 
     p = _producers.get(bootstrap_servers)
     if p is None:
@@ -46,7 +47,7 @@ def _producer(bootstrap_servers: str) -> Any:
 def produce_dead_letters(dead: pa.Table, spec: DatasourceSpec, bootstrap_servers: str, timeout: float = 60.0) -> int:
     """Produce the invalid rows of a micro-batch (``__reason``, ``__raw`` and the Kafka coordinates)
     to their dead-letter topics; returns how many were delivered, raises if any was not."""
-    p = _producer(bootstrap_servers)
+    p = executor_producer(bootstrap_servers)
     errors: list[str] = []
 
     def delivered(err: Any, _msg: Any) -> None:

@@ -233,10 +233,13 @@ class StreamingJob:
     def _ensure_dlq_topics(self) -> None:
 
         topics = list(self.spec.processing.topics) + [str(j.get("topic", j["name"])) for j in self.joins]
+        wanted = {t: 1 for t in dlq_topics(self.spec, topics)}
+        if self.spec.processing.processed_topic:  # 2 partitions: one Druid supervisor task reads both
+            wanted[self.spec.processing.processed_topic] = 2
         try:
-            ensure_topics(str(self.options.bootstrap_servers), {t: 1 for t in dlq_topics(self.spec, topics)})
+            ensure_topics(str(self.options.bootstrap_servers), wanted, int(self.settings.kafka.replication_factor))
         except Exception:  # the broker may auto-create them; the write will tell
-            log.warning("could not create the dead-letter topics", exc_info=True)
+            log.warning("could not create the dead-letter (and processed) topics", exc_info=True)
 
     def start(self) -> StreamingQuery:
 

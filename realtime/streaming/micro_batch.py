@@ -9,6 +9,8 @@ their original bytes and Kafka coordinates. Each Spark partition then runs
 * counts rows, invalid rows, late rows (``__time`` below the sink's window-period threshold), rows
   kept, the newest valid event time and the last offset per topic-partition;
 * produces the invalid rows to their dead-letter topics (confluent-kafka, acks=all);
+* produces the kept rows, before rollup, to the processed topic when the spec names one
+  (:mod:`realtime.streaming.processed`, for a Druid cluster's Kafka supervisor);
 * indexes the kept rows with the shared indexer into ``numbered`` append partitions numbered from
   ``first_partition + partition id × stride`` (the sink's partition cursor).
 
@@ -35,6 +37,7 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import IngestStats
 from radstack.storage.segments import DataSegment
 from realtime.streaming.dlq import produce_dead_letters
+from realtime.streaming.processed import produce_processed
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -61,6 +64,8 @@ class BatchOutcome:
     #: valid, not late, accepted by the transforms and filter (what went to the indexer)
     kept: int = 0
     dead_lettered: int = 0
+    #: rows written to the processed topic (0 when the spec names none)
+    processed_topic: int = 0
     max_valid_time: int | None = None
     #: (topic, partition) → the highest offset read
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
@@ -78,6 +83,7 @@ class BatchOutcome:
         self.late += int(s["late"])
         self.kept += int(s["kept"])
         self.dead_lettered += int(s["deadLettered"])
+        self.processed_topic += int(s.get("processedTopic", 0))
         if s["maxValidTime"] is not None:
             self.max_valid_time = max(self.max_valid_time or s["maxValidTime"], int(s["maxValidTime"]))
         for topic, part, off in s["offsets"]:
@@ -105,13 +111,15 @@ def process_partition(
     partition_id: int,
     stride: int,
     write_dead_letters: Callable[[pa.Table, DatasourceSpec, str], int] | None = None,
+    write_processed: Callable[[pa.Table, DatasourceSpec, str], int] | None = None,
 ) -> tuple[list[DataSegment], dict[str, Any]]:
     """Count, dead-letter and index one Spark partition of a micro-batch (see the module doc).
     ``write_dead_letters`` (default :func:`realtime.streaming.dlq.produce_dead_letters`) gets the
-    invalid rows and returns how many it delivered."""
-
-
+    invalid rows and returns how many it delivered; ``write_processed`` (default
+    :func:`realtime.streaming.processed.produce_processed`) the kept rows, when the spec has a
+    processed topic."""
     write = write_dead_letters or produce_dead_letters
+    write_rows = write_processed or produce_processed
 
     n = table.num_rows
     invalid = pc.is_valid(table.column(REASON_COLUMN))
@@ -130,8 +138,10 @@ def process_partition(
     )
     dead = write(table.filter(invalid), spec, bootstrap_servers) if n_invalid else 0
     pipeline_cols = [c for c in table.column_names if c not in (*BOOKKEEPING, KEEP_COLUMN)]
+    rows = table.filter(kept).select(pipeline_cols)
+    processed = write_rows(rows, spec, bootstrap_servers) if spec.processing.processed_topic else 0
     res = index_table(
-        table.filter(kept).select(pipeline_cols),
+        rows,
         # real-time segments carry no projection files: the broker aggregates them when a query
         # reads a projection (they are small and short-lived)
         replace(spec.data_schema, projections=()),
@@ -149,6 +159,7 @@ def process_partition(
         "late": pc.sum(late).as_py() or 0,
         "kept": pc.sum(kept).as_py() or 0,
         "deadLettered": dead,
+        "processedTopic": processed,
         "maxValidTime": max_valid,
         "offsets": [
             [t, p, o]

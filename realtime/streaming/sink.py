@@ -29,7 +29,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,8 @@ log = logging.getLogger("radstack.streaming")
 
 __all__ = ["state_key", "progress_key", "SinkConfig", "SegmentSink", "COUNTERS", "CRASH_ENV", "PARTITION_WRAP"]
 
-COUNTERS = ("input", "processed", "thrownAway", "late", "filtered", "unparseable", "deadLettered", "segments", "batches")
+COUNTERS = ("input", "processed", "thrownAway", "late", "filtered", "unparseable", "deadLettered", "segments", "batches",
+            "processedTopic")
 #: test hook: ``<batch id>`` → the process exits right after publishing that batch, before Spark
 #: commits it (simulates a crash in the worst place)
 CRASH_ENV = "RADSTACK_STREAM_CRASH_AFTER_PUBLISH"
@@ -61,6 +62,10 @@ CRASH_ENV = "RADSTACK_STREAM_CRASH_AFTER_PUBLISH"
 #: stays open for minutes or hours, so numbers handed out 2^30 partitions ago belong to long-closed
 #: intervals); other replicas wrap inside their own range (radstack.storage.replicas.partition_range)
 PARTITION_WRAP = partition_range(0)[1]
+
+
+def without_processed_topic(spec: DatasourceSpec) -> DatasourceSpec:
+    return replace(spec, processing=replace(spec.processing, processed_topic=None))
 
 
 @dataclass
@@ -127,7 +132,8 @@ class SegmentSink:
         )
         out = process_micro_batch(
             marked,
-            self.spec,
+            # one writer of the processed topic: replica 0 (the others would repeat every row)
+            self.spec if self.config.replica == 0 else without_processed_topic(self.spec),
             threshold_ms=threshold,
             deep_storage_config=self.config.deep_storage,
             bootstrap_servers=self.config.bootstrap_servers,
@@ -142,6 +148,7 @@ class SegmentSink:
         counters["unparseable"] += out.invalid + (st.unparseable if st else 0)
         counters["late"] += out.late
         counters["deadLettered"] += out.dead_lettered
+        counters["processedTopic"] += out.processed_topic
         if st is not None:
             # rejected by the transforms/filter in Spark or by the indexer, not processed
             counters["filtered"] += max(out.in_window - processed - st.unparseable, 0) + st.thrown_away

@@ -44,7 +44,6 @@ __all__ = [
 ]
 
 PARQUET_INPUT_FORMAT: dict[str, Any] = {"type": "parquet", "binaryAsString": True}
-PROCESSED_TOPIC_KEYS = ("processedTopic", "processed_topic")
 
 
 class DruidSpecError(ValueError):
@@ -63,12 +62,9 @@ class SegmentFiles:
 
 
 def processed_topic(spec: DatasourceSpec) -> str:
-    """The topic of processed (enriched, joined) rows the streaming job can also write."""
-    for key in PROCESSED_TOPIC_KEYS:
-        value = spec.processing.extra.get(key)
-        if value:
-            return str(value)
-    return f"{spec.name}-processed"
+    """The topic of processed (enriched, joined) rows: ``processing.processedTopic`` (which the streaming
+    job writes), else ``{dataSource}-processed`` for whoever writes it."""
+    return spec.processing.processed_topic or f"{spec.name}-processed"
 
 
 def _projections_over_input(schema: DataSchema) -> list[dict[str, Any]]:

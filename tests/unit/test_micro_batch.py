@@ -121,3 +121,41 @@ def test_more_pieces_than_the_stride_is_refused(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(pipeline_segments, "index_partition", lambda *a, **k: real(*a, **{**k, "max_rows_per_segment": 1}))
     with pytest.raises(ValueError, match="stride"):
         _run(tmp_path, _table(ROWS), stride=1)
+
+
+def test_kept_rows_go_to_the_processed_topic_before_rollup(tmp_path: Path) -> None:
+    import orjson
+
+    from radstack.spec import load_datasource_spec
+    from realtime.streaming.processed import processed_rows
+
+    spec = _spec()
+    with_topic = load_datasource_spec({"dataSchema": spec.data_schema.to_json(),
+                                       "processing": {"topics": ["edits"], "processedTopic": "edits-processed"}})  # fmt: skip
+    written: list[pa.Table] = []
+
+    def rows_writer(t: pa.Table, s: Any, _bootstrap: str) -> int:
+        assert s.processing.processed_topic == "edits-processed"
+        written.append(t)
+        return t.num_rows
+
+    args: dict[str, Any] = {"threshold_ms": T0 - 10 * MIN, "first_partition": 7, "partition_id": 0, "stride": 1}
+    _segs, summary = process_partition(
+        _table(ROWS), with_topic, deep_storage=open_deep_storage({"type": "local", "path": str(tmp_path)}),
+        bootstrap_servers="unused:9092", write_dead_letters=lambda t, *_: t.num_rows, write_processed=rows_writer,
+        **args,
+    )  # fmt: skip
+    assert summary["processedTopic"] == 3  # kept rows only: not the rejected, late or invalid ones
+    (table,) = written
+    assert "__raw" not in table.column_names and "__keep" not in table.column_names
+    rows = [orjson.loads(b) for b in processed_rows(table)]
+    assert sorted((r["__time"], r["page"]) for r in rows) == [
+        (T0 + 5 * MIN, "a"), (T0 + 6 * MIN, "b"), (T0 + 2 * 3_600_000, "c")]  # fmt: skip
+
+    # without a processed topic nothing is written
+    _segs, summary = process_partition(
+        _table(ROWS), spec, deep_storage=open_deep_storage({"type": "local", "path": str(tmp_path / "b")}),
+        bootstrap_servers="unused:9092", write_dead_letters=lambda t, *_: t.num_rows, write_processed=rows_writer,
+        **args,
+    )  # fmt: skip
+    assert summary["processedTopic"] == 0 and len(written) == 1
