@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,11 +47,12 @@ HOUR = 3_600_000
 TOPIC = "impressions"
 
 
-def write_archive(root: Path, events: int, duplicates: float, seed: int = 7, per_file: int = 250_000) -> int:
-    """Write ``events`` unique impressions (+ duplicates) spread over DAY; returns records written."""
+def write_archive(root: Path | Any, events: int, duplicates: float, seed: int = 7, per_file: int = 250_000) -> int:
+    """Write ``events`` unique impressions (+ duplicates) spread over DAY into a local folder (or any deep
+    storage, e.g. HDFS for bench_cluster); returns records written."""
     from radstack.storage.deep_storage.local import LocalDeepStorage
 
-    storage = LocalDeepStorage(root)
+    storage = LocalDeepStorage(root) if isinstance(root, Path) else root
     rng = np.random.default_rng(seed)
     per_hour = events // 24
     offset = 0

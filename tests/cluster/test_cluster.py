@@ -348,3 +348,56 @@ def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalClust
         assert segs
         groups = {((t0 + i * 9_000) // 60_000, i % 5) for i in range(300) if t0 + i * 9_000 < t0 + HOUR}
         assert sum(s.num_rows for s in segs) == len(groups), format_instant(t0)
+
+    # -- the compaction job on the same cluster: the day's minute rows rolled up to hours -----------------
+    cfg = tmp_path / "compaction.json"
+    cfg.write_text(orjson.dumps({
+        "dataSource": name, "skipOffsetFromLatest": "PT0S",
+        "metricsSpec": [{"type": "count", "name": "count"}, {"type": "longSum", "name": "bytes", "fieldName": "bytes"}],
+        "tiers": [{"olderThan": "P1D", "queryGranularity": "HOUR", "segmentGranularity": "DAY"}],
+    }).decode())  # fmt: skip
+    proc = subprocess.run([sys.executable, "-m", "operations", "compact", "-d", name, "--runner", "spark",
+                           "--config-file", str(cfg)], env=_env(cluster), capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    apps = spark.state()
+    assert any(a["name"] == "radstack-compaction" and a["state"] == "FINISHED" for a in apps["completedapps"]), apps
+    day = Interval(t0, t0 + 24 * HOUR)
+    with MetadataStore.from_settings(settings) as md:
+        segs = [s for s, _ in visible(md, name, day)]
+        assert len(segs) == 1 and segs[0].interval == day
+        assert segs[0].num_rows == len({i % 5 for i in range(300) if i * 9_000 < HOUR})  # 5 pages × 1 hour
+
+
+def test_cli_up_status_down_frees_every_port(tmp_path: Path) -> None:
+    """``radctl cluster up`` leaves the nodes running after it exits; ``status`` and ``down`` work from
+    other processes (they read ``state.json``); after ``down`` every port is free again. A small
+    cluster (1 node of each kind) beside the module's big one."""
+    from operations.processes import port_in_use
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")} | {"RADSTACK_HOME": str(tmp_path)}
+
+    def radctl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "operations", "cluster", *args], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)  # fmt: skip
+
+    up = radctl("up", "--kafka-nodes", "1", "--datanodes", "1", "--workers", "1")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "cluster up" in up.stdout and "radstack.yaml" in up.stdout
+        st = radctl("status", "--json")
+        assert st.returncode == 0, st.stderr
+        state = orjson.loads(st.stdout)
+        assert len(state["processes"]) == 5 and all(p["alive"] for p in state["processes"].values())
+        assert (state["kafka"]["brokers_serving"], state["hdfs"]["live_datanodes"], state["spark"]["alive_workers"]) == (1, 1, 1)
+        ports = [int(a.rsplit(":", 1)[1]) for a in state["kafka"]["bootstrap_servers"].split(",")]
+        ports += [int(state["spark"]["master_url"].rsplit(":", 1)[1]), int(state["hdfs"]["fs_url"].rsplit(":", 1)[1])]
+        assert all(port_in_use("127.0.0.1", p) for p in ports)
+        again = radctl("up")
+        assert again.returncode == 1 and "already running" in again.stdout
+    finally:
+        down = radctl("down")
+    assert down.returncode == 0 and "stopped 5 processes" in down.stdout, down.stdout + down.stderr
+    assert not any(port_in_use("127.0.0.1", p) for p in ports)
+    gone = radctl("status")
+    assert gone.returncode == 1 and "no cluster" in gone.stdout

@@ -27,6 +27,8 @@ COVERAGE: dict[str, list[str]] = {
     "radctl backfill --via airflow": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
     "radctl quickstart --down": [QUICKSTART],
     "curl -s localhost:8888/druid/v2/sql": [TOUR],
+    "radctl cluster up": ["tests/cluster/test_cluster.py::test_cli_up_status_down_frees_every_port"],
+    "make test-cluster": ["tests/cluster/test_cluster.py"],
 }
 
 
