@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from batch.compaction_job import compact_with_spark
 from radstack.config import load_settings
 from radstack.intervals import Interval
 from radstack.storage.compaction import (
@@ -70,7 +71,7 @@ def compact(
         failures = 0
         for ds, cfg in sorted(configs.items()):
             plans, results, errors = compact_datasource(metadata, deep, cfg, settings=settings, dry_run=dry_run,
-                                                        runner=runner, interval=iv)
+                                                        runner=runner, interval=iv, spark_compactor=compact_with_spark)
             done = {r.plan.interval: r for r in results}
             for p in plans:
                 r = done.get(p.interval)

@@ -349,24 +349,25 @@ def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalClust
         groups = {((t0 + i * 9_000) // 60_000, i % 5) for i in range(300) if t0 + i * 9_000 < t0 + HOUR}
         assert sum(s.num_rows for s in segs) == len(groups), format_instant(t0)
 
-    # -- the compaction job on the same cluster: the day's minute rows rolled up to hours -----------------
+    # -- the compaction job on the same cluster: the hour's minute rows rolled up to one row per page -----
+    # (an HOUR bucket: a bucket must end by the latest data's end, here the rebuilt hour's)
     cfg = tmp_path / "compaction.json"
     cfg.write_text(orjson.dumps({
         "dataSource": name, "skipOffsetFromLatest": "PT0S",
         "metricsSpec": [{"type": "count", "name": "count"}, {"type": "longSum", "name": "bytes", "fieldName": "bytes"}],
-        "tiers": [{"olderThan": "P1D", "queryGranularity": "HOUR", "segmentGranularity": "DAY"}],
+        "tiers": [{"olderThan": "P1D", "queryGranularity": "HOUR", "segmentGranularity": "HOUR"}],
     }).decode())  # fmt: skip
     proc = subprocess.run([sys.executable, "-m", "operations", "compact", "-d", name, "--runner", "spark",
                            "--config-file", str(cfg)], env=_env(cluster), capture_output=True, text=True,
                           timeout=600, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     apps = spark.state()
-    assert any(a["name"] == "radstack-compaction" and a["state"] == "FINISHED" for a in apps["completedapps"]), apps
-    day = Interval(t0, t0 + 24 * HOUR)
+    assert any(a["name"] == "radstack-compaction" and a["state"] == "FINISHED" for a in apps["completedapps"]), proc.stdout
     with MetadataStore.from_settings(settings) as md:
-        segs = [s for s, _ in visible(md, name, day)]
-        assert len(segs) == 1 and segs[0].interval == day
-        assert segs[0].num_rows == len({i % 5 for i in range(300) if i * 9_000 < HOUR})  # 5 pages × 1 hour
+        compacted = [s for s, _ in visible(md, name, interval)]
+    assert compacted and {s.version for s in compacted}.isdisjoint({s.version for s in segs})  # a newer version
+    assert {s.interval for s in compacted} == {interval}
+    assert sum(s.num_rows for s in compacted) == 5  # 5 pages × 1 hour: every key rolled up in one shard
 
 
 def test_cli_up_status_down_frees_every_port(tmp_path: Path) -> None:
