@@ -33,7 +33,7 @@ from xml.sax.saxutils import escape
 
 from hdfs import HdfsError, InsecureClient
 
-from operations.processes import free_port
+from operations.processes import NodeGroup, free_port
 from radstack import jvm
 
 
@@ -115,7 +115,7 @@ class HdfsPorts:
 
 
 @dataclass
-class HdfsCluster:
+class HdfsCluster(NodeGroup):
     """A single-node HDFS in ``base_dir`` (a fresh temp dir when omitted; removed on stop then)."""
 
     base_dir: Path | None = None
@@ -127,7 +127,6 @@ class HdfsCluster:
     start_timeout: float = 120.0
     ports: HdfsPorts | None = None
     start_seconds: float | None = None
-    _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
     # ---------------------------------------------------------------- addresses
@@ -151,10 +150,6 @@ class HdfsCluster:
     def _datanode_conf_dir(self, i: int) -> Path:
         return self.conf_dir if self.datanodes == 1 else self._dir / f"conf-{self.datanode_names()[i]}"
 
-    def pids(self) -> dict[str, int]:
-        """Process (group) id of every running JVM, by name (``namenode``, ``datanode-1`` …)."""
-        return {name: p.pid for name, p in self._procs.items() if p.poll() is None}
-
     def live_datanodes(self) -> int:
         """DataNodes the NameNode counts as live (its ``/jmx``)."""
         return self.live_datanodes_at(self.webhdfs_url)
@@ -164,12 +159,6 @@ class HdfsCluster:
         state = _jmx(webhdfs_url, "Hadoop:service=NameNode,name=FSNamesystemState")
         return int(str(state.get("NumLiveDataNodes", 0)))
 
-    def kill(self, name: str) -> None:
-        """SIGKILL one JVM (``datanode-2`` …), as a crash would: no shutdown hook runs."""
-        proc = self._procs[name]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
     @property
     def logs_dir(self) -> Path:
@@ -249,18 +238,7 @@ class HdfsCluster:
         self._wait_ready()
 
     def _spawn(self, name: str, main_class: str, conf_dir: Path | None = None) -> None:
-        log = (self.logs_dir / f"{name}.log").open("ab")
-        try:
-            self._procs[name] = subprocess.Popen(
-                self._java_cmd(main_class, conf_dir=conf_dir),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=self._env(),
-                start_new_session=True,
-            )
-        finally:
-            log.close()
+        self._spawn_node(name, self._java_cmd(main_class, conf_dir=conf_dir), self.logs_dir / f"{name}.log", self._env())
 
     def _java_cmd(self, main_class: str, *args: str, conf_dir: Path | None = None) -> list[str]:
         conf = conf_dir or self.conf_dir

@@ -7,9 +7,11 @@ import contextlib
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -133,3 +135,30 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+# -- the nodes of a local cluster -------------------------------------------------------------------
+
+
+@dataclass
+class NodeGroup:
+    """The JVMs one launcher started (the HDFS and Spark standalone nodes), by name, each in its own
+    process group with its output in its own log file."""
+
+    _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+
+    def pids(self) -> dict[str, int]:
+        """Process (group) id of every node still running, by name."""
+        return {name: p.pid for name, p in self._procs.items() if p.poll() is None}
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one node's process group, as a crash would: no shutdown hook runs."""
+        proc = self._procs[name]
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+
+    def _spawn_node(self, name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None = None) -> None:
+        with log.open("ab") as out:
+            self._procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                                 env=env, cwd=cwd, start_new_session=True)  # fmt: skip

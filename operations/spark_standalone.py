@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations.processes import free_port, stop_process_group
+from operations.processes import NodeGroup, free_port, stop_process_group
 from radstack import jvm
 
 MASTER_MAIN = "org.apache.spark.deploy.master.Master"
@@ -52,7 +52,7 @@ def master_state(web_url: str, timeout: float = 5.0) -> dict[str, Any]:
 
 
 @dataclass
-class SparkStandalone:
+class SparkStandalone(NodeGroup):
     """A master and ``workers`` workers in ``base_dir`` (a fresh temp dir when omitted; removed on stop)."""
 
     base_dir: Path | None = None
@@ -64,7 +64,6 @@ class SparkStandalone:
     master_port: int = 0
     web_port: int = 0
     start_seconds: float | None = None
-    _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
     @property
@@ -83,9 +82,6 @@ class SparkStandalone:
 
     def worker_names(self) -> list[str]:
         return [f"worker-{i + 1}" for i in range(self.workers)]
-
-    def pids(self) -> dict[str, int]:
-        return {name: p.pid for name, p in self._procs.items() if p.poll() is None}
 
     def state(self) -> dict[str, Any]:
         return master_state(self.web_url)
@@ -131,22 +127,9 @@ class SparkStandalone:
         return env
 
     def _spawn(self, name: str, main: str, *args: str) -> None:
-        conf = self.base_dir / "conf"  # type: ignore[operator]
-        conf.mkdir(exist_ok=True)
-        spark_class = spark_home() / "bin" / "spark-class"
-        log = (self.logs_dir / f"spark-{name}.log").open("ab")
-        try:
-            self._procs[name] = subprocess.Popen(
-                [str(spark_class), main, *args],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=self._env(),
-                cwd=self.base_dir,
-                start_new_session=True,
-            )
-        finally:
-            log.close()
+        (self.base_dir / "conf").mkdir(exist_ok=True)  # type: ignore[operator]
+        cmd = [str(spark_home() / "bin" / "spark-class"), main, *args]
+        self._spawn_node(name, cmd, self.logs_dir / f"spark-{name}.log", self._env(), cwd=self.base_dir)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -166,13 +149,6 @@ class SparkStandalone:
             time.sleep(0.3)
         raise SparkClusterError(f"Spark standalone not ready after {self.start_timeout:.0f}s ({last}); "
                                 f"logs in {self.logs_dir}")  # fmt: skip
-
-    def kill(self, name: str) -> None:
-        """SIGKILL one daemon (``worker-2`` …) and its executors, as a crash would."""
-        proc = self._procs[name]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
 
     def stop(self) -> None:
         for name in [*self.worker_names(), "master"]:

@@ -10,6 +10,7 @@ publish writes its dead letters again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Producer
@@ -20,7 +21,7 @@ from radstack.spec import DatasourceSpec
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["dlq_topic", "dlq_topics", "executor_producer", "produce_dead_letters"]
+__all__ = ["deliver_all", "dlq_topic", "dlq_topics", "executor_producer", "produce_dead_letters"]
 
 _producers: dict[str, Any] = {}
 
@@ -44,9 +45,11 @@ def executor_producer(bootstrap_servers: str) -> Any:
     return p
 
 
-def produce_dead_letters(dead: pa.Table, spec: DatasourceSpec, bootstrap_servers: str, timeout: float = 60.0) -> int:
-    """Produce the invalid rows of a micro-batch (``__reason``, ``__raw`` and the Kafka coordinates)
-    to their dead-letter topics; returns how many were delivered, raises if any was not."""
+def deliver_all(bootstrap_servers: str, messages: Iterable[tuple[str, bytes, list[Any] | None]], what: str,
+                timeout: float = 60.0) -> int:
+    """Produce every ``(topic, value, headers)`` with this worker's idempotent producer and wait for all
+    of them; returns how many, raises if any was not delivered (the micro-batch then fails and is
+    retried)."""
     p = executor_producer(bootstrap_servers)
     errors: list[str] = []
 
@@ -54,22 +57,34 @@ def produce_dead_letters(dead: pa.Table, spec: DatasourceSpec, bootstrap_servers
         if err is not None:
             errors.append(str(err))
 
-    cols = [dead.column(c).to_pylist() for c in (REASON_COLUMN, RAW_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)]
-    for reason, raw, topic, part, off in zip(*cols, strict=True):
-        headers = [
-            ("radstack.reason", str(reason).encode()),
-            ("radstack.topic", None if topic is None else str(topic).encode()),
-            ("radstack.partition", None if part is None else str(part).encode()),
-            ("radstack.offset", None if off is None else str(off).encode()),
-        ]
-        target = dlq_topic(spec, topic or "events")
+    n = 0
+    for topic, value, headers in messages:
         while True:
             try:
-                p.produce(target, value=raw or b"", headers=headers, on_delivery=delivered)
+                p.produce(topic, value=value, headers=headers, on_delivery=delivered)
                 break
-            except BufferError:
+            except BufferError:  # the local queue is full: serve delivery reports, then try again
                 p.poll(0.1)
+        n += 1
     left = p.flush(timeout)
     if left or errors:
-        raise RuntimeError(f"dead letters not delivered: {left} pending, errors {errors[:3]}")
-    return dead.num_rows
+        raise RuntimeError(f"{what} not delivered: {left} pending, errors {errors[:3]}")
+    return n
+
+
+def produce_dead_letters(dead: pa.Table, spec: DatasourceSpec, bootstrap_servers: str, timeout: float = 60.0) -> int:
+    """Produce the invalid rows of a micro-batch (``__reason``, ``__raw`` and the Kafka coordinates)
+    to their dead-letter topics; returns how many were delivered, raises if any was not."""
+    cols = [dead.column(c).to_pylist() for c in (REASON_COLUMN, RAW_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)]
+
+    def messages() -> Iterator[tuple[str, bytes, list[Any] | None]]:
+        for reason, raw, topic, part, off in zip(*cols, strict=True):
+            headers = [
+                ("radstack.reason", str(reason).encode()),
+                ("radstack.topic", None if topic is None else str(topic).encode()),
+                ("radstack.partition", None if part is None else str(part).encode()),
+                ("radstack.offset", None if off is None else str(off).encode()),
+            ]
+            yield dlq_topic(spec, topic or "events"), raw or b"", headers
+
+    return deliver_all(bootstrap_servers, messages(), "dead letters", timeout)

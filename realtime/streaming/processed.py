@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.spec import TIME_COLUMN, DatasourceSpec
-from realtime.streaming.dlq import executor_producer
+from realtime.streaming.dlq import deliver_all
 
 __all__ = ["processed_rows", "produce_processed"]
 
@@ -27,7 +27,8 @@ def processed_rows(table: pa.Table) -> list[bytes]:
     """Each row as JSON, ``__time`` as epoch millis (nulls left out, as Druid's JSON reader sees them)."""
     if TIME_COLUMN in table.column_names and pa.types.is_timestamp(table.schema.field(TIME_COLUMN).type):
         i = table.column_names.index(TIME_COLUMN)
-        millis = pc.cast(pc.cast(table.column(i), pa.timestamp("ms")), pa.int64())
+        # truncated to Druid's millisecond __time (micro/nano timestamps carry sub-ms digits)
+        millis = pc.cast(pc.cast(table.column(i), pa.timestamp("ms"), safe=False), pa.int64())
         table = table.set_column(i, TIME_COLUMN, millis)
     return [orjson.dumps({k: v for k, v in row.items() if v is not None}) for row in table.to_pylist()]
 
@@ -38,21 +39,5 @@ def produce_processed(rows: pa.Table, spec: DatasourceSpec, bootstrap_servers: s
     topic = spec.processing.processed_topic
     if not topic or rows.num_rows == 0:
         return 0
-    p = executor_producer(bootstrap_servers)
-    errors: list[str] = []
-
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            errors.append(str(err))
-
-    for value in processed_rows(rows):
-        while True:
-            try:
-                p.produce(topic, value=value, on_delivery=delivered)
-                break
-            except BufferError:
-                p.poll(0.1)
-    left = p.flush(timeout)
-    if left or errors:
-        raise RuntimeError(f"processed rows not delivered to {topic}: {left} pending, errors {errors[:3]}")
-    return rows.num_rows
+    return deliver_all(bootstrap_servers, ((topic, v, None) for v in processed_rows(rows)),
+                       f"processed rows for {topic}", timeout)

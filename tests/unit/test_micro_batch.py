@@ -159,3 +159,14 @@ def test_kept_rows_go_to_the_processed_topic_before_rollup(tmp_path: Path) -> No
         **args,
     )  # fmt: skip
     assert summary["processedTopic"] == 0 and len(written) == 1
+
+
+def test_processed_rows_write_time_as_epoch_millis_and_leave_nulls_out() -> None:
+    import orjson
+
+    from realtime.streaming.processed import processed_rows
+
+    us = pa.array([T0 * 1000 + 999, (T0 + 1) * 1000], pa.timestamp("us", tz="UTC"))  # Spark's unit; sub-ms cut
+    t = pa.table({"__time": us, "page": ["a", None], "price": [1.5, 2.0]})
+    assert [orjson.loads(b) for b in processed_rows(t)] == [
+        {"__time": T0, "page": "a", "price": 1.5}, {"__time": T0 + 1, "price": 2.0}]  # fmt: skip
