@@ -252,7 +252,9 @@ class StreamingJob:
             stream.writeStream.queryName(
                 f"radstack_{self.spec.name}{f'_replica{self.replica}' if self.replica else ''}".replace("-", "_").replace(" ", "_"))
             .foreachBatch(self.sink)
-            .option("checkpointLocation", str(self.checkpoint))
+            # a file: URI: the sink reads the checkpoint's metadata locally, and with HDFS deep storage
+            # spark-submit sets fs.defaultFS to hdfs://, where a bare path would land
+            .option("checkpointLocation", self.checkpoint.resolve().as_uri())
         )
         if self.options.available_now:
             w = w.trigger(availableNow=True)

@@ -3,11 +3,13 @@ nodes, HDFS with 2 DataNodes (replication 2), a Spark standalone master with 2 w
 :class:`operations.cluster.LocalCluster` (what ``radctl cluster up`` runs).
 
 * ``radctl cluster status --json`` sees every node; topics get replication 3 and ``min.insync.replicas=2``;
-* a Kafka broker killed with SIGKILL in the middle of produce → stream (on ``spark://``) → archive
-  (HDFS): 0 events lost, 0 duplicated in the archive, the streaming job's answer reaches every event,
-  and the rebuild submitted with ``spark-submit --master spark://`` (deploy/spark's wrapper) publishes
-  segments that overshadow the real-time ones and answer exactly the produced truth;
-* a DataNode killed with SIGKILL while the archiver writes: every archived event is still readable.
+* a Kafka broker killed with SIGKILL in the middle of produce → stream (``spark-submit`` to ``spark://``)
+  → archive (HDFS): 0 events lost, 0 duplicated in the archive, the streaming job's answer reaches every
+  event, and the rebuild submitted with ``spark-submit --master spark://`` (deploy/spark's wrapper)
+  publishes segments that overshadow the real-time ones and answer exactly the produced truth;
+* a DataNode killed with SIGKILL while the archiver writes: every archived event is still readable;
+* Airflow's DAG submits the rebuild with its SparkSubmitOperator, then the compaction job is submitted;
+* ``radctl cluster up|status|down`` from separate processes, every port freed at the end.
 """
 
 from __future__ import annotations
@@ -63,6 +65,13 @@ def _env(cluster: LocalCluster) -> dict[str, str]:
     env.update({"RADSTACK_HOME": str(cluster.home), "RADSTACK_CONFIG": str(cluster.settings_file),
                 "RADSTACK_SPARK__SHUFFLE_PARTITIONS": "2", "RADSTACK_STREAMING__HANDOFF": "false"})  # fmt: skip
     return env
+
+
+def _submit_env(cluster: LocalCluster) -> dict[str, str]:
+    """``_env`` plus the installed PySpark's ``spark-submit`` for deploy/spark's wrappers."""
+    from operations.spark_standalone import spark_home
+
+    return _env(cluster) | {"SPARK_SUBMIT": str(spark_home() / "bin" / "spark-submit")}
 
 
 def _settings(cluster: LocalCluster) -> Settings:
@@ -216,8 +225,10 @@ def test_broker_kill_during_produce_stream_archive(cluster: LocalCluster) -> Non
     logs = cluster.home / "logs"
     logs.mkdir(exist_ok=True)
     stream_log = (logs / f"stream-{name}.out").open("wb")
-    stream = subprocess.Popen([sys.executable, "-m", "operations", "stream", "-d", name, "--timeout", "600"],
-                              env=_env(cluster), stdout=stream_log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    # the streaming job as a Spark application: spark-submit --master spark://… (deploy/spark's wrapper)
+    stream = subprocess.Popen([sys.executable, str(REPO / "deploy" / "spark" / "submit-radctl.py"), "--", "stream",
+                               "-d", name, "--timeout", "600"], env=_submit_env(cluster), stdout=stream_log,
+                              stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
     archiver, arch_out = _archiver(cluster, topic)
     killed: list[int] = []
 
@@ -242,7 +253,7 @@ def test_broker_kill_during_produce_stream_archive(cluster: LocalCluster) -> Non
         with running_server(cluster.home, cluster.settings() | keep) as srv:
             # the streaming job (executors on the Spark workers) recovers and reaches every event
             _wait(lambda: _by_page(srv.url, name) == truth, 300, "the real-time answer to reach every event")
-            stream.send_signal(signal.SIGTERM)
+            os.killpg(stream.pid, signal.SIGTERM)  # spark-submit and its Python driver
             assert stream.wait(timeout=120) is not None
             apps = cluster.spark.state()  # type: ignore[union-attr]
             assert any(a["name"] == f"radstack-stream-{name}" for a in apps["completedapps"] + apps["activeapps"])
@@ -250,9 +261,7 @@ def test_broker_kill_during_produce_stream_archive(cluster: LocalCluster) -> Non
             assert realtime_ids
 
             # the rebuild of that hour on spark:// through deploy/spark's spark-submit wrapper
-            from operations.spark_standalone import spark_home
-
-            env = _env(cluster) | {"SPARK_SUBMIT": str(spark_home() / "bin" / "spark-submit")}
+            env = _submit_env(cluster)
             interval = f"{time.strftime('%Y-%m-%dT%H', time.gmtime(t0 // 1000))}/PT1H"
             t = time.monotonic()
             proc = subprocess.run([sys.executable, str(REPO / "deploy" / "spark" / "submit-rebuild.py"), "--config",
@@ -357,9 +366,9 @@ def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalClust
         "metricsSpec": [{"type": "count", "name": "count"}, {"type": "longSum", "name": "bytes", "fieldName": "bytes"}],
         "tiers": [{"olderThan": "P1D", "queryGranularity": "HOUR", "segmentGranularity": "HOUR"}],
     }).decode())  # fmt: skip
-    proc = subprocess.run([sys.executable, "-m", "operations", "compact", "-d", name, "--runner", "spark",
-                           "--config-file", str(cfg)], env=_env(cluster), capture_output=True, text=True,
-                          timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run([sys.executable, str(REPO / "deploy" / "spark" / "submit-radctl.py"), "--", "compact",
+                           "-d", name, "--runner", "spark", "--config-file", str(cfg)], env=_submit_env(cluster),
+                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     apps = spark.state()
     assert any(a["name"] == "radstack-compaction" and a["state"] == "FINISHED" for a in apps["completedapps"]), proc.stdout

@@ -160,6 +160,26 @@ def test_spark_submit_command(settings, tmp_path: Path) -> None:  # type: ignore
     assert "batch/rebuild_job.py" in names and "radstack/storage/indexer.py" in names and "radstack/spec.py" in names
 
 
+def test_radctl_submit_command(settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Any radctl command as a spark-submit application; the streaming job gets the Kafka connector."""
+    from batch.spark_submit import build_package, radctl_submit_command
+    from radstack.jvm import jars
+
+    s = settings.with_overrides({"spark": {"master": "spark://10.0.0.1:7077"}})
+    pkg = str(build_package(tmp_path))
+    stream = radctl_submit_command(s, ["stream", "-d", "ads"], py_files=pkg)
+    assert stream[:3] == ["spark-submit", "--master", "spark://10.0.0.1:7077"]
+    assert stream[stream.index("--deploy-mode") + 1] == "client" and stream[stream.index("--py-files") + 1] == pkg
+    app = next(i for i, c in enumerate(stream) if c.endswith("deploy/spark/radctl_app.py"))
+    assert stream[app + 1 :] == ["stream", "-d", "ads"]
+    shipped = stream[stream.index("--jars") + 1].split(",")
+    assert {str(j) for j in jars("spark-kafka")} <= set(shipped)
+    compact = radctl_submit_command(s, ["compact", "-d", "ads", "--runner", "spark"], py_files=pkg)
+    assert "--jars" not in compact and compact[-5:] == ["compact", "-d", "ads", "--runner", "spark"]
+    with pytest.raises(ValueError):
+        radctl_submit_command(s, [], py_files=pkg)
+
+
 def test_s3_storage_conf() -> None:
     from batch.storage_conf import storage_spark_conf
 
