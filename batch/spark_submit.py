@@ -12,6 +12,10 @@ connector jars as ``--jars``.
 
 from __future__ import annotations
 
+import os
+import shlex
+import shutil
+import sys
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,7 @@ from radstack.config import Settings
 from radstack.jvm import jars as jvm_jars
 
 __all__ = ["PACKAGES", "REPO_ROOT", "is_cluster_master", "build_package", "submit_args", "spark_submit_command",
-           "radctl_submit_command"]
+           "radctl_submit_command", "run_submit"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("radstack", "realtime", "batch", "serving")
@@ -131,3 +135,16 @@ def spark_submit_command(settings: Settings, datasource: str, interval: str, *, 
     """The full ``spark-submit`` command line for one rebuild on ``spark.master``."""
     a = submit_args(settings, datasource, interval, force=force, config_file=config_file, py_files=py_files)
     return _render(settings, a, spark_submit)
+
+
+def run_submit(cmd: list[str], *, dry_run: bool = False) -> int:
+    """What deploy/spark's wrappers do with a command: print it (``dry_run``), or replace this process
+    with it; 2 when ``spark-submit`` is not found."""
+    if dry_run:
+        print(shlex.join(cmd))
+        return 0
+    if shutil.which(cmd[0]) is None:
+        print(f"{cmd[0]} not found; set SPARK_SUBMIT or put Spark's bin/ on PATH", file=sys.stderr)
+        return 2
+    os.execvp(cmd[0], cmd)
+    return 1  # not reached

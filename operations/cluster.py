@@ -11,8 +11,11 @@ ports; ``status`` and ``down`` read it, so they work from any process.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -23,7 +26,7 @@ import yaml
 
 from operations.hdfs_local import HdfsCluster
 from operations.kafka_broker import KafkaBroker, metadata_ok, new_cluster_id
-from operations.processes import free_port, pid_alive, process_start_time, stop_process_group
+from operations.processes import free_ports, pid_alive, process_start_time, stop_process_group
 from operations.spark_standalone import SparkStandalone, master_state
 from realtime.topics import admin_client
 
@@ -35,15 +38,6 @@ SETTINGS_FILE = "radstack.yaml"
 
 class ClusterError(RuntimeError):
     """The cluster could not be started or is not running."""
-
-
-def _free_ports(n: int) -> list[int]:
-    ports: list[int] = []
-    while len(ports) < n:
-        p = free_port()
-        if p not in ports:
-            ports.append(p)
-    return ports
 
 
 @dataclass
@@ -99,7 +93,7 @@ class LocalCluster:
         return self
 
     def _start_kafka(self, timeout: float) -> None:
-        ports = _free_ports(2 * self.kafka_nodes)
+        ports = free_ports(2 * self.kafka_nodes)
         voters = {i + 1: ports[2 * i + 1] for i in range(self.kafka_nodes)}
         cid = new_cluster_id()
         self.brokers = [
@@ -142,7 +136,8 @@ class LocalCluster:
         """SIGKILL one Kafka node, as a crash would (its process group)."""
         b = self.brokers[node_id - 1]
         if b.process is not None:
-            stop_process_group(b.process.pid, timeout=0)
+            with contextlib.suppress(ProcessLookupError):  # no TERM first: no shutdown hook may run
+                os.killpg(b.process.pid, signal.SIGKILL)
             b.process.wait(timeout=10)
             b.process = None
 

@@ -33,7 +33,7 @@ from xml.sax.saxutils import escape
 
 from hdfs import HdfsError, InsecureClient
 
-from operations.processes import NodeGroup, free_port
+from operations.processes import NodeGroup, free_ports
 from radstack import jvm
 
 
@@ -105,11 +105,7 @@ class HdfsPorts:
 
     @classmethod
     def pick(cls, datanodes: int = 1) -> HdfsPorts:
-        ports: list[int] = []
-        while len(ports) < 2 + 3 * datanodes:
-            p = free_port()
-            if p not in ports:
-                ports.append(p)
+        ports = free_ports(2 + 3 * datanodes)
         dns = [DataNodePorts(*ports[2 + 3 * i: 5 + 3 * i]) for i in range(datanodes)]
         return cls(ports[0], ports[1], dns)
 

@@ -137,6 +137,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct free ports (each one free when picked)."""
+    ports: list[int] = []
+    while len(ports) < n:
+        p = free_port(host)
+        if p not in ports:
+            ports.append(p)
+    return ports
+
+
 # -- the nodes of a local cluster -------------------------------------------------------------------
 
 

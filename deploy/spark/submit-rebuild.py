@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
-import shutil
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # run from a checkout: the packages sit beside deploy/
 
-from batch.spark_submit import is_cluster_master, spark_submit_command  # noqa: E402
+from batch.spark_submit import is_cluster_master, run_submit, spark_submit_command  # noqa: E402
 from radstack.config import load_settings  # noqa: E402
 
 
@@ -46,14 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cmd = spark_submit_command(settings, a.datasource, a.interval, force=a.force, config_file=a.config,
                                py_files=a.py_files, spark_submit=a.spark_submit)
-    if a.dry_run:
-        print(shlex.join(cmd))
-        return 0
-    if shutil.which(cmd[0]) is None:
-        print(f"{cmd[0]} not found; set SPARK_SUBMIT or put Spark's bin/ on PATH", file=sys.stderr)
-        return 2
-    os.execvp(cmd[0], cmd)
-    return 1  # not reached
+    return run_submit(cmd, dry_run=a.dry_run)
 
 
 if __name__ == "__main__":
