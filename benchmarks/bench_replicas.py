@@ -59,7 +59,8 @@ def group_cpu_seconds(pgid: int) -> float:
 
 
 def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, seconds: float,
-             warmup: float, pin: bool = False, trigger: float | None = None) -> dict[str, Any]:
+             warmup: float, pin: bool = False, trigger: float | None = None, master: str = "local[2]",
+             shuffle_partitions: int | None = None, spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
     from operations.processes import radctl_argv
     from radstack.config import load_settings
     from radstack.storage.deep_storage import open_deep_storage
@@ -77,9 +78,10 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
     (case / "datasources" / "ads.yaml").write_text(yaml.safe_dump(spec))
     (case / "radstack.yaml").write_text(yaml.safe_dump({
         "kafka": {"embedded": False, "bootstrap_servers": bootstrap},
-        "spark": {"master": "local[2]"},
+        "spark": {"master": master, **({"conf": spark_conf} if spark_conf else {})},
         "streaming": {"handoff": False, "replicas": replicas,
-                      **({"trigger_seconds": trigger} if trigger is not None else {})},
+                      **({"trigger_seconds": trigger} if trigger is not None else {}),
+                      **({"shuffle_partitions": shuffle_partitions} if shuffle_partitions else {})},
     }))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_HOME"] = str(case)
@@ -152,6 +154,11 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=15.0)
     ap.add_argument("--scenario", choices=["1", "2", "2-kill"], action="append", default=None)
     ap.add_argument("--trigger", type=float, default=None, help="streaming.trigger_seconds (default: the setting's)")
+    ap.add_argument("--master", default="local[2]", help="spark.master of every replica")
+    ap.add_argument("--shuffle-partitions", type=int, default=None,
+                    help="streaming.shuffle_partitions (default: the setting's, one per core)")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for every replica (spark.conf in radstack.yaml)")
     ap.add_argument("--pin", action="store_true",
                     help="pin replica r to CPU r (taskset): each replica gets a core of its own, as on its own node")
     args = ap.parse_args()
@@ -169,7 +176,8 @@ def main() -> None:
             print("|---|---|---|---|---|---|---|---|")
             for name in args.scenario or ["1", "2", "2-kill"]:
                 r = scenario(home, broker.bootstrap_servers, int(name[0]), name.endswith("kill"), args.rate,
-                             args.seconds, args.warmup, args.pin, args.trigger)
+                             args.seconds, args.warmup, args.pin, args.trigger, args.master,
+                             args.shuffle_partitions, dict(kv.split("=", 1) for kv in args.spark_conf))
                 print(f"| {r['replicas']} | {'yes' if r['kill'] else 'no'} | {r['events']:,} (served {r['served']:,}) "
                       f"| {r['p50_s']:.2f} | {r['p95_s']:.2f} | {r['max_s']:.2f} | {r['cpu_s_per_s']:.2f} "
                       f"| {r['kafka_records_read']:,} |", flush=True)

@@ -278,6 +278,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=20.0, help="seconds of traffic at --rate before measuring")
     ap.add_argument("--bootstrap", default=None)
     ap.add_argument("--shuffle-partitions", type=int, default=None, help="default: spark.shuffle_partitions (4)")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
     ap.add_argument("--skip", choices=["throughput", "freshness"], action="append", default=[])
     ap.add_argument("--stages", action="store_true", help="print Spark's per-stage task times (turns on the UI)")
     args = ap.parse_args()
@@ -306,8 +307,10 @@ def main() -> None:
             from realtime.streaming.job import stream_options, streaming_shuffle_partitions
 
             parts = args.shuffle_partitions or streaming_shuffle_partitions(settings)
-            ui = {"spark.ui.enabled": "true", "spark.ui.port": str(free_port())} if args.stages else None
-            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=parts, extra_conf=ui)
+            extra = dict(kv.split("=", 1) for kv in args.spark_conf)
+            if args.stages:
+                extra.update({"spark.ui.enabled": "true", "spark.ui.port": str(free_port())})
+            spark = build_spark_session(settings, app_name="bench-streaming", shuffle_partitions=parts, extra_conf=extra)
             max_offsets = args.max_offsets or stream_options(settings, bootstrap_servers="-").max_offsets_per_trigger
             print(f"shuffle partitions {parts}, maxOffsetsPerTrigger {max_offsets}, trigger {args.trigger or 'default'}")
             print(f"spark session: {time.perf_counter() - t:.1f} s")

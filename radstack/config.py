@@ -258,6 +258,10 @@ class StreamingSettings(Section):
     handoff: bool = Field(True, description="hand real-time segments off once their interval closed")
     handoff_check_seconds: float = Field(10.0, description="seconds between handoff checks")
     progress_seconds: float = Field(1.0, description="seconds between progress records")
+    java_options: str = Field("", description=(
+        "extra JVM options of the streaming job's Spark driver (and its executors), added to radstack's own; "
+        "e.g. `-XX:TieredStopAtLevel=1` (the C1 JIT only: about a quarter less CPU at a few thousand events/s, "
+        "a quarter less peak throughput — docs/benchmarks.md, real-time replicas)"))
     replicas: int = Field(1, ge=1, le=8, description=(
         "streaming jobs per datasource over the same topics (own checkpoints, consumer groups and copies of the "
         "real-time segments; the broker serves the copy furthest ahead): `radctl up` starts them all"))

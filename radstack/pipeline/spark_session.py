@@ -64,11 +64,13 @@ def build_spark_session(
     kafka: bool = True,
     log_name: str = "spark",
     extra_conf: dict[str, str] | None = None,
+    java_options: str = "",
 ) -> SparkSession:
     """Get or create the session. ``settings`` (radstack Settings) supplies ``spark.master``,
     ``spark.shuffle_partitions``, ``spark.driver_memory``, ``spark.conf`` and the log directory;
-    ``kafka`` adds Spark's Kafka connector jars. An already running session is returned as is (its
-    jars cannot change any more)."""
+    ``kafka`` adds Spark's Kafka connector jars; ``java_options`` go to the driver's and executors' JVMs
+    after radstack's own. An already running session is returned as is (its jars cannot change any
+    more)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
@@ -80,6 +82,8 @@ def build_spark_session(
         log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
     log_conf = write_log4j2_config(log_dir, log_name)
     java_opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Dlog4j.configurationFile=file:{log_conf}"
+    if java_options.strip():
+        java_opts += " " + java_options.strip()
     parts = int(shuffle_partitions or spark_settings.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
     b = (
         SparkSession.builder.appName(app_name)

@@ -35,7 +35,7 @@ from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
 from radstack.storage.metadata import MetadataStore
 from realtime.streaming.dlq import dlq_topics
-from realtime.streaming.progress import ProgressTracker
+from realtime.streaming.progress import ProgressTracker, new_progress
 from realtime.streaming.sink import SegmentSink, SinkConfig, progress_key
 from realtime.topics import ensure_topics
 
@@ -227,6 +227,7 @@ class StreamingJob:
                 self.settings,
                 app_name=f"radstack-stream-{self.spec.name}" + (f"-replica{self.replica}" if self.replica else ""),
                 shuffle_partitions=streaming_shuffle_partitions(self.settings),
+                java_options=self.settings.streaming.java_options,
             )
         return self._spark
 
@@ -270,7 +271,7 @@ class StreamingJob:
         reads as health: an idle stream runs no batches but is alive)."""
         if self.query is None:
             return
-        changed = self.tracker.update(list(self.query.recentProgress))
+        changed = self.tracker.update(new_progress(self.query, self.tracker))
         now = time.monotonic()
         if changed or (self.query.isActive and now - self._progress_written >= HEARTBEAT_SECONDS):
             self.metadata.put_state(progress_key(self.spec.name, self.replica), self.tracker.state())

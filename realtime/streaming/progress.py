@@ -1,6 +1,6 @@
 """What Spark reports per micro-batch (``StreamingQueryProgress``), kept for ``radctl status``.
 
-The job polls ``query.recentProgress`` and writes ``streaming.<ds>.progress``: input and processed
+The job polls the query's recent progress (:func:`new_progress`) and writes ``streaming.<ds>.progress``: input and processed
 rates, batch duration, the Kafka source's end/latest offsets and lag (offsets behind latest), and
 running totals of what Spark's stateful operators dropped (``numDroppedDuplicateRows`` — duplicates
 — and ``numRowsDroppedByWatermark`` — rows later than the dedup/join watermark, part of
@@ -23,7 +23,7 @@ from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import MAX_REPLICAS, progress_key, state_key
 from radstack.storage.supervisors import load_supervisors
 
-__all__ = ["ProgressTracker", "lag_from_progress", "status_view"]
+__all__ = ["ProgressTracker", "new_progress", "lag_from_progress", "status_view"]
 
 
 def _json(p: Any) -> dict[str, Any]:
@@ -34,6 +34,26 @@ def _json(p: Any) -> dict[str, Any]:
 
         return json.loads(j())
     return dict(p)
+
+
+def new_progress(query: Any, tracker: ProgressTracker) -> list[dict[str, Any]]:
+    """The query's progress events the tracker has not seen, oldest first, as JSON dicts.
+
+    Read from the end of the JVM's list of recent events back to the first one already seen, one
+    ``json()`` call each: PySpark's ``query.recentProgress`` converts all (up to 100) retained events
+    field by field over py4j on every call, and those calls make the JVM look classes up in every jar
+    — at a poll a second that cost a streaming job ≈ 0.3 of a core (docs/benchmarks.md)."""
+    jsq = getattr(query, "_jsq", None)
+    if jsq is None:  # not a live PySpark query (tests)
+        return [_json(p) for p in query.recentProgress if tracker.key(_json(p)) not in tracker.seen]
+    events = jsq.recentProgress()
+    out: list[dict[str, Any]] = []
+    for i in range(len(events) - 1, -1, -1):
+        p = json.loads(events[i].json())
+        if tracker.key(p) in tracker.seen:
+            break
+        out.append(p)
+    return out[::-1]
 
 
 def _offsets(raw: Any) -> dict[str, dict[str, int]]:
@@ -93,6 +113,14 @@ class ProgressTracker:
                 t.totals[k] = int(previous.get(k, 0))
         return t
 
+    @staticmethod
+    def key(p: Mapping[str, Any]) -> tuple[str, int, str]:
+        """What identifies a progress event: run id and batch id — and, for an idle trigger, its time:
+        it reports the id of the NEXT batch (and no ``addBatch``), and updates the rates and lag, but
+        must neither be counted nor hide the real batch of that id."""
+        executed = "addBatch" in (p.get("durationMs") or {})
+        return str(p.get("runId")), int(p.get("batchId", -1)), "" if executed else str(p.get("timestamp"))
+
     def update(self, progresses: list[Any]) -> bool:
         """Add the progress events not seen yet (by run id + batch id); True when any was new.
 
@@ -102,11 +130,8 @@ class ProgressTracker:
         changed = False
         for raw in progresses:
             p = _json(raw)
-            batch = int(p.get("batchId", -1))
-            # an idle trigger reports the id of the NEXT batch (and no addBatch): it updates the rates
-            # and lag, but must neither be counted nor hide the real batch of that id
             executed = "addBatch" in (p.get("durationMs") or {})
-            key = (str(p.get("runId")), batch, "" if executed else str(p.get("timestamp")))
+            key = self.key(p)
             if key in self.seen:
                 continue
             self.seen.add(key)

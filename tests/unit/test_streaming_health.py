@@ -112,3 +112,43 @@ def test_an_idle_trigger_does_not_hide_the_next_batch() -> None:
     assert t.update([idle, real])
     assert t.totals == {"duplicatesDropped": 2, "droppedByWatermark": 98}
     assert t.latest is real
+
+
+def test_only_new_progress_events_are_read_from_the_jvm() -> None:
+    """The job reads Spark's progress events back from the newest to the first one it has seen, one
+    JSON string each, instead of PySpark's ``recentProgress`` (which converts all 100 retained events
+    over py4j on every poll)."""
+    import json
+
+    from realtime.streaming.progress import ProgressTracker, new_progress
+
+    class JProgress:
+        def __init__(self, p: dict[str, Any], reads: list[int]) -> None:
+            self.p, self.reads = p, reads
+
+        def json(self) -> str:
+            self.reads.append(self.p["batchId"])
+            return json.dumps(self.p)
+
+    reads: list[int] = []
+    events = [JProgress({"runId": "r", "batchId": b, "durationMs": {"addBatch": 1}}, reads) for b in range(100)]
+
+    class JQuery:
+        def recentProgress(self) -> list[JProgress]:  # noqa: N802 - the JVM method's name
+            return events
+
+    class Query:
+        _jsq = JQuery()
+
+    t = ProgressTracker()
+    first = new_progress(Query(), t)
+    assert [p["batchId"] for p in first] == list(range(100))  # oldest first
+    t.update(first)
+    reads.clear()
+    events.append(JProgress({"runId": "r", "batchId": 100, "durationMs": {"addBatch": 1}}, reads))
+    events.append(JProgress({"runId": "r", "batchId": 101, "timestamp": "t", "durationMs": {}}, reads))  # idle
+    del events[:2]  # Spark keeps the newest 100
+    new = new_progress(Query(), t)
+    assert [p["batchId"] for p in new] == [100, 101]
+    assert reads == [101, 100, 99]  # stopped at the first event already seen
+    assert t.update(new) and not new_progress(Query(), t)
