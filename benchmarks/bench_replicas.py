@@ -60,7 +60,8 @@ def group_cpu_seconds(pgid: int) -> float:
 
 def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, seconds: float,
              warmup: float, pin: bool = False, trigger: float | None = None, master: str = "local[2]",
-             shuffle_partitions: int | None = None, spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+             shuffle_partitions: int | None = None, spark_conf: dict[str, str] | None = None,
+             java_options: str = "") -> dict[str, Any]:
     from operations.processes import radctl_argv
     from radstack.config import load_settings
     from radstack.storage.deep_storage import open_deep_storage
@@ -81,7 +82,8 @@ def scenario(home: Path, bootstrap: str, replicas: int, kill: bool, rate: int, s
         "spark": {"master": master, **({"conf": spark_conf} if spark_conf else {})},
         "streaming": {"handoff": False, "replicas": replicas,
                       **({"trigger_seconds": trigger} if trigger is not None else {}),
-                      **({"shuffle_partitions": shuffle_partitions} if shuffle_partitions else {})},
+                      **({"shuffle_partitions": shuffle_partitions} if shuffle_partitions else {}),
+                      **({"java_options": java_options} if java_options else {})},
     }))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_HOME"] = str(case)
@@ -157,6 +159,7 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]", help="spark.master of every replica")
     ap.add_argument("--shuffle-partitions", type=int, default=None,
                     help="streaming.shuffle_partitions (default: the setting's, one per core)")
+    ap.add_argument("--java-options", default="", help="streaming.java_options, e.g. -XX:TieredStopAtLevel=1")
     ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                     help="a Spark setting for every replica (spark.conf in radstack.yaml)")
     ap.add_argument("--pin", action="store_true",
@@ -177,7 +180,7 @@ def main() -> None:
             for name in args.scenario or ["1", "2", "2-kill"]:
                 r = scenario(home, broker.bootstrap_servers, int(name[0]), name.endswith("kill"), args.rate,
                              args.seconds, args.warmup, args.pin, args.trigger, args.master,
-                             args.shuffle_partitions, dict(kv.split("=", 1) for kv in args.spark_conf))
+                             args.shuffle_partitions, dict(kv.split("=", 1) for kv in args.spark_conf), args.java_options)
                 print(f"| {r['replicas']} | {'yes' if r['kill'] else 'no'} | {r['events']:,} (served {r['served']:,}) "
                       f"| {r['p50_s']:.2f} | {r['p95_s']:.2f} | {r['max_s']:.2f} | {r['cpu_s_per_s']:.2f} "
                       f"| {r['kafka_records_read']:,} |", flush=True)

@@ -23,7 +23,7 @@ from radstack.jvm import jars
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_spark_session", "write_log4j2_config", "DEFAULT_SHUFFLE_PARTITIONS"]
+__all__ = ["build_spark_session", "jvm_options", "write_log4j2_config", "DEFAULT_SHUFFLE_PARTITIONS"]
 
 DEFAULT_SHUFFLE_PARTITIONS = 4
 
@@ -55,6 +55,12 @@ def write_log4j2_config(log_dir: Path, name: str = "spark", level: str = "warn")
     return conf
 
 
+def jvm_options(log_conf: Path, extra: str = "") -> str:
+    """The driver's and executors' JVM options: radstack's log4j2 configuration, then ``extra``."""
+    opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Dlog4j.configurationFile=file:{log_conf}"
+    return f"{opts} {extra.strip()}" if extra.strip() else opts
+
+
 def build_spark_session(
     settings: Settings | None = None,
     *,
@@ -81,9 +87,7 @@ def build_spark_session(
     else:
         log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
     log_conf = write_log4j2_config(log_dir, log_name)
-    java_opts = f"-Dlog4j2.configurationFile=file:{log_conf} -Dlog4j.configurationFile=file:{log_conf}"
-    if java_options.strip():
-        java_opts += " " + java_options.strip()
+    java_opts = jvm_options(log_conf, java_options)
     parts = int(shuffle_partitions or spark_settings.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
     b = (
         SparkSession.builder.appName(app_name)

@@ -152,3 +152,25 @@ def test_only_new_progress_events_are_read_from_the_jvm() -> None:
     assert [p["batchId"] for p in new] == [100, 101]
     assert reads == [101, 100, 99]  # stopped at the first event already seen
     assert t.update(new) and not new_progress(Query(), t)
+
+
+def test_the_streaming_job_passes_its_java_options_to_spark(tmp_path: Path, monkeypatch: Any) -> None:
+    """``streaming.java_options`` reaches the streaming job's Spark session after radstack's own
+    options (the batch jobs' sessions do not get them)."""
+    from radstack.pipeline.spark_session import jvm_options
+
+    log_conf = tmp_path / "log4j2.properties"
+    assert jvm_options(log_conf) == (f"-Dlog4j2.configurationFile=file:{log_conf} "
+                                     f"-Dlog4j.configurationFile=file:{log_conf}")
+    assert jvm_options(log_conf, "  -XX:TieredStopAtLevel=1 ").endswith(f"file:{log_conf} -XX:TieredStopAtLevel=1")
+
+    from radstack.spec import load_datasource_spec
+
+    settings = load_settings(env={"RADSTACK_HOME": str(tmp_path / "home")},
+                             overrides={"streaming": {"java_options": "-XX:TieredStopAtLevel=1"}})
+    spec = load_datasource_spec(yaml.safe_load(EXAMPLE.read_text()))
+    job = job_mod.StreamingJob(settings, spec, job_mod.stream_options(settings, bootstrap_servers="127.0.0.1:1"))
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(job_mod, "build_spark_session", lambda *a, **kw: calls.append(kw) or "spark")
+    assert job.spark == "spark"
+    assert calls[0]["java_options"] == "-XX:TieredStopAtLevel=1"
