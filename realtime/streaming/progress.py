@@ -1,7 +1,7 @@
 """What Spark reports per micro-batch (``StreamingQueryProgress``), kept for ``radctl status``.
 
-The job polls the query's recent progress (:func:`new_progress`) and writes ``streaming.<ds>.progress``: input and processed
-rates, batch duration, the Kafka source's end/latest offsets and lag (offsets behind latest), and
+The job polls the query's new progress events (:func:`new_progress`) and writes
+``streaming.<ds>.progress``: input and processed rates, batch duration, the Kafka source's end/latest offsets and lag (offsets behind latest), and
 running totals of what Spark's stateful operators dropped (``numDroppedDuplicateRows`` — duplicates
 — and ``numRowsDroppedByWatermark`` — rows later than the dedup/join watermark, part of
 ``thrownAway``). The sink's own counters are in ``streaming.<ds>`` (committed with each batch).
@@ -43,10 +43,7 @@ def new_progress(query: Any, tracker: ProgressTracker) -> list[dict[str, Any]]:
     ``json()`` call each: PySpark's ``query.recentProgress`` converts all (up to 100) retained events
     field by field over py4j on every call, and those calls make the JVM look classes up in every jar
     — at a poll a second that cost a streaming job ≈ 0.3 of a core (docs/benchmarks.md)."""
-    jsq = getattr(query, "_jsq", None)
-    if jsq is None:  # not a live PySpark query (tests)
-        return [_json(p) for p in query.recentProgress if tracker.key(_json(p)) not in tracker.seen]
-    events = jsq.recentProgress()
+    events = query._jsq.recentProgress()
     out: list[dict[str, Any]] = []
     for i in range(len(events) - 1, -1, -1):
         p = json.loads(events[i].json())

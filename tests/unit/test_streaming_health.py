@@ -16,11 +16,18 @@ from realtime.streaming.sink import progress_key
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "ads" / "ads.yaml"
 
 
+class _NoProgress:
+    """The JVM side of a query that has reported nothing yet."""
+
+    def recentProgress(self) -> list[Any]:  # noqa: N802 - the JVM method's name
+        return []
+
+
 class IdleQuery:
     """What an active query with no new micro-batches reports."""
 
     isActive = True
-    recentProgress: list[Any] = []
+    _jsq = _NoProgress()
 
 
 def _job(tmp_path: Path) -> Any:
@@ -155,8 +162,8 @@ def test_only_new_progress_events_are_read_from_the_jvm() -> None:
 
 
 def test_the_streaming_job_passes_its_java_options_to_spark(tmp_path: Path, monkeypatch: Any) -> None:
-    """``streaming.java_options`` reaches the streaming job's Spark session after radstack's own
-    options (the batch jobs' sessions do not get them)."""
+    """``streaming.java_options`` reaches the streaming job's Spark session, after radstack's own
+    options."""
     from radstack.pipeline.spark_session import jvm_options
 
     log_conf = tmp_path / "log4j2.properties"
