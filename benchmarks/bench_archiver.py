@@ -1,12 +1,16 @@
 """Archiver throughput vs a bare confluent-kafka consumer that discards messages, in one run.
 
-    .venv/bin/python benchmarks/bench_archiver.py [--events 1000000] [--partitions 4]
+    .venv/bin/python benchmarks/bench_archiver.py [--events 1000000] [--partitions 4] [--rounds 3]
+        [--fetch-queue-backoff-ms MS]
 
 Starts an embedded Apache Kafka broker in a temp dir, produces N ~200-byte JSON events, then consumes
-them twice with fresh consumer groups: (1) bare — consume and drop; (2) the archiver writing Parquet
-files to local deep storage (flush every ``--max-records`` per partition, default 250k: with fewer
-events than partitions × that, every flush happens at the end). Prints events/s for both and the ratio, plus
-the archive size in Parquet vs gzip'd JSON lines of the same values (the format choice).
+them ``--rounds`` times each, alternating, with fresh consumer groups: (1) bare — consume and drop;
+(2) the archiver writing Parquet files to local deep storage (flush every ``--max-records`` per
+partition, default 250k: with fewer events than partitions × that, every flush happens at the end).
+Both consumers use the archiver's fetch settings (``realtime.archiver.archiver.FETCH_SETTINGS``;
+``--fetch-queue-backoff-ms 1000`` gives both librdkafka's default, the setting before 2026-11-26).
+Prints events/s for each round, the ratio of each pair and the median ratio, plus the archive size in
+Parquet vs gzip'd JSON lines of the same values (the format choice).
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pyarrow.dataset as pads
 from confluent_kafka import Consumer, Producer
@@ -26,6 +32,7 @@ from operations.processes import free_port
 from radstack.intervals import format_instant
 from radstack.storage.deep_storage.local import LocalDeepStorage
 from realtime.archiver import Archiver, ArchiverConfig
+from realtime.archiver.archiver import FETCH_SETTINGS
 from realtime.topics import ensure_topics
 
 
@@ -48,10 +55,9 @@ def produce(bootstrap: str, topic: str, n: int) -> None:
     p.flush(120)
 
 
-def bare_consume(bootstrap: str, topic: str, n: int) -> float:
+def bare_consume(bootstrap: str, topic: str, n: int, fetch: dict[str, Any]) -> float:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{time.time_ns()}", "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False, "fetch.wait.max.ms": 100, "queued.max.messages.kbytes": 262_144,
-                  "fetch.max.bytes": 52_428_800})
+                  "enable.auto.commit": False, "isolation.level": "read_committed", **fetch})
     c.subscribe([topic])
     got = 0
     t0 = None
@@ -68,9 +74,9 @@ def bare_consume(bootstrap: str, topic: str, n: int) -> float:
     return n / dt
 
 
-def archive(bootstrap: str, topic: str, n: int, root: Path, max_records: int = 250_000) -> float:
+def archive(bootstrap: str, topic: str, n: int, root: Path, max_records: int, fetch: dict[str, Any]) -> float:
     cfg = ArchiverConfig(bootstrap, [topic], group_id=f"arch-{time.time_ns()}", max_records=max_records,
-                         max_age_seconds=30)
+                         max_age_seconds=30, consumer_conf=fetch)
     a = Archiver(cfg, LocalDeepStorage(root))
     first: list[float] = []
 
@@ -90,7 +96,13 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--max-records", type=int, default=250_000,
                     help="archiver.max_records: flush a partition's buffer at this many records")
+    ap.add_argument("--rounds", type=int, default=3, help="bare and archiver runs, alternating")
+    ap.add_argument("--fetch-queue-backoff-ms", type=int, default=None,
+                    help="fetch.queue.backoff.ms for both consumers (default: the archiver's own setting)")
     args = ap.parse_args()
+    fetch = dict(FETCH_SETTINGS)
+    if args.fetch_queue_backoff_ms is not None:
+        fetch["fetch.queue.backoff.ms"] = args.fetch_queue_backoff_ms
     with tempfile.TemporaryDirectory() as tmp:
         broker = KafkaBroker(home=Path(tmp) / "kafka", port=free_port(), controller_port=free_port(), heap="1g")
         broker.start(timeout=120)
@@ -99,17 +111,22 @@ def main() -> None:
             ensure_topics(broker.bootstrap_servers, {topic: args.partitions})
             t0 = time.perf_counter()
             produce(broker.bootstrap_servers, topic, args.events)
-            print(f"produced {args.events:,} events in {time.perf_counter() - t0:.1f}s")
-            bare = bare_consume(broker.bootstrap_servers, topic, args.events)
-            root = Path(tmp) / "deep"
-            arch = archive(broker.bootstrap_servers, topic, args.events, root, args.max_records)
+            print(f"produced {args.events:,} events in {time.perf_counter() - t0:.1f}s; fetch settings {fetch}")
+            ratios = []
+            for r in range(args.rounds):
+                bare = bare_consume(broker.bootstrap_servers, topic, args.events, fetch)
+                root = Path(tmp) / f"deep-{r}"
+                arch = archive(broker.bootstrap_servers, topic, args.events, root, args.max_records, fetch)
+                ratios.append(arch / bare)
+                print(f"round {r + 1}: bare consumer {bare:10,.0f} events/s   archiver {arch:10,.0f} events/s   "
+                      f"archiver/bare = {arch / bare:.2f}", flush=True)
             files = list(root.rglob("*.parquet"))
             pq_bytes = sum(f.stat().st_size for f in files)
             values = pads.dataset([str(f) for f in files]).to_table(columns=["value"]).column("value").to_pylist()
             gz_bytes = len(gzip.compress(b"\n".join(values), 6))
-            print(f"bare consumer : {bare:12,.0f} events/s")
-            print(f"archiver      : {arch:12,.0f} events/s   ratio bare/archiver = {bare / arch:.2f}, "
-                  f"archiver/bare = {arch / bare:.2f} (max_records {args.max_records:,})")
+            print(f"median archiver/bare = {statistics.median(ratios):.2f} over {args.rounds} rounds "
+                  f"(baseline: a bare confluent-kafka consumer with the same fetch settings; max_records "
+                  f"{args.max_records:,})")
             print(f"archive size  : parquet(zstd, with Kafka coordinates) {pq_bytes / 1e6:.1f} MB, "
                   f"json-lines.gz (values only) {gz_bytes / 1e6:.1f} MB, files {len(files)}")
         finally:

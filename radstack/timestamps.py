@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from radstack.joda import joda_to_strftime, parse_to_millis
 
-__all__ = ["parse_timestamp_column", "query_arrow", "NUMERIC_UNITS"]
+__all__ = ["parse_timestamp_column", "string_millis_sql", "utc_connection", "query_arrow", "NUMERIC_UNITS"]
 
 #: formats that give numbers their own unit (every other format reads numbers as millis)
 NUMERIC_UNITS = ("millis", "posix", "micro", "nano", "ruby")
@@ -38,7 +38,8 @@ def query_arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
     return fetch()
 
 
-def _connect() -> duckdb.DuckDBPyConnection:
+def utc_connection() -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection whose session time zone is UTC (what the ISO casts below assume)."""
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     return con
@@ -87,6 +88,21 @@ def _string_sql(fmt: str) -> str:
     return f"epoch_ms(try_strptime(s, '{pattern}'))"
 
 
+def _known(fmt: str) -> str:
+    """Druid's named formats are case-insensitive; a Joda pattern is not."""
+    return fmt.lower() if fmt.lower() in ("iso", "auto", *NUMERIC_UNITS) else fmt
+
+
+def string_millis_sql(fmt: str) -> str | None:
+    """DuckDB SQL turning the trimmed VARCHAR column ``s`` into BIGINT millis (NULL where it cannot be
+    read) for a ``timestampSpec.format``, run on a :func:`utc_connection`; None for a Joda pattern
+    DuckDB's ``strptime`` cannot read (:func:`parse_timestamp_column` takes those)."""
+    try:
+        return f"CAST({_string_sql(_known(fmt))} AS BIGINT)"
+    except ValueError:
+        return None
+
+
 def parse_timestamp_column(
     arr: pa.Array | pa.ChunkedArray, fmt: str, missing_value: int | None = None
 ) -> pa.Array:
@@ -95,8 +111,7 @@ def parse_timestamp_column(
     ``timestampSpec.missingValue`` does."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    if fmt.lower() in ("iso", "auto", "millis", "posix", "micro", "nano", "ruby"):
-        fmt = fmt.lower()
+    fmt = _known(fmt)
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     out = _parse(arr, fmt)
@@ -155,7 +170,7 @@ def _timestamp_to_ms(arr: pa.Array) -> pa.Array:
 
 def _run(arr: pa.Array, expr: str, *, strings: bool = False) -> pa.Array:
     """Evaluate ``expr`` (over ``v``, or the trimmed string ``s``) for every value, in order."""
-    con = _connect()
+    con = utc_connection()
     try:
         con.register("__ts_input", pa.table({"v": arr}))
         src = "(SELECT trim(v) AS s FROM __ts_input)" if strings else "__ts_input"

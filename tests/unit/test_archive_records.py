@@ -3,6 +3,8 @@ consumer's messages, the oldest Kafka timestamp for the watermark, event times f
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import pyarrow as pa
@@ -86,3 +88,37 @@ def test_event_time_only_from_an_object_field() -> None:
     day = parse_instant("2026-01-01T00:00:00Z")
     assert ts.to_pylist() == [day, None, None, None, day, None, None, None]
     assert ok.to_pylist() == [True, True, True, True, True, False, False, False]
+
+
+def test_buffer_keeps_no_message_objects() -> None:
+    """The buffer copies the fields out: the consumer's Message objects (tracked by Python's garbage
+    collector) are freed as soon as the consume loop drops them."""
+    msgs = [Msg(i, (1, 1_000 + i), b'{"timestamp": 5}') for i in range(3)]
+    refs = [weakref.ref(m) for m in msgs]
+    buf = ColumnBuffer("t", 0)
+    buf.extend(msgs)
+    del msgs
+    gc.collect()
+    assert all(r() is None for r in refs)
+    assert len(buf) == 3 and buf.min_kafka_ts == 1_000
+
+
+def test_table_from_many_consumed_batches() -> None:
+    buf = ColumnBuffer("t", 1)
+    for start in (0, 2, 5):
+        buf.extend([Msg(start + i, (1, 9_000 - start - i), f'{{"timestamp": {1000 * (start + i)}}}'.encode())
+                    for i in range(2 if start < 5 else 1)])  # fmt: skip
+    rows = to_table(buf, timestamp_format="MILLIS").to_pylist()  # named formats are case-insensitive
+    assert [r["offset"] for r in rows] == [0, 1, 2, 3, 5]
+    assert [int(r["event_time"].timestamp() * 1000) for r in rows] == [0, 1000, 2000, 3000, 5000]
+    assert (buf.first_offset, buf.last_offset, buf.min_kafka_ts) == (0, 5, 8_995)
+
+
+def test_event_time_with_a_joda_pattern() -> None:
+    values = pa.array([b'{"ts": "2026/01/02 03:04"}', b'{"ts": "nope"}', b"[]"], pa.binary())
+    ts, ok = extract_event_time(values, "ts", "yyyy/MM/dd HH:mm")
+    assert ts.to_pylist() == [parse_instant("2026-01-02T03:04:00Z"), None, None]
+    assert ok.to_pylist() == [True, True, True]
+    # a Joda letter DuckDB's strptime lacks (era): parsed in Python, same answer
+    ts, _ = extract_event_time(pa.array([b'{"ts": "AD 2026-01-02"}'], pa.binary()), "ts", "G yyyy-MM-dd")
+    assert ts.to_pylist() == [parse_instant("2026-01-02T00:00:00Z")]
