@@ -27,6 +27,7 @@ from typing import Any
 import pyarrow.dataset as pads
 from confluent_kafka import Consumer, Producer
 
+from operations.heap import frozen_startup_heap
 from operations.kafka_broker import KafkaBroker
 from operations.processes import free_port
 from radstack.intervals import format_instant
@@ -114,9 +115,12 @@ def main() -> None:
             print(f"produced {args.events:,} events in {time.perf_counter() - t0:.1f}s; fetch settings {fetch}")
             ratios = []
             for r in range(args.rounds):
-                bare = bare_consume(broker.bootstrap_servers, topic, args.events, fetch)
+                # both with the start-up heap frozen, as `radctl archiver` runs (operations.heap)
+                with frozen_startup_heap():
+                    bare = bare_consume(broker.bootstrap_servers, topic, args.events, fetch)
                 root = Path(tmp) / f"deep-{r}"
-                arch = archive(broker.bootstrap_servers, topic, args.events, root, args.max_records, fetch)
+                with frozen_startup_heap():
+                    arch = archive(broker.bootstrap_servers, topic, args.events, root, args.max_records, fetch)
                 ratios.append(arch / bare)
                 print(f"round {r + 1}: bare consumer {bare:10,.0f} events/s   archiver {arch:10,.0f} events/s   "
                       f"archiver/bare = {arch / bare:.2f}", flush=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from operations.heap import frozen_startup_heap
 from radstack.config import load_settings
 from radstack.metrics import serve_metrics
 from radstack.storage.deep_storage import open_deep_storage
@@ -44,5 +45,6 @@ def run_archiver(
     signal.signal(signal.SIGTERM, lambda *_: archiver.stop())
     signal.signal(signal.SIGINT, lambda *_: archiver.stop())
     typer.echo(f"archiving {', '.join(cfg.topics)} as group {cfg.group_id}")
-    stats = archiver.run(idle_exit_seconds=idle_exit)
+    with frozen_startup_heap():
+        stats = archiver.run(idle_exit_seconds=idle_exit)
     typer.echo(f"archived {stats.records} records in {stats.files} files ({stats.bytes} bytes)")

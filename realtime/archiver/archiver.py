@@ -23,7 +23,9 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import groupby
 from operator import methodcaller
@@ -83,6 +85,57 @@ def _hour(m: Any) -> int | None:
     """The Kafka-time hour of a record (None when it has no timestamp)."""
     tt, ts = m.timestamp()
     return ts // HOUR_MS if tt != 0 and ts >= 0 else None
+
+
+MAX_PENDING_FLUSHES = 2
+"""Flushes whose files the flusher thread may be building while the consumer reads on."""
+
+
+@dataclass
+class _Ready:
+    """A flush's files, built on the flusher thread: ``(key, local path, rows)`` per event hour."""
+
+    files: list[tuple[str, Path, int]]
+    records: int
+    invalid_json: int
+    from_kafka: int
+
+
+@dataclass
+class _Pending:
+    key: tuple[str, int]
+    first: int
+    last: int
+    min_kafka_ts: int | None
+    future: Future[_Ready]
+
+
+def _prepare(buf: ColumnBuffer, field_name: str, fmt: str, tmp: Path, compression: str) -> _Ready:
+    """Build a buffer's archive table and write one local Parquet file per event hour (the flusher
+    thread's part of a flush: DuckDB, Arrow and Parquet release the GIL, so it runs beside the consume
+    loop on another core)."""
+    table = to_table(buf, timestamp_field=field_name, timestamp_format=fmt)
+    topic, partition, first, last = buf.topic, buf.partition, buf.first_offset, buf.last_offset
+    hour_starts = pc.multiply(pc.divide(table.column("event_time").cast(pa.int64()), HOUR_MS), HOUR_MS)
+    starts = sorted(pc.unique(hour_starts).to_pylist())
+    files: list[tuple[str, Path, int]] = []
+    for hour in starts:
+        part = table if len(starts) == 1 else table.filter(pc.equal(hour_starts, hour))
+        k = data_key(topic, partition, first, last, hour)
+        local = tmp / k.replace("/", "_")
+        write_parquet(part, local, compression)
+        files.append((k, local, part.num_rows))
+    valid = pc.sum(table.column("valid_json").cast(pa.int64())).as_py() or 0
+    from_kafka = pc.sum(table.column("event_time_from_kafka").cast(pa.int64())).as_py() or 0
+    return _Ready(files, table.num_rows, table.num_rows - valid, from_kafka)
+
+
+def _remove_local_files(future: Future[_Ready]) -> None:
+    """Done-callback of a dropped flush: its local files are not going anywhere."""
+    if future.cancelled() or future.exception() is not None:
+        return
+    for _, local, _ in future.result().files:
+        local.unlink(missing_ok=True)
 
 
 @dataclass
@@ -160,6 +213,8 @@ class Archiver:
         self._buffer_started: dict[tuple[str, int], float] = {}
         self._buffer_hour: dict[tuple[str, int], int] = {}
         self._tmp = Path(tempfile.mkdtemp(prefix="radstack-archiver-"))
+        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="radstack-archiver-flush")
+        self._pending: deque[_Pending] = deque()
         self.watermarks = WatermarkTracker(config.group_id, metadata)
         self._stop = threading.Event()
         self._assigned = False
@@ -205,13 +260,16 @@ class Archiver:
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
             self._flush((tp.topic, tp.partition))
+        self._finish_ready(wait=True)  # committed before the partitions go
         self._assigned = False
         self.watermarks.forget([(tp.topic, tp.partition) for tp in partitions])
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # The partitions already belong to someone else: drop the buffers, do not commit. Their
         # records are re-read by the new owner (nothing was committed for them).
-        self._drop_buffers([(tp.topic, tp.partition) for tp in partitions])
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._drop_buffers(keys)
+        self._drop_pending(set(keys))
 
     def _drop_buffers(self, keys: list[tuple[str, int]]) -> None:
         for key in keys:
@@ -239,7 +297,8 @@ class Archiver:
                     last_record = time.monotonic()
                     self._collect(msgs)
                 self._flush_due()
-                self.watermarks.observe(self.consumer, self.buffers, self.stats)
+                self._finish_ready()
+                self.watermarks.observe(self.consumer, self._oldest_uncommitted(), self.stats)
                 if on_progress is not None:
                     on_progress(self.stats)
                 if not self._assigned:
@@ -315,34 +374,51 @@ class Archiver:
     def flush_all(self) -> None:
         for key in list(self.buffers):
             self._flush(key)
+        self._finish_ready(wait=True)
 
     # ---- one flush -----------------------------------------------------------------------------
-    def _flush(self, key: tuple[str, int]) -> None:
+    def _flush(self, key: tuple[str, int], *, wait: bool = False) -> None:
+        """Hand the partition's buffer to the flusher thread, which builds its files (:func:`_prepare`);
+        the rest of the flush (:meth:`_finish`) runs here, in the order the flushes were started, once
+        their files are ready. ``wait``: finish every started flush before returning."""
         buf = self.buffers.pop(key, None)
         self._buffer_started.pop(key, None)
         self._buffer_hour.pop(key, None)
-        if buf is None or len(buf) == 0:
-            return
-        topic, partition = key
-        field_name, fmt = self.config.timestamp_of(topic)
-        table = to_table(buf, timestamp_field=field_name, timestamp_format=fmt)
-        first, last = buf.first_offset, buf.last_offset
-        hours = pc.divide(table.column("event_time").cast(pa.int64()), HOUR_MS)
-        hour_starts = pc.multiply(hours, HOUR_MS)
-        files: list[tuple[str, Path, int]] = []
-        starts = sorted(pc.unique(hour_starts).to_pylist())
-        for hour in starts:
-            part = table if len(starts) == 1 else table.filter(pc.equal(hour_starts, hour))
-            k = data_key(topic, partition, first, last, hour)
-            local = self._tmp / k.replace("/", "_")
-            write_parquet(part, local, self.config.compression)
-            files.append((k, local, part.num_rows))
+        if buf is not None and len(buf) > 0:
+            topic = key[0]
+            field_name, fmt = self.config.timestamp_of(topic)
+            future = self._flusher.submit(_prepare, buf, field_name, fmt, self._tmp, self.config.compression)
+            self._pending.append(_Pending(key, buf.first_offset, buf.last_offset, buf.min_kafka_ts, future))
+        self._finish_ready(wait=wait)
+
+    def _finish_ready(self, *, wait: bool = False) -> None:
+        """Finish the started flushes whose files are ready, oldest first; all of them with ``wait``,
+        and always enough that at most ``MAX_PENDING_FLUSHES`` stay in flight (memory)."""
+        while self._pending and (wait or len(self._pending) > MAX_PENDING_FLUSHES or self._pending[0].future.done()):
+            self._finish(self._pending.popleft())
+
+    def _drop_pending(self, keys: set[tuple[str, int]] | None = None) -> None:
+        """Forget started flushes (of ``keys``; all with None) without committing them: their records
+        are read again from the committed offsets. Their local files go when they are written."""
+        keep: deque[_Pending] = deque()
+        for p in self._pending:
+            if keys is None or p.key in keys:
+                p.future.add_done_callback(_remove_local_files)
+            else:
+                keep.append(p)
+        self._pending = keep
+
+    def _finish(self, p: _Pending) -> None:
+        """Manifest → files into place → commit → manifest deleted (see the module's docstring)."""
+        ready = p.future.result()
+        topic, partition = p.key
+        first, last, files = p.first, p.last, ready.files
         manifest = {
             "topic": topic,
             "partition": partition,
             "first": first,
             "last": last,
-            "records": table.num_rows,
+            "records": ready.records,
             "files": [k for k, _, _ in files],
             "created": now_millis(),
         }
@@ -357,7 +433,7 @@ class Archiver:
         self._maybe_fail("after_move")
         offsets = [TopicPartition(topic, partition, last + 1)]
         try:
-            self._retry(lambda: self.consumer.commit(offsets=offsets, asynchronous=False), f"commit {key}")
+            self._retry(lambda: self.consumer.commit(offsets=offsets, asynchronous=False), f"commit {p.key}")
         except KafkaException as e:
             if not _membership_lost(e):
                 raise
@@ -368,22 +444,34 @@ class Archiver:
             log.warning("archiver: commit of %s[%d] %d..%d refused (%s); left to recovery, buffers dropped",
                         topic, partition, first, last, e)  # fmt: skip
             self._drop_buffers(list(self.buffers))
+            self._drop_pending()
             self._fenced = True  # until the rebalance re-assigns from the committed offsets (after recovery)
             return
         self._maybe_fail("after_commit")
         self.deep_storage.delete(mkey)
         s = self.stats
-        s.records += table.num_rows
+        s.records += ready.records
         s.bytes += size
         s.files += len(files)
         s.flushes += 1
-        s.invalid_json += table.num_rows - pc.sum(table.column("valid_json").cast(pa.int64())).as_py()
-        s.event_time_from_kafka += pc.sum(table.column("event_time_from_kafka").cast(pa.int64())).as_py()
+        s.invalid_json += ready.invalid_json
+        s.event_time_from_kafka += ready.from_kafka
         for k, _, _ in files:
             hour_key = k.rsplit("/", 1)[0]
             s.files_per_hour[hour_key] = s.files_per_hour.get(hour_key, 0) + 1
-        self.watermarks.committed(key, last + 1)
-        record_archive(topic, table.num_rows, size, self.watermarks.topic_watermarks().get(topic))
+        self.watermarks.committed(p.key, last + 1)
+        record_archive(topic, ready.records, size, self.watermarks.topic_watermarks().get(topic))
+
+    def _oldest_uncommitted(self) -> dict[tuple[str, int], int]:
+        """Per partition, the oldest Kafka timestamp of the records consumed but not committed: in a
+        buffer or in a flush under way (for the watermark)."""
+        out: dict[tuple[str, int], int] = {}
+        for key, ms in [(p.key, p.min_kafka_ts) for p in self._pending] + [
+            (k, b.min_kafka_ts) for k, b in self.buffers.items()
+        ]:
+            if ms is not None:
+                out[key] = min(ms, out.get(key, ms))
+        return out
 
     def _retry(self, step: Callable[[], Any], what: str) -> None:
         """Run one flush step, again after a transient failure (deep storage or Kafka unreachable) with a
@@ -411,5 +499,6 @@ class Archiver:
         try:
             self.consumer.close()
         finally:
+            self._flusher.shutdown(wait=True, cancel_futures=True)
             shutil.rmtree(self._tmp, ignore_errors=True)
             self.watermarks.save(self.stats)

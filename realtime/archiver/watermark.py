@@ -40,7 +40,9 @@ class WatermarkTracker:
         for k in keys:
             self.partitions.pop(k, None)
 
-    def observe(self, consumer: Any, buffers: dict[tuple[str, int], Any], stats: Any | None = None) -> None:
+    def observe(self, consumer: Any, oldest: dict[tuple[str, int], int], stats: Any | None = None) -> None:
+        """``oldest``: per partition, the Kafka timestamp of the oldest record consumed but not yet
+        committed (partitions with nothing uncommitted are left out)."""
         now_wall = time.time()
         if now_wall - self._last_save < SAVE_EVERY_SECONDS:
             return
@@ -51,9 +53,8 @@ class WatermarkTracker:
             return
         for tp in assignment:
             key = (tp.topic, tp.partition)
-            buf = buffers.get(key)
-            if buf is not None and buf.min_kafka_ts is not None:
-                self.partitions[key] = buf.min_kafka_ts
+            if key in oldest:
+                self.partitions[key] = oldest[key]
                 continue
             try:
                 pos = consumer.position([TopicPartition(tp.topic, tp.partition)])[0].offset

@@ -9,6 +9,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,6 +95,36 @@ def test_archives_every_record_once_by_event_hour(kafka_bootstrap: str, kafka_to
     # a second run of the same group finds nothing new: still exactly N
     stats2 = Archiver(cfg, storage).run(idle_exit_seconds=5)
     assert stats2.records == 0
+    _check_exactly_once(root, kafka_topic, events)
+    assert not list((root / RAW_PREFIX / "_manifests").rglob("*.json"))
+
+
+def test_rebalance_commits_the_flushes_in_flight(kafka_bootstrap: str, kafka_topic: str, local_storage) -> None:  # type: ignore[no-untyped-def]
+    """A second member joins while records keep coming and the first has flushes under way on its
+    flusher thread (200-record flushes): the first finishes and commits them before its partitions
+    move, so the two together archive every record exactly once."""
+    root, storage = local_storage
+    events = _events(8000, seed=11)
+    cfg = ArchiverConfig(kafka_bootstrap, [kafka_topic], group_id=f"g-{kafka_topic}", max_records=200,
+                         max_age_seconds=1, session_timeout_ms=6000)  # fmt: skip
+    results: dict[str, int] = {}
+    first = Archiver(cfg, storage)
+    t1 = threading.Thread(target=lambda: results.update(a=first.run(idle_exit_seconds=10).records))
+    t1.start()
+    producer = threading.Thread(  # 8,000 records over ~8 s
+        target=lambda: [(_produce(kafka_bootstrap, kafka_topic, events[i : i + 250]), time.sleep(0.25))
+                        for i in range(0, len(events), 250)])  # fmt: skip
+    producer.start()
+    deadline = time.monotonic() + 60
+    while first.stats.records < 1000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    second = Archiver(cfg, storage)  # joins the group: the first one's partitions are revoked
+    t2 = threading.Thread(target=lambda: results.update(b=second.run(idle_exit_seconds=10).records))
+    t2.start()
+    for t in (producer, t1, t2):
+        t.join(120)
+    assert results["a"] + results["b"] == len(events), results
+    assert results["a"] > 0 and results["b"] > 0  # both members had partitions
     _check_exactly_once(root, kafka_topic, events)
     assert not list((root / RAW_PREFIX / "_manifests").rglob("*.json"))
 
