@@ -11,6 +11,12 @@ timestamp crosses an hour boundary, on rebalance and on shutdown. A flush:
 5. commits ``last + 1`` to Kafka, synchronously;
 6. deletes the manifest, updates the completeness watermark.
 
+Steps 1-2 run on a flusher thread (DuckDB, Arrow and Parquet release the GIL) while the consumer reads
+on; steps 3-6 run on the consumer's thread, flush after flush in the order they were started, so a
+partition's commits never overtake each other. At most ``MAX_PENDING_FLUSHES`` wait for that; a
+rebalance finishes them all before the partitions go, a lost partition drops its own (nothing was
+committed for them), and the watermark counts their records as not yet archived.
+
 A crash between any two steps is repaired on the next assignment by :mod:`.recovery`.
 """
 
