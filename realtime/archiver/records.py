@@ -47,7 +47,7 @@ _DICTIONARY_COLUMNS = ["topic", "partition", "timestamp_type", "event_time_from_
 def write_parquet(table: pa.Table, path: str | os.PathLike[str], compression: str = "zstd") -> None:
     """Write archive rows as one Parquet file. Only the few-valued columns are dictionary-encoded: the
     others are mostly distinct per record, and trying a dictionary on them first halved the write
-    speed (and made the files 8 % larger)."""
+    speed and made the files larger (13.2 vs 11.0 MB per 1 M events in ``bench_archiver.py``)."""
     pq.write_table(table, path, compression=compression, use_dictionary=_DICTIONARY_COLUMNS)
 
 
