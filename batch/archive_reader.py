@@ -21,7 +21,7 @@ from batch.storage_conf import storage_spark_conf
 from radstack.granularity import Granularity
 from radstack.intervals import Interval
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.raw_archive import hour_dir, topic_prefix
+from radstack.storage.raw_archive import HOUR_MS, hour_dir, topic_prefix
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +36,6 @@ __all__ = [
     "KAFKA_LAYOUT",
 ]
 
-HOUR_MS = 3_600_000
 _HOUR = Granularity.parse("hour")
 
 #: archive column → the Kafka source's column name (what the shared pipeline reads)

@@ -26,6 +26,9 @@ from radstack.storage.metadata import MetadataStore
 RAW_PREFIX = "raw"
 MANIFEST_DIR = "_manifests"
 DATA_EXT = "parquet"
+HOUR_MS = 3_600_000
+"""The archive's partitioning step: event hours, floored (an event before 1970 belongs to the hour it
+is in, not the one after it)."""
 
 _NAME_RE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<first>\d+)\+(?P<last>\d+)\.(?P<ext>[a-z.]+)$")
 

@@ -46,14 +46,13 @@ from radstack.clock import now_millis
 from radstack.metrics import record_archive
 from radstack.storage.deep_storage.base import DeepStorage, DeepStorageError
 from radstack.storage.metadata import MetadataStore
-from radstack.storage.raw_archive import data_key, manifest_key
-from realtime.archiver.records import ColumnBuffer, to_table, write_parquet
+from radstack.storage.raw_archive import HOUR_MS, manifest_key
+from realtime.archiver.records import ColumnBuffer, to_table, write_hour_files
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
 from realtime.archiver.watermark import WatermarkTracker
 
 log = logging.getLogger(__name__)
 
-HOUR_MS = 3_600_000
 FAULT_ENV = "RADSTACK_ARCHIVER_FAULT"
 """Fault injection for tests: ``after_manifest``, ``after_move`` (files in place, offsets not yet
 committed), ``after_commit`` (committed, manifest not yet deleted) make the process exit at once."""
@@ -99,9 +98,9 @@ MAX_PENDING_FLUSHES = 2
 
 @dataclass
 class _Ready:
-    """A flush's files, built on the flusher thread: ``(key, local path, rows)`` per event hour."""
+    """A flush's files, built on the flusher thread: ``(key, local path)`` per event hour."""
 
-    files: list[tuple[str, Path, int]]
+    files: list[tuple[str, Path]]
     records: int
     invalid_json: int
     from_kafka: int
@@ -121,16 +120,7 @@ def _prepare(buf: ColumnBuffer, field_name: str, fmt: str, tmp: Path, compressio
     thread's part of a flush: DuckDB, Arrow and Parquet release the GIL, so it runs beside the consume
     loop on another core)."""
     table = to_table(buf, timestamp_field=field_name, timestamp_format=fmt)
-    topic, partition, first, last = buf.topic, buf.partition, buf.first_offset, buf.last_offset
-    hour_starts = pc.multiply(pc.divide(table.column("event_time").cast(pa.int64()), HOUR_MS), HOUR_MS)
-    starts = sorted(pc.unique(hour_starts).to_pylist())
-    files: list[tuple[str, Path, int]] = []
-    for hour in starts:
-        part = table if len(starts) == 1 else table.filter(pc.equal(hour_starts, hour))
-        k = data_key(topic, partition, first, last, hour)
-        local = tmp / k.replace("/", "_")
-        write_parquet(part, local, compression)
-        files.append((k, local, part.num_rows))
+    files = write_hour_files(buf, table, tmp, compression)
     valid = pc.sum(table.column("valid_json").cast(pa.int64())).as_py() or 0
     from_kafka = pc.sum(table.column("event_time_from_kafka").cast(pa.int64())).as_py() or 0
     return _Ready(files, table.num_rows, table.num_rows - valid, from_kafka)
@@ -140,7 +130,7 @@ def _remove_local_files(future: Future[_Ready]) -> None:
     """Done-callback of a dropped flush: its local files are not going anywhere."""
     if future.cancelled() or future.exception() is not None:
         return
-    for _, local, _ in future.result().files:
+    for _, local in future.result().files:
         local.unlink(missing_ok=True)
 
 
@@ -425,14 +415,14 @@ class Archiver:
             "first": first,
             "last": last,
             "records": ready.records,
-            "files": [k for k, _, _ in files],
+            "files": [k for k, _ in files],
             "created": now_millis(),
         }
         mkey = manifest_key(topic, partition, first, last)
         self._retry(lambda: self.deep_storage.put_bytes(json.dumps(manifest).encode(), mkey), mkey)
         self._maybe_fail("after_manifest")
         size = 0
-        for k, local, _ in files:
+        for k, local in files:
             size += local.stat().st_size
             self._retry(lambda local=local, k=k: self.deep_storage.put_file(local, k), k)
             local.unlink()
@@ -462,7 +452,7 @@ class Archiver:
         s.flushes += 1
         s.invalid_json += ready.invalid_json
         s.event_time_from_kafka += ready.from_kafka
-        for k, _, _ in files:
+        for k, _ in files:
             hour_key = k.rsplit("/", 1)[0]
             s.files_per_hour[hour_key] = s.files_per_hour.get(hour_key, 0) + 1
         self.watermarks.committed(p.key, last + 1)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from operator import itemgetter, methodcaller
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from radstack.storage.raw_archive import HOUR_MS, data_key
 from radstack.timestamps import parse_timestamp_column, query_arrow, string_millis_sql, utc_connection
 
 SCHEMA = pa.schema(
@@ -42,6 +45,25 @@ SCHEMA = pa.schema(
 """Columns of every raw archive file (Parquet); Spark reads them with ``spark.read.parquet``."""
 
 _DICTIONARY_COLUMNS = ["topic", "partition", "timestamp_type", "event_time_from_kafka", "valid_json"]
+
+
+def write_hour_files(
+    buf: ColumnBuffer, table: pa.Table, tmp: Path, compression: str = "zstd"
+) -> list[tuple[str, Path]]:
+    """Write ``table`` (``to_table(buf)``) as one local Parquet file per event hour in ``tmp``; returns
+    ``(deep-storage key, local path)`` per hour, oldest first. Event hours are floored (numpy's ``//``):
+    an event before 1970 goes to the hour the batch reader looks for it in."""
+    ms = table.column("event_time").cast(pa.int64()).to_numpy()
+    hour_starts = ms // HOUR_MS * HOUR_MS
+    starts = sorted({int(h) for h in np.unique(hour_starts)})
+    files: list[tuple[str, Path]] = []
+    for hour in starts:
+        part = table if len(starts) == 1 else table.filter(pa.array(hour_starts == hour))
+        key = data_key(buf.topic, buf.partition, buf.first_offset, buf.last_offset, hour)
+        local = tmp / key.replace("/", "_")
+        write_parquet(part, local, compression)
+        files.append((key, local))
+    return files
 
 
 def write_parquet(table: pa.Table, path: str | os.PathLike[str], compression: str = "zstd") -> None:

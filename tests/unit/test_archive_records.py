@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import gc
 import weakref
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from radstack.intervals import parse_instant
-from realtime.archiver.records import SCHEMA, ColumnBuffer, extract_event_time, to_table
+from radstack.storage.raw_archive import data_key
+from realtime.archiver.records import SCHEMA, ColumnBuffer, extract_event_time, to_table, write_hour_files
 
 
 class Msg:
@@ -122,3 +125,17 @@ def test_event_time_with_a_joda_pattern() -> None:
     # a Joda letter DuckDB's strptime lacks (era): parsed in Python, same answer
     ts, _ = extract_event_time(pa.array([b'{"ts": "AD 2026-01-02"}'], pa.binary()), "ts", "G yyyy-MM-dd")
     assert ts.to_pylist() == [parse_instant("2026-01-02T00:00:00Z")]
+
+
+def test_one_file_per_floored_event_hour(tmp_path: Path) -> None:
+    """Each event hour gets its own file, keyed as the batch reader looks for it; an hour before 1970
+    is floored (the hour the event is in), not truncated toward zero."""
+    buf = ColumnBuffer("t", 2)
+    buf.extend([Msg(0, (1, 1), b'{"timestamp": "1969-12-31T22:30:00Z"}'),
+                Msg(1, (1, 1), b'{"timestamp": "2026-01-01T05:10:00Z"}'),
+                Msg(2, (1, 1), b'{"timestamp": "2026-01-01T05:50:00Z"}')])  # fmt: skip
+    files = write_hour_files(buf, to_table(buf), tmp_path)
+    before = parse_instant("1969-12-31T22:00:00Z")
+    five = parse_instant("2026-01-01T05:00:00Z")
+    assert [k for k, _ in files] == [data_key("t", 2, 0, 2, before), data_key("t", 2, 0, 2, five)]
+    assert [pq.read_table(p).column("offset").to_pylist() for _, p in files] == [[0], [1, 2]]
