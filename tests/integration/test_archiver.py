@@ -100,9 +100,10 @@ def test_archives_every_record_once_by_event_hour(kafka_bootstrap: str, kafka_to
 
 
 def test_rebalance_commits_the_flushes_in_flight(kafka_bootstrap: str, kafka_topic: str, local_storage) -> None:  # type: ignore[no-untyped-def]
-    """A second member joins while records keep coming and the first has flushes under way on its
-    flusher thread (200-record flushes): the first finishes and commits them before its partitions
-    move, so the two together archive every record exactly once."""
+    """A second member joins while records keep coming and the first flushes every 200 records on its
+    flusher thread (whether a flush is under way at the revoke is up to timing, not forced): the
+    revoke finishes and commits what was started before the partitions move, so the two together
+    archive every record exactly once."""
     root, storage = local_storage
     events = _events(8000, seed=11)
     cfg = ArchiverConfig(kafka_bootstrap, [kafka_topic], group_id=f"g-{kafka_topic}", max_records=200,
