@@ -4,7 +4,8 @@ The job polls the query's new progress events (:func:`new_progress`) and writes
 ``streaming.<ds>.progress``: input and processed rates, batch duration, the Kafka source's end/latest
 offsets and lag (offsets behind latest), and running totals of what Spark's stateful operators
 dropped (``numDroppedDuplicateRows`` — duplicates — and ``numRowsDroppedByWatermark`` — rows later
-than the dedup/join watermark, part of ``thrownAway``). The sink's own counters are in ``streaming.<ds>`` (committed with each batch).
+than the dedup/join watermark, part of ``thrownAway``). The sink's own counters are in
+``streaming.<ds>`` (committed with each batch).
 """
 
 from __future__ import annotations
