@@ -11,8 +11,9 @@ Arrow batches:
    floor;
 2. **one shuffle**: rows hash-partitioned on the rollup key (``__time`` + dimensions), so a rolled-up
    row is built in exactly one partition (perfect rollup) and every copy of an event — a re-send has
-   the same time and dimensions — meets its original there; then one sort per partition (segment
-   bucket, key, event id), which Spark spills to disk when it must;
+   the same time and dimensions — meets its original there; then one sort per partition (key, event
+   id — ``__time`` first, so the segment buckets come in order too), which Spark spills to disk when
+   it must;
 3. :func:`rollup_sorted` (numpy/pyarrow over each Arrow batch, in the segment writer): drop the
    copies of an event (adjacent rows with the same key and event id) and combine each run of equal
    keys into one row — metrics by their aggregators, ``count`` counting rows.
@@ -158,7 +159,8 @@ def rollup_rows(
     the dimensions in segment order and types, each non-``count`` metric's input (typed, named as
     the metric), :data:`DEDUP` (with ``dedup_key``), :data:`SEGMENT_START`, :data:`BYTES`,
     :data:`ERRORS`; hash-partitioned into ``partitions`` on the rollup key (the one shuffle) and
-    sorted in each by segment bucket, key and event id, so copies and groups are adjacent."""
+    sorted in each by key (``__time`` first, so by segment bucket too) and event id, so copies and
+    groups are adjacent."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     types = druid_types(df)
@@ -224,7 +226,9 @@ def rollup_rows(
     out = [F.col(TIME_COLUMN), *[F.col(q(n)) for n in dim_names]]
     out += [F.col(metric_inputs[m.name]).alias(m.name) for m in schema.metrics if m.type != "count"]
     out += [F.col(c) for c in ([DEDUP] if dedup_key else [])] + [F.col(SEGMENT_START), F.col(BYTES), F.col(ERRORS)]
-    sort = [F.col(SEGMENT_START).asc(), F.col(TIME_COLUMN).asc(), *[F.col(q(n)).asc_nulls_first() for n in dim_names]]
+    # by __time first: a floor is monotone, so the segment buckets come in order too, and Spark's sort
+    # prefix (the first key) then tells most rows apart without comparing whole rows
+    sort = [F.col(TIME_COLUMN).asc(), *[F.col(q(n)).asc_nulls_first() for n in dim_names]]
     return rows.select(*out).sortWithinPartitions(*sort, *([F.col(DEDUP).asc()] if dedup_key else []))
 
 
