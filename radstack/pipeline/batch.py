@@ -82,7 +82,8 @@ def _batch_pipeline(
     to run, the dedup is left to the caller: the event id and ``__bytes`` stay in the rows and the
     id's column name is returned (None: every event is already unique)."""
 
-    valid = valid_events(parse_events(raw_df, spec, value_col=value_col, sizes=defer_dedup))
+    # no dead letters kept here: the faster JSON reader, without the raw bytes and Kafka coordinates
+    valid = valid_events(parse_events(raw_df, spec, value_col=value_col, sizes=defer_dedup, keep_raw=False))
     joins = [(j, (joined or {}).get(str(j["name"]))) for j in join_options(spec)]
     joins = [(j, other) for j, other in joins if other is not None]
     pending = spec.processing.event_id if defer_dedup and not joins else None

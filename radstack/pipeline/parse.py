@@ -45,6 +45,7 @@ TOPIC_COLUMN = "__topic"
 PARTITION_COLUMN = "__partition"
 OFFSET_COLUMN = "__offset"
 META_COLUMNS = (RAW_COLUMN, TOPIC_COLUMN, PARTITION_COLUMN, OFFSET_COLUMN)
+_NOT_OBJECT = "__not_object"
 
 _ISO_LIKE = r"^[+-]?[0-9]{4}(-|$)"
 
@@ -99,25 +100,13 @@ def convert_sql(col: str, druid_type: str) -> str:
     raise ValueError(f"unknown type {druid_type!r}")
 
 
-def parse_events(
-    raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "value", sizes: bool = False
-) -> DataFrame:
-    """Parse the JSON in ``raw[value_col]`` (binary or string) and validate it against ``spec``.
-
-    The result has the spec's input fields (typed), ``__time`` (BIGINT millis), ``__reason``
-    (NULL = valid), ``__raw`` (the original bytes) and ``__topic``/``__partition``/``__offset`` when
-    the input has Kafka's ``topic``/``partition``/``offset`` columns (NULL otherwise); with ``sizes``,
-    also ``__bytes`` (the event's size in bytes, for the ``processedBytes`` stat)."""
+def _from_json(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataFrame, str, str]:
+    """The parsed fields beside the original bytes and Kafka coordinates (Spark's ``from_json``), and
+    the SQL conditions of an empty message and of malformed JSON (or not an object)."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
-    ds = spec.data_schema
-    fields = input_fields(spec)
-    types = field_types(spec)
-    ts = ds.timestamp_spec
     cols = set(raw.columns)
-
-    raw_bin = F.col(value_col).cast("binary")
-    meta = [raw_bin.alias(RAW_COLUMN)]
+    meta = [F.col(value_col).cast("binary").alias(RAW_COLUMN)]
     for src, dst, typ in (("topic", TOPIC_COLUMN, "string"), ("partition", PARTITION_COLUMN, "int"),
                           ("offset", OFFSET_COLUMN, "bigint")):  # fmt: skip
         meta.append((F.col(src) if src in cols else F.lit(None)).cast(typ).alias(dst))
@@ -138,7 +127,80 @@ def parse_events(
                 )
             )
         )
-    ).select(*META_COLUMNS, "__j.*")
+    ).select(*META_COLUMNS, F.col("__j").isNull().alias(_NOT_OBJECT), "__j.*")
+    raw_col = q(RAW_COLUMN)
+    return flat, f"{raw_col} IS NULL OR length({raw_col}) = 0", f"{q(CORRUPT_COLUMN)} IS NOT NULL OR {_NOT_OBJECT}"
+
+
+def _read_json(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataFrame, str, str]:
+    """:func:`_from_json` for jobs that keep no dead letters (the batch layer): the same fields and
+    the event's size, without the original bytes or Kafka coordinates (NULL), about 1.5× as fast.
+
+    Spark's ``from_json`` (4.0–4.2) reads every value through a new ``InputStreamReader`` — an 8 KB
+    buffer per row, a third of its time here — while its JSON reader over a ``Dataset[String]``
+    parses the same way with the same parser (:class:`JacksonParser`, PERMISSIVE) from the string.
+    That reader sees only the string, so the size rides in it: a value that opens an object gets
+    ``"\\u0000b": <size>`` as its first member (the rest of the text is untouched, so it parses
+    exactly as ``from_json`` parses it, trailing text included); any other value (an array, a
+    scalar, nothing) becomes ``{"\\u0000b": <size>, "\\u0000n": true}`` — not an object. (An event
+    with a member of either name is the one input the two read differently.)"""
+    from pyspark.sql import DataFrame as SparkDataFrame  # lazy: only Spark code paths load pyspark
+    from pyspark.sql import functions as F  # lazy: as above
+    from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+
+    ws = r"[ \t\n\r]*"  # JSON's whitespace
+    value = F.coalesce(F.col(value_col).cast("binary"), F.lit(bytearray()))
+    size = F.length(value).cast("string").cast("binary")
+    text = value.cast("string")
+    brace = F.instr(text, "{")  # after whitespace only, where it is used: a character is a byte
+    first_member = F.concat(F.lit(bytearray(rb'{"\u0000b":')), size)
+    rewritten = (
+        F.when(F.substring(value, 1, 2) == F.lit(bytearray(b'{"')),  # nearly every event: no regex
+               F.concat(first_member, F.lit(bytearray(b",")), F.substring(value, 2, 2**31 - 1)))
+        .when(text.rlike(rf"^{ws}\{{{ws}\}}"), F.concat(first_member, F.substring(text, brace + 1, 2**31 - 1).cast("binary")))
+        .when(text.rlike(rf"^{ws}\{{"),
+              F.concat(first_member, F.lit(bytearray(b",")), F.substring(text, brace + 1, 2**31 - 1).cast("binary")))
+        .otherwise(F.concat(first_member, F.lit(bytearray(rb',"\u0000n":true}'))))
+    )  # fmt: skip
+    schema = StructType(
+        [StructField("\x00b", LongType()), StructField("\x00n", BooleanType()),
+         *[StructField(f, StringType()) for f in fields], StructField(CORRUPT_COLUMN, StringType())]
+    )  # fmt: skip
+    # PySpark's DataFrameReader.json takes paths or an RDD (rows through Python); the JVM reader takes
+    # the Dataset[String] directly
+    spark = raw.sparkSession
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    strings = getattr(raw.select(rewritten.cast("string").alias("value"))._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
+    reader = (spark._jsparkSession.read().schema(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))  # type: ignore[attr-defined]
+              .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN))  # fmt: skip
+    flat = SparkDataFrame(reader.json(strings), spark).toDF("__b", _NOT_OBJECT, *fields, CORRUPT_COLUMN)
+    # malformed JSON: the size is still the rewritten text's first member
+    bad = F.col(CORRUPT_COLUMN)
+    size_of_bad = F.when(bad.isNotNull(), F.regexp_extract(bad, r'^\{"\\u0000b":([0-9]+)', 1).cast("bigint"))
+    flat = flat.withColumn(BYTES_COLUMN, F.coalesce(F.col("__b"), size_of_bad)).drop("__b")
+    flat = flat.select(*[F.lit(None).cast(t).alias(c) for c, t in zip(META_COLUMNS, ("binary", "string", "int", "bigint"),
+                                                                       strict=True)], "*")  # fmt: skip
+    return flat, f"{q(BYTES_COLUMN)} = 0", f"{q(CORRUPT_COLUMN)} IS NOT NULL OR {_NOT_OBJECT} IS NOT NULL"
+
+
+def parse_events(
+    raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "value", sizes: bool = False, keep_raw: bool = True
+) -> DataFrame:
+    """Parse the JSON in ``raw[value_col]`` (binary or string) and validate it against ``spec``.
+
+    The result has the spec's input fields (typed), ``__time`` (BIGINT millis), ``__reason``
+    (NULL = valid), ``__raw`` (the original bytes) and ``__topic``/``__partition``/``__offset`` when
+    the input has Kafka's ``topic``/``partition``/``offset`` columns (NULL otherwise); with ``sizes``,
+    also ``__bytes`` (the event's size in bytes, for the ``processedBytes`` stat). ``keep_raw=False``
+    (jobs that keep no dead letters): ``__raw`` and the Kafka coordinates are NULL, and the JSON is
+    parsed by Spark's JSON reader instead of ``from_json`` (:func:`_read_json`: same rows, faster)."""
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
+
+    ds = spec.data_schema
+    fields = input_fields(spec)
+    types = field_types(spec)
+    ts = ds.timestamp_spec
+    flat, empty, malformed = (_from_json if keep_raw else _read_json)(raw, fields, value_col)
 
     ts_col = q(ts.column)
     trimmed = f"trim({ts_col})"
@@ -149,8 +211,8 @@ def parse_events(
     flat = flat.withColumn("__t", time_col.cast("bigint"))
 
     reasons: list[tuple[str, str]] = [
-        (f"{q(RAW_COLUMN)} IS NULL OR length({q(RAW_COLUMN)}) = 0", "'empty message'"),
-        (f"{q(CORRUPT_COLUMN)} IS NOT NULL", "'malformed JSON'"),
+        (empty, "'empty message'"),
+        (malformed, "'malformed JSON'"),
     ]
     if ts.missing_value is None:
         reasons.append((f"{ts_col} IS NULL", _lit(f"missing timestamp field '{ts.column}'")))
@@ -180,7 +242,8 @@ def parse_events(
                 F.struct(
                     *out_cols,
                     F.col("__t").alias(TIME_COLUMN),
-                    *([F.length(F.col(RAW_COLUMN)).cast("bigint").alias(BYTES_COLUMN)] if sizes else []),
+                    *([(F.length(F.col(RAW_COLUMN)).cast("bigint") if keep_raw else F.col(BYTES_COLUMN)).alias(BYTES_COLUMN)]
+                      if sizes else []),
                     F.expr(case).alias(REASON_COLUMN),
                     *[F.col(c) for c in META_COLUMNS],
                 )

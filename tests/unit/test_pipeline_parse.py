@@ -96,3 +96,50 @@ def test_timestamp_formats_match_the_indexer(stream_spark: Any, fmt: str, value:
     rows = _parse(stream_spark, _spec(fmt), [b'{"ts": "%s", "id": "a"}' % value.encode()])
     assert rows[0]["__time"] == millis
     assert parse_timestamp_column(pa.array([value]), fmt).to_pylist() == [millis]
+
+
+_TRICKY = [
+    b'{"ts":"2026-01-01T00:00:01.000Z","id":"a","page":"p","n":"12.7","price":1.5}',
+    b'  {"ts": "2026-01-01", "id": "b", "page": "lead"}',  # whitespace before the object
+    b'{\n  "ts": "2026-01-01",\n  "id": "c"\n}\n',  # pretty-printed
+    b'{ "ts": "2026-01-01", "id": "d" }',
+    b'\t\r\n{"ts": "2026-01-01", "id": "e"}',
+    b'{"ts": "2026-01-01", "id": "f"} trailing text',  # from_json reads the first value only
+    b'{"ts": "2026-01-01", "id": "g"}{"ts": "2026-01-02", "id": "h"}',
+    b'{"ts": "2026-01-01", "id": "i", "page": {"nested": [1, 2]}, "n": 7}',
+    b'{"ts": "2026-01-01", "id": "j", "page": "caf\\u00e9 \xc3\xa9", "id": "j2"}',  # escapes, UTF-8, repeated key
+    b'{"ts": "2026-01-01", "id": "k", "page": "bad \xff utf-8"}',
+    b'{"ts": "2026-01-01", "id": "l", "price": "NaN", "n": 01}',
+    b"{}", b"{ }", b"  { \n }  ", b"[]", b'[{"ts": "2026-01-01", "id": "m"}]', b"null", b'"text"', b"42", b"",
+    b"   ", b"\xef\xbb\xbf{\"ts\": \"2026-01-01\", \"id\": \"n\"}", b'{"ts": "2026-01-01", "id": ', b"{'ts': 1}",
+]
+
+
+@pytest.mark.parametrize("missing_value", [None, "2026-01-01T00:00:00Z"])
+def test_the_batch_json_reader_gives_what_from_json_gives(stream_spark: Any, missing_value: str | None) -> None:
+    """keep_raw=False (the batch layer) parses with Spark's JSON reader over rewritten values: every row
+    — valid or not, its fields, time, size and reason — must be what from_json gives."""
+    from radstack.pipeline.parse import parse_events
+
+    spec = _spec()
+    if missing_value is not None:  # no event id, no timestamp needed: `{}` is a valid event
+        spec = load_datasource_spec({
+            "dataSchema": {"dataSource": "t", "timestampSpec": {"column": "ts", "missingValue": missing_value},
+                           "dimensionsSpec": {"dimensions": ["page"]}, "metricsSpec": [{"type": "count", "name": "count"}],
+                           "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "minute"}},
+            "processing": {"topics": ["t"]},
+        })  # fmt: skip
+    df = stream_spark.createDataFrame([(v, "t", 0, i) for i, v in enumerate(_TRICKY)],
+                                      "value binary, topic string, partition int, offset long")
+    keep = [c for c in parse_events(df, spec, sizes=True).columns if not c.startswith("__") or c in
+            ("__time", "__bytes", "__reason")]
+
+    def rows(keep_raw: bool) -> list[tuple[Any, ...]]:
+        out = parse_events(df, spec, sizes=True, keep_raw=keep_raw).select(*keep).collect()
+        return sorted((tuple(r) for r in out), key=repr)
+
+    slow, fast = rows(True), rows(False)
+    assert len(slow) == len(_TRICKY)
+    assert fast == slow
+    valid = [r for r in slow if r[keep.index("__reason")] is None]
+    assert len(valid) == (10 if missing_value is None else 14)  # the empty objects, and {'ts': 1}
