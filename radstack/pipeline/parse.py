@@ -173,11 +173,11 @@ def _read_json(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataF
     strings = getattr(raw.select(rewritten.cast("string").alias("value"))._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
     reader = (spark._jsparkSession.read().schema(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))  # type: ignore[attr-defined]
               .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN))  # fmt: skip
-    flat = SparkDataFrame(reader.json(strings), spark).toDF("__b", _NOT_OBJECT, *fields, CORRUPT_COLUMN)
+    flat = SparkDataFrame(reader.json(strings), spark).toDF(BYTES_COLUMN, _NOT_OBJECT, *fields, CORRUPT_COLUMN)
     # malformed JSON: the size is still the rewritten text's first member
     bad = F.col(CORRUPT_COLUMN)
     size_of_bad = F.when(bad.isNotNull(), F.regexp_extract(bad, r'^\{"\\u0000b":([0-9]+)', 1).cast("bigint"))
-    flat = flat.withColumn(BYTES_COLUMN, F.coalesce(F.col("__b"), size_of_bad)).drop("__b")
+    flat = flat.withColumn(BYTES_COLUMN, F.coalesce(F.col(BYTES_COLUMN), size_of_bad))
     flat = flat.select(*[F.lit(None).cast(t).alias(c) for c, t in zip(META_COLUMNS, ("binary", "string", "int", "bigint"),
                                                                        strict=True)], "*")  # fmt: skip
     return flat, f"{q(BYTES_COLUMN)} = 0", f"{q(CORRUPT_COLUMN)} IS NOT NULL OR {_NOT_OBJECT} IS NOT NULL"
