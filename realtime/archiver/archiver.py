@@ -172,7 +172,8 @@ def _membership_lost(e: KafkaException) -> bool:
 
 _RETRIABLE_COMMIT = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
                      KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
-                     KafkaError.COORDINATOR_LOAD_IN_PROGRESS}  # fmt: skip
+                     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                     KafkaError._WAIT_COORD}  # the group's coordinator died and a new one is being found  # fmt: skip
 
 
 @dataclass
@@ -245,7 +246,7 @@ class Archiver:
             if res.resume_offset is not None:
                 tp.offset = res.resume_offset
         if to_commit:
-            consumer.commit(offsets=to_commit, asynchronous=False)
+            self._retry(lambda: consumer.commit(offsets=to_commit, asynchronous=False), "commit after recovery")
             for tp in to_commit:
                 delete_committed_manifests(self.deep_storage, tp.topic, tp.partition, tp.offset)
         consumer.assign(partitions)

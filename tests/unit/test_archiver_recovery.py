@@ -65,3 +65,18 @@ def test_complete_then_partial(storage) -> None:  # type: ignore[no-untyped-def]
     assert not storage.exists(later[0])
     assert delete_committed_manifests(storage, "t", 0, 100) == 1
     assert storage.list("raw/_manifests/") == []
+
+
+@pytest.mark.parametrize(
+    ("code", "transient"),
+    [("_WAIT_COORD", True), ("COORDINATOR_NOT_AVAILABLE", True), ("NOT_COORDINATOR", True), ("_TRANSPORT", True),
+     ("UNKNOWN_MEMBER_ID", False), ("ILLEGAL_GENERATION", False)],
+)
+def test_a_commit_waiting_for_a_new_coordinator_is_retried(code: str, transient: bool) -> None:
+    """A broker that held the group's coordinator died: librdkafka refuses a sync commit with
+    _WAIT_COORD until it finds the new one — a retry succeeds (a refused membership does not)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    from realtime.archiver.archiver import _transient
+
+    assert _transient(KafkaException(KafkaError(getattr(KafkaError, code)))) is transient
