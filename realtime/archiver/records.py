@@ -55,7 +55,7 @@ def write_hour_files(
     an event before 1970 goes to the hour the batch reader looks for it in."""
     ms = table.column("event_time").cast(pa.int64()).to_numpy()
     hour_starts = ms // HOUR_MS * HOUR_MS
-    starts = sorted({int(h) for h in np.unique(hour_starts)})
+    starts = np.unique(hour_starts).tolist()  # sorted
     files: list[tuple[str, Path]] = []
     for hour in starts:
         part = table if len(starts) == 1 else table.filter(pa.array(hour_starts == hour))
