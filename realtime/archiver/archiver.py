@@ -170,10 +170,10 @@ def _membership_lost(e: KafkaException) -> bool:
         KafkaError.FENCED_INSTANCE_ID, KafkaError._STATE)
 
 
+# _WAIT_COORD: librdkafka's own "no coordinator yet" while a new one is found after a broker died
 _RETRIABLE_COMMIT = {KafkaError._TRANSPORT, KafkaError._TIMED_OUT, KafkaError.REQUEST_TIMED_OUT,
                      KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.NOT_COORDINATOR,
-                     KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                     KafkaError._WAIT_COORD}  # the group's coordinator died and a new one is being found  # fmt: skip
+                     KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError._WAIT_COORD}  # fmt: skip
 
 
 @dataclass
