@@ -1,6 +1,7 @@
 """The batch rebuild's vectorised rollup (radstack.pipeline.rollup.rollup_sorted, through the segment
 writer) gives the same rows as the shared indexer's DuckDB rollup, however Spark cuts a partition
-into Arrow batches: runs and copies that cross batch boundaries, NULL keys and NULL metric inputs."""
+into Arrow batches and however many of them the writer gathers before it rolls up: runs and copies
+that cross batch boundaries, NULL keys and NULL metric inputs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+from radstack.pipeline import segments
 from radstack.pipeline.rollup import BYTES, DEDUP, ERRORS, SEGMENT_START
 from radstack.pipeline.segments import _PartitionWriter, indexer_schema
 from radstack.spec import TIME_COLUMN, DataSchema, parse_data_schema
@@ -120,7 +122,10 @@ def _normal(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("rollup", [True, False])
-def test_matches_the_indexer_for_any_batch_cut(tmp_path: Path, seed: int, rollup: bool) -> None:
+@pytest.mark.parametrize("group", [1, 40, segments.ROLLUP_GROUP_ROWS])
+def test_matches_the_indexer_for_any_batch_cut(tmp_path: Path, seed: int, rollup: bool, group: int,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    monkeypatch.setattr(segments, "ROLLUP_GROUP_ROWS", group)  # 1: every batch on its own
     rng = random.Random(seed)
     s = schema(rollup)
     rows = events(rng, 600)
@@ -153,3 +158,22 @@ def test_one_key_over_many_batches_is_one_row(tmp_path: Path) -> None:
     assert got[0]["count"] == 1000 and got[0]["clicks"] == 1000
     assert got[0]["minRevenue"] == 0.0 and got[0]["maxRevenue"] == 999.0
     assert w.stats.processed == 1000
+
+
+def test_a_byte_bound_rolls_up_before_the_row_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large events: the writer holds at most about ROLLUP_GROUP_BYTES of input before it rolls up."""
+    s = schema()
+    rows = events(random.Random(4), 300)
+    table = writer_input(rows, s)
+    monkeypatch.setattr(segments, "ROLLUP_GROUP_BYTES", table.slice(0, 25).nbytes)
+    held = []
+    real = _PartitionWriter._roll_pending
+
+    def spy(self: _PartitionWriter) -> None:
+        held.append(self._pending_rows)
+        real(self)
+
+    monkeypatch.setattr(_PartitionWriter, "_roll_pending", spy)
+    got, _ = written(table, s, tmp_path, [10] * (table.num_rows // 10) + [table.num_rows % 10])
+    assert _normal(got) == _normal(oracle(rows, s))
+    assert max(held) <= 30 and len(held) >= table.num_rows // 30
