@@ -109,6 +109,8 @@ _TRICKY = [
     b'{"ts": "2026-01-01", "id": "i", "page": {"nested": [1, 2]}, "n": 7}',
     b'{"ts": "2026-01-01", "id": "j", "page": "caf\\u00e9 \xc3\xa9", "id": "j2"}',  # escapes, UTF-8, repeated key
     b'{"ts": "2026-01-01", "id": "k", "page": "bad \xff utf-8"}',
+    # more bad UTF-8: a cut multi-byte sequence, an overlong form, a surrogate, a lone continuation byte
+    b'{"ts": "2026-01-01", "id": "k2", "page": "\xe2\x82 \xc0\xaf \xed\xa0\x80 \x80"}',
     b'{"ts": "2026-01-01", "id": "l", "price": "NaN", "n": 01}',
     b"{}", b"{ }", b"  { \n }  ", b"[]", b'[{"ts": "2026-01-01", "id": "m"}]', b"null", b'"text"', b"42", b"",
     b"   ", b"\xef\xbb\xbf{\"ts\": \"2026-01-01\", \"id\": \"n\"}", b'{"ts": "2026-01-01", "id": ', b"{'ts': 1}",
@@ -142,4 +144,4 @@ def test_the_batch_json_reader_gives_what_from_json_gives(stream_spark: Any, mis
     assert len(slow) == len(_TRICKY)
     assert fast == slow
     valid = [r for r in slow if r[keep.index("__reason")] is None]
-    assert len(valid) == (10 if missing_value is None else 14)  # the empty objects, and {'ts': 1}
+    assert len(valid) == (11 if missing_value is None else 15)  # the empty objects, and {'ts': 1}
