@@ -170,6 +170,8 @@ def main() -> int:
     ap.add_argument("--driver-memory", default="6g", help="spark.driver.memory (local[*]: the whole job's heap)")
     ap.add_argument("--rounds", type=int, default=1, help="rebuilds (and baselines) to run; the first is cold")
     ap.add_argument("--keep", type=Path, default=None, help="work directory to keep (default: a temp dir)")
+    ap.add_argument("--no-class-sharing", action="store_true",
+                    help="start the driver JVM without the class-data sharing archive (jvm.class_sharing: false)")
     a = ap.parse_args()
     work = a.keep or Path(tempfile.mkdtemp(prefix="radstack-bench-batch-"))
     home = work / "home"
@@ -183,7 +185,7 @@ def main() -> int:
     parts = a.partitions or cores * 2
     settings = load_settings(env={"RADSTACK_HOME": str(home)},
                              overrides={"spark": {"shuffle_partitions": parts, "driver_memory": a.driver_memory},
-                                        "batch": {"partitions": parts}})  # fmt: skip
+                                        "batch": {"partitions": parts}, "jvm": {"class_sharing": not a.no_class_sharing}})  # fmt: skip
     t = time.monotonic()
     records = write_archive(Path(settings.deep_storage.path), a.events, a.duplicates)
     gen_s = time.monotonic() - t
@@ -196,10 +198,15 @@ def main() -> int:
     from radstack.pipeline.spark_session import build_spark_session
     from radstack.storage.deep_storage import open_deep_storage
 
+    t = time.monotonic()
     spark = build_spark_session(settings, app_name="bench-batch", kafka=False, log_name="bench-batch")
+    start_s = time.monotonic() - t
     day = Interval(DAY, DAY + 24 * HOUR)
     paths = archive_paths(open_deep_storage(settings), TOPIC, day)
     spark.read.parquet(paths[0]).count()  # warm the JVM a little for both
+    first_s = time.monotonic() - t
+    print(f"Spark start {start_s:.1f}s, + first read {first_s:.1f}s (class-data sharing "
+          f"{'off' if a.no_class_sharing else 'on when built'})", flush=True)
 
     def baseline() -> float:
         t = time.monotonic()
@@ -241,7 +248,8 @@ def main() -> int:
         "baseline_events_per_s": round(records / base_s), "rebuild_events_per_s": round(records / reb_s),
         "rebuild_events_per_s_per_core": round(records / reb_s / cores), "ratio": round(reb_s / base_s, 2),
         "segments": len(res.segments), "rows": res.rows, "stats": res.stats,
-        "driver_memory": settings.spark.driver_memory, **memory, **warm,
+        "driver_memory": settings.spark.driver_memory, "spark_start_s": round(start_s, 2),
+        "spark_start_first_read_s": round(first_s, 2), "class_sharing": not a.no_class_sharing, **memory, **warm,
         "load_average_before": round(load_before, 2), "load_average_after": round(os.getloadavg()[0], 2),
     }  # fmt: skip
     print(json.dumps(out))

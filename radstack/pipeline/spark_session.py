@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radstack.config import Settings, SparkSettings
-from radstack.jvm import jars
+from radstack.jvm import class_sharing_options, jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_spark_session", "jvm_options", "write_log4j2_config", "arrow_batch_conf", "DEFAULT_SHUFFLE_PARTITIONS"]
+__all__ = ["build_spark_session", "jvm_options", "driver_jvm_options", "write_log4j2_config", "arrow_batch_conf", "DEFAULT_SHUFFLE_PARTITIONS"]
 
 DEFAULT_SHUFFLE_PARTITIONS = 4
 
@@ -83,6 +83,15 @@ def jvm_options(log_conf: Path, extra: str = "") -> str:
     return f"{opts} {extra.strip()}" if extra.strip() else opts
 
 
+def driver_jvm_options(log_conf: Path, extra: str = "", jvm_dir: Path | None = None, *, class_sharing: bool = True) -> str:
+    """:func:`jvm_options` for the driver (in ``local[*]`` also the executors): with ``class_sharing``,
+    the class-data sharing archive's options first when it was built (:mod:`radstack.jvm`), unless
+    ``extra`` dumps one (a dump cannot start from another dynamic archive)."""
+    if not class_sharing or "ArchiveClassesAtExit" in extra:
+        return jvm_options(log_conf, extra)
+    return jvm_options(log_conf, f"{class_sharing_options(jvm_dir)} {extra}")
+
+
 def build_spark_session(
     settings: Settings | None = None,
     *,
@@ -97,8 +106,9 @@ def build_spark_session(
     """Get or create the session. ``settings`` (radstack Settings) supplies ``spark.master``,
     ``spark.shuffle_partitions``, ``spark.driver_memory``, ``spark.conf`` and the log directory;
     ``kafka`` adds Spark's Kafka connector jars; ``java_options`` go to the driver's and executors' JVMs
-    after radstack's own. An already running session is returned as is (its jars cannot change any
-    more)."""
+    after radstack's own. The driver maps the class-data sharing archive when one was built for this
+    JDK and PySpark (:func:`radstack.jvm.class_sharing_options`, ``jvm.class_sharing``). An already
+    running session is returned as is (its jars cannot change any more)."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
@@ -110,6 +120,9 @@ def build_spark_session(
         log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
     log_conf = write_log4j2_config(log_dir, log_name)
     java_opts = jvm_options(log_conf, java_options)
+    jvm_dir = Path(settings.jvm_dir) if settings is not None else None
+    driver_opts = driver_jvm_options(log_conf, java_options, jvm_dir,
+                                     class_sharing=settings.jvm.class_sharing if settings is not None else True)  # fmt: skip
     parts = int(shuffle_partitions or spark_settings.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
     b = (
         SparkSession.builder.appName(app_name)
@@ -131,13 +144,12 @@ def build_spark_session(
         # the exact state row count costs a read before every write (~15 % of a dedup batch here)
         .config("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", "false")
         .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.driver.extraJavaOptions", driver_opts)
         .config("spark.executor.extraJavaOptions", java_opts)
     )  # fmt: skip
     for k, v in arrow_batch_conf(settings.receiver.max_event_bytes if settings is not None else 0).items():
         b = b.config(k, v)
     if kafka:
-        jvm_dir = Path(settings.jvm_dir) if settings is not None else None
         b = b.config("spark.jars", ",".join(str(p) for p in jars("spark-kafka", jvm_dir)))
     for k, v in spark_settings.conf.items():
         b = b.config(str(k), str(v))
