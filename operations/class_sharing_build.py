@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from radstack.config import load_settings
 from radstack.jvm import REPO_ROOT, class_sharing_archive, class_sharing_dump_options
 
 __all__ = ["build_archive", "train"]
@@ -59,7 +60,6 @@ def train(dump_to: Path) -> None:
     from pyspark import SparkContext  # lazy: the build process itself needs no Spark
 
     from batch.rebuild_job import rebuild_spec
-    from radstack.config import load_settings
     from radstack.datasources import get_spec
     from radstack.intervals import Interval
     from radstack.pipeline.spark_session import build_spark_session
@@ -74,6 +74,12 @@ def train(dump_to: Path) -> None:
         settings = load_settings(env={"RADSTACK_HOME": str(home)})
         spark = build_spark_session(settings, app_name="radstack-cds-training", kafka=False, log_name="cds",
                                     java_options=class_sharing_dump_options(dump_to))  # fmt: skip
+        gateway = SparkContext._gateway  # type: ignore[attr-defined]
+        proc = getattr(gateway, "proc", None)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    try:
         opts = GeneratorOptions(events=TRAINING_EVENTS, start_ms=TRAINING_HOUR, sim_rate=TRAINING_EVENTS / 3600, late=0.0)
         values = [(e.value,) for e in generate(opts, TRAINING_HOUR) if e.stream == "impressions"]
         raw_dir = str(work / "raw")
@@ -82,18 +88,19 @@ def train(dump_to: Path) -> None:
         def reader(spark_: object, storage: object, spec: object, chunks: object) -> tuple[object, dict]:
             return spark.read.parquet(raw_dir), {}
 
-        spec = get_spec(settings, "ads")
-        for _ in range(2):  # the second run's plan is cached: what a backfill of many chunks does
-            rebuild_spec(settings, spec, Interval(TRAINING_HOUR, TRAINING_HOUR + 3_600_000), spark=spark,
-                         force=True, reader=reader)  # type: ignore[arg-type]  # fmt: skip
-        gateway = SparkContext._gateway  # type: ignore[attr-defined]
+        rebuild_spec(settings, get_spec(settings, "ads"), Interval(TRAINING_HOUR, TRAINING_HOUR + 3_600_000),
+                     spark=spark, force=True, reader=reader)  # type: ignore[arg-type]  # fmt: skip
         spark.stop()
-        proc = getattr(gateway, "proc", None)
-        if proc is not None:  # the JVM exits when its stdin closes, and dumps the archive on its way out
-            proc.stdin.close()
-            proc.wait(timeout=300)
+    except BaseException:
+        if proc is not None:  # a failed training run leaves no archive: the JVM must not get to dump one
+            proc.kill()
+            proc.wait()
+        raise
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if proc is not None:  # the JVM exits when its stdin closes, and dumps the archive on its way out
+        proc.stdin.close()
+        proc.wait(timeout=300)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         train(a.train)
         return 0
     t = time.monotonic()
-    path = build_archive(force=a.force)
+    path = build_archive(load_settings().jvm_dir, force=a.force)
     if path is None:
         print("no JDK found: nothing to build", file=sys.stderr)
         return 1
