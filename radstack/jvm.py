@@ -11,6 +11,7 @@ Also where the Spark driver's class-data sharing archive lives (:func:`class_sha
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -82,7 +83,7 @@ def spark_java() -> Path | None:
 def class_sharing_archive(jvm_dir: Path | None = None) -> Path | None:
     """The class-data sharing archive for the JDK Spark runs on and the installed PySpark (its jars are
     the driver's class path): ``<jvm dir>/cds/spark-<key>.jsa``, whether it exists or not; None without
-    a JDK. The key changes with the JDK's ``libjvm.so`` or PySpark's version and ``SPARK_HOME``, so an
+    a JDK. The key changes with the JDK's ``libjvm.so``, PySpark's version and place, and ``SPARK_HOME``, so an
     archive is never offered to a JVM it was not made for (and the JVM checks again: a mismatch only
     turns sharing off)."""
     java = spark_java()
@@ -94,7 +95,9 @@ def class_sharing_archive(jvm_dir: Path | None = None) -> Path | None:
         pyspark = metadata.version("pyspark")
     except metadata.PackageNotFoundError:
         pyspark = ""
-    ident = f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark}|{os.environ.get('SPARK_HOME', '')}"
+    found = importlib.util.find_spec("pyspark")  # where its jars are: another virtualenv, another class path
+    where = os.path.dirname(found.origin) if found is not None and found.origin else ""
+    ident = f"{java}|{st.st_size}|{st.st_mtime_ns}|{pyspark}|{where}|{os.environ.get('SPARK_HOME', '')}"
     key = hashlib.sha256(ident.encode()).hexdigest()[:16]
     return (jvm_dir or DEFAULT_DIR) / "cds" / f"spark-{key}.jsa"
 

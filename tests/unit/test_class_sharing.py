@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,18 @@ def test_the_archive_key_follows_the_spark_installation(tmp_path: Path, monkeypa
     first = class_sharing_archive(tmp_path)
     assert class_sharing_archive(tmp_path) == first  # stable
     monkeypatch.setenv("SPARK_HOME", str(tmp_path / "other-spark"))
+    assert class_sharing_archive(tmp_path) != first
+    monkeypatch.delenv("SPARK_HOME")
+    assert class_sharing_archive(tmp_path) == first
+    real = importlib.util.find_spec
+
+    def elsewhere(name: str, *args: object) -> object:  # the same PySpark in another virtualenv
+        spec = real(name, *args)
+        if name == "pyspark" and spec is not None:
+            spec = importlib.machinery.ModuleSpec(name, None, origin=str(tmp_path / "venv2" / "pyspark" / "__init__.py"))
+        return spec
+
+    monkeypatch.setattr(importlib.util, "find_spec", elsewhere)
     assert class_sharing_archive(tmp_path) != first
 
 
