@@ -67,6 +67,7 @@ def train(dump_to: Path) -> None:
     from realtime.generators.common import GeneratorOptions
 
     work = Path(tempfile.mkdtemp(prefix="radstack-cds-"))
+    proc = None
     try:
         home = work / "home"
         (home / "datasources").mkdir(parents=True)
@@ -74,12 +75,7 @@ def train(dump_to: Path) -> None:
         settings = load_settings(env={"RADSTACK_HOME": str(home)})
         spark = build_spark_session(settings, app_name="radstack-cds-training", kafka=False, log_name="cds",
                                     java_options=class_sharing_dump_options(dump_to))  # fmt: skip
-        gateway = SparkContext._gateway  # type: ignore[attr-defined]
-        proc = getattr(gateway, "proc", None)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    try:
+        proc = getattr(SparkContext._gateway, "proc", None)  # type: ignore[attr-defined]
         opts = GeneratorOptions(events=TRAINING_EVENTS, start_ms=TRAINING_HOUR, sim_rate=TRAINING_EVENTS / 3600, late=0.0)
         values = [(e.value,) for e in generate(opts, TRAINING_HOUR) if e.stream == "impressions"]
         raw_dir = str(work / "raw")
