@@ -22,6 +22,7 @@ from serving.broker.native.projections import choose_projection
 from serving.broker.native.virtual_columns import parse_virtual_columns
 from serving.broker.projections import ProjectionView
 from serving.broker.query_manager import RunningQuery
+from serving.broker.relations import check_statement
 from serving.broker.segment_cache import druid_type
 from serving.broker.service import BrokerState, DatasourceState
 from serving.broker.views import Chunk, chunk_select_sql, quote_ident, time_range_sql
@@ -192,7 +193,24 @@ class QueryContext:
 
     # ---- SQL ----------------------------------------------------------------------------------
     def run(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """Run one statement built for this query, after checking that it reads only this query's
+        datasources (:func:`serving.broker.relations.check_statement`)."""
+        check_statement(sql, self.relations())
         return self.rq.execute(self.cursor, sql, params)
+
+    def relations(self) -> frozenset[str]:
+        """What this query's statements may read: its datasources' views, their projection views and
+        segment tables, and the lookups' tables (registered lookup extractions)."""
+        names: set[str] = set()
+        for lk in self.state.lookups.values():
+            names.add(lk.table)
+            if lk.ranges:
+                names.add(lk.ranges_table)
+        for ds in self.datasources:
+            names.add(ds.name)
+            names.update(p.view_name for p in ds.projections)
+            names.update(c.loaded.table for c in ds.chunks)
+        return frozenset(names)
 
     def bucket(self) -> str | None:
         return bucket_sql(self.granularity, self.cursor)

@@ -107,6 +107,23 @@ class Catalog:
     def has(self, name: str) -> bool:
         return name in self.datasources
 
+    def relations(self, datasources: Any = (), system_tables: Any = (), lookups: Any = ()) -> frozenset[str]:
+        """The DuckDB relation names a statement reading ``datasources``, ``system_tables`` (keys of
+        :data:`SYSTEM_TABLES`) and ``lookups`` may use: :func:`serving.broker.relations.check_relations`."""
+        names: set[str] = set()
+        for ds in datasources:
+            if ds in self.datasources:
+                names.add(ds)
+                names.update(view.view_name for view in self.projections.get(ds, ()))
+        names.update(SYSTEM_TABLES[key] for key in system_tables)
+        for name in lookups:
+            loaded = self.lookups.get(name)
+            if loaded is not None:
+                names.add(loaded.table)
+                if getattr(loaded, "ranges", False):
+                    names.add(loaded.ranges_table)
+        return frozenset(names)
+
     def sql_schema(self) -> dict[str, dict[str, str]]:
         """``{table: {column: sql type}}`` for sqlglot's type annotation."""
         out = {ds: {c.name: c.sql_type for c in cols} for ds, cols in self.datasources.items()}

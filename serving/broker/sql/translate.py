@@ -11,6 +11,7 @@ from typing import Any
 
 from radstack.clock import now_millis
 from serving.broker.limits import planning_guard
+from serving.broker.relations import check_relations
 from serving.broker.sql import functions, guard
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext
@@ -129,6 +130,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
     tree = apply_bottom_up(tree, FUNCTION_RULES, ctx)
     functions.check_output(tree)
     guard.check_read_only([tree])
+    check_relations(tree, ctx.catalog.relations(ctx.datasources, ctx.system_tables, ctx.lookups))
     return Translation(
         sql=tree.sql(dialect="duckdb"),
         udfs=set(ctx.udfs),
