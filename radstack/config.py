@@ -96,6 +96,8 @@ class ServerSettings(Section):
     default_query_timeout_ms: int = Field(300_000, description="a query's timeout when its context sets none")
     segment_cache_bytes: int = Field(8 * 1024**3, description="bytes of segments the broker keeps locally")
     duckdb_threads: int = Field(0, description="threads of the broker's DuckDB; 0 → DuckDB's default (all cores)")
+    memory_limit: str = Field(
+        "", description="memory the broker's DuckDB may use (DuckDB's spelling, e.g. '8GiB'); empty → half the machine's")
     max_sql_chars: int = Field(131_072, description="longest SQL text a query may have (400 above; planning is linear in it)")
     max_query_depth: int = Field(
         40, description="deepest nesting of parentheses, NOTs, subqueries, filters or expressions in a query (400 above)")

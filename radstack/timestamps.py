@@ -21,6 +21,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.joda import joda_to_strftime, parse_to_millis
 
 __all__ = ["parse_timestamp_column", "string_millis_sql", "utc_connection", "query_arrow", "NUMERIC_UNITS"]
@@ -39,10 +40,9 @@ def query_arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
 
 
 def utc_connection() -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection whose session time zone is UTC (what the ISO casts below assume)."""
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    return con
+    """A locked DuckDB connection (:mod:`radstack.duckdb_sandbox`: it runs expressions a spec names)
+    whose session time zone is UTC (what the ISO casts below assume)."""
+    return sandboxed_connection(time_zone="UTC")
 
 
 def _numeric_millis_sql(col: str, fmt: str) -> str:

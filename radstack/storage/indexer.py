@@ -33,6 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.expressions import expression_to_sql
 from radstack.expressions import quote_identifier as _q
 from radstack.filters import filter_to_sql
@@ -347,9 +348,8 @@ def _translate_filter(flt: Mapping[str, Any], column_types: Mapping[str, str]) -
 
 
 def _connect() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    return con
+    """A locked connection (transforms and filters come from a spec): rows arrive as Arrow."""
+    return sandboxed_connection(time_zone="UTC")
 
 
 def _time_to_millis(col: pa.ChunkedArray | pa.Array) -> pa.Array:

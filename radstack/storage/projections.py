@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from pathlib import Path
 
-import duckdb
+import pyarrow.parquet as pq
 
+from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.expressions import quote_identifier as _q
-from radstack.expressions import string_literal
 from radstack.projections import ROWS_COLUMN, ProjectionSpec, time_floor_sql
 from radstack.spec import TIME_COLUMN
 from radstack.storage.segment_format import write_segment_file
@@ -25,6 +25,8 @@ from radstack.timestamps import query_arrow
 __all__ = ["projection_sql", "projection_columns", "write_projection_files"]
 
 _SUM_TYPES = {"long": "BIGINT", "double": "DOUBLE"}
+#: the name a segment file's rows are registered under while its projections are built
+_SEGMENT_ROWS = "__segment_rows"
 
 
 def projection_columns(spec: ProjectionSpec) -> list[str]:
@@ -60,11 +62,12 @@ def write_projection_files(segment_file: Path, projections: Sequence[ProjectionS
     out: list[tuple[str, Path, int]] = []
     if not projections:
         return out
-    con = duckdb.connect()
+    con = sandboxed_connection(time_zone="UTC")  # the projections' SQL comes from a spec
     try:
-        con.execute("SET TimeZone = 'UTC'")
-        source = f"read_parquet({string_literal(str(segment_file))})"
-        present = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()}
+        rows = pq.read_table(segment_file)  # as Arrow: the locked connection opens no file
+        con.register(_SEGMENT_ROWS, rows)
+        source = _SEGMENT_ROWS
+        present = set(rows.column_names)
         for spec in projections:
             table = query_arrow(con, projection_sql(source, spec, present))
             dest = segment_file.with_name(f"{segment_file.stem}.projection.{spec.name}.parquet")

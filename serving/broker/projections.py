@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from radstack.expressions import quote_identifier as quote_ident
-from radstack.expressions import string_literal
 from radstack.granularity import Granularity, GranularityError
 from radstack.intervals import ETERNITY_END, ETERNITY_START
 from radstack.projections import (
@@ -148,7 +147,7 @@ def store_sql(view: ProjectionView) -> str:
                 items.append(f"CAST({quote_ident(n)} AS {types[n]}) AS {quote_ident(n)}")
             else:
                 items.append(quote_ident(n))
-        sql = f"SELECT {', '.join(items)} FROM read_parquet({string_literal(str(own.path))})"
+        sql = f"SELECT {', '.join(items)} FROM {quote_ident(own.table)}"
         if c.needs_clip:
             sql += f" WHERE {time_range_sql(c.clip.start, c.clip.end)}"
         parts.append(sql)

@@ -1,14 +1,16 @@
 """The segment cache: segments loaded once, like a Druid historical does.
 
 When the broker learns that a segment is visible (announced), its files are fetched from deep storage
-through the segment's ``loadSpec`` into ``{home}/segment-cache/{segment_path}`` and the Parquet file is
-loaded into an in-memory DuckDB table (one table per segment). Queries then read memory, never Parquet.
+through the segment's ``loadSpec`` into ``{home}/segment-cache/{segment_path}``; the Parquet file is read
+by Arrow and copied into an in-memory DuckDB table (one table per segment, one per projection file), so
+the broker's locked DuckDB never opens a file. Queries then read memory, never Parquet.
 When the segment stops being visible (unused or overshadowed) the table and the local files are
 dropped. DuckDB's MVCC keeps a dropped table readable by statements that started before the drop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import threading
@@ -21,13 +23,15 @@ import pyarrow.parquet as pq
 
 from radstack.config import Settings
 from radstack.expressions import quote_identifier as _q
-from radstack.expressions import string_literal
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segment_format import ARRAY_KEY, COMPLEX_KEY
 from radstack.storage.segments import DataSegment, segment_path
 
 log = logging.getLogger(__name__)
+
+#: the name a file's Arrow rows are registered under while they are copied into a table
+_LOADING = "__rs_loading"
 
 # DuckDB type → Druid column type.
 _DRUID_TYPES = {
@@ -73,6 +77,7 @@ class LoadedProjection:
     path: Path
     num_rows: int
     columns: tuple[tuple[str, str], ...]
+    table: str = ""  # the DuckDB table its rows were loaded into (dropped with the segment)
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,8 @@ class SegmentCache:
             raise SegmentLoadError(f"cannot load segment {sid} from {parquet}: {e}") from e
         finally:
             cur.close()
-        projections = tuple(p for p in (self._load_projection(segment, f, local_dir) for f in segment.projections) if p)
+        projections = tuple(p for p in (self._load_projection(segment, f, local_dir, table, i)
+                                         for i, f in enumerate(segment.projections)) if p)
         loaded = LoadedSegment(
             segment=segment,
             table=table,
@@ -177,7 +183,8 @@ class SegmentCache:
         )
         with self._lock:
             if sid in self._loaded:  # lost a race: keep the first
-                self._drop_table(table)
+                for t in (table, *(p.table for p in projections)):
+                    self._drop_table(t)
                 return self._loaded[sid]
             self._loaded[sid] = loaded
         log.info("loaded segment %s (%d rows) into %s", sid, n, table)
@@ -190,6 +197,8 @@ class SegmentCache:
         if loaded is None:
             return
         self._drop_table(loaded.table)
+        for p in loaded.projections:
+            self._drop_table(p.table)
         if loaded.local_dir is not None and loaded.local_dir.is_relative_to(self.cache_dir):
             shutil.rmtree(loaded.local_dir, ignore_errors=True)
         log.info("dropped segment %s", segment_id)
@@ -204,25 +213,32 @@ class SegmentCache:
             self._counter += 1
             return f"__seg_{self._counter}"
 
-    def _load_projection(self, segment: DataSegment, record: dict[str, Any],
-                         local_dir: Path | None) -> LoadedProjection | None:
+    def _load_projection(self, segment: DataSegment, record: dict[str, Any], local_dir: Path | None,
+                         segment_table: str, index: int) -> LoadedProjection | None:
         """Load one projection file; None (logged) when it cannot be read — the broker then
         aggregates that segment's base rows for the projection instead."""
         name, spec = record.get("name"), record.get("spec")
         if not isinstance(name, str) or not isinstance(spec, dict) or not isinstance(record.get("loadSpec"), dict):
             return None
         cur = self._db.cursor()
+        table = f"{segment_table}__projection_{index}"
         try:
             path = self._fetch_file(record["loadSpec"], local_dir, f"projections/{name}.parquet")
-            src = f"read_parquet({string_literal(str(path))})"
-            cols = tuple((str(r[0]), str(r[1])) for r in cur.execute(f"DESCRIBE SELECT * FROM {src}").fetchall())
-            (n,) = cur.execute(f"SELECT count(*) FROM {src}").fetchone()  # type: ignore[misc]
+            rows = pq.read_table(path)
+            cur.register(_LOADING, rows)
+            try:
+                cur.execute(f"CREATE TABLE {table} AS SELECT * FROM {_LOADING}")
+            finally:
+                cur.unregister(_LOADING)
+            cols = tuple((str(r[0]), str(r[1])) for r in cur.execute(f"DESCRIBE {table}").fetchall())
         except Exception:  # noqa: BLE001 - a projection is an optimisation; the base rows still answer
             log.warning("segment %s: projection %s not loaded", segment.identifier, name, exc_info=True)
+            with contextlib.suppress(duckdb.Error):
+                cur.execute(f"DROP TABLE IF EXISTS {table}")
             return None
         finally:
             cur.close()
-        return LoadedProjection(name, spec, record.get("granularity"), path, int(n), cols)
+        return LoadedProjection(name, spec, record.get("granularity"), path, rows.num_rows, cols, table)
 
     def _fetch_file(self, spec: dict[str, Any], local_dir: Path | None, rel: str) -> Path:
         """A file named by a ``loadSpec`` on local disk: fetched under ``local_dir`` or read in place."""
@@ -290,10 +306,15 @@ def _marked_columns(parquet: Path, key: bytes) -> tuple[tuple[str, str], ...]:
 
 
 def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:
-    """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns."""
-    names = [r[0] for r in cur.execute("DESCRIBE SELECT * FROM read_parquet(?)", [str(parquet)]).fetchall()]
-    select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names)
-    cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM read_parquet(?)", [str(parquet)])
+    """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns. The
+    file is read by Arrow: the broker's DuckDB opens no file (radstack/duckdb_sandbox.py)."""
+    rows = pq.read_table(parquet)
+    select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in rows.column_names)
+    cur.register(_LOADING, rows)
+    try:
+        cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM {_LOADING}")
+    finally:
+        cur.unregister(_LOADING)
     return tuple(
         (r[0], str(r[1]))
         for r in cur.execute(

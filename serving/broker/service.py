@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from radstack.config import CoordinatorSettings, ServerSettings, Settings
+from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.expressions import quote_identifier as quote_ident
 from radstack.intervals import Interval, format_instant
 from radstack.storage.deep_storage.base import DeepStorage
@@ -86,16 +87,17 @@ class BrokerService:
         self.deep_storage = deep_storage
         server = settings.server if settings is not None else ServerSettings()
         coordinator = settings.coordinator if settings is not None else CoordinatorSettings()
-        threads = server.duckdb_threads
-        config: dict[str, Any] = {}
-        if threads:
-            config["threads"] = int(threads)
-        self._db = duckdb.connect(":memory:", config=config)
-        udfs.register(self._db, set(udfs.UDFS), db_key=id(self))  # for native queries too (sketches)
-        self._db.execute(f"CREATE TABLE {_GEN_TABLE} (generation BIGINT)")
-        self._db.execute(f"INSERT INTO {_GEN_TABLE} VALUES (0)")
         home = settings.home if settings is not None else None
         cache_dir = (home / "segment-cache") if home is not None else None
+        # Locked (radstack/duckdb_sandbox.py): segments, lookups and system tables arrive as Arrow, so
+        # this connection opens no file but its spill files under the cache.
+        self._db = sandboxed_connection(
+            memory_limit=server.memory_limit, threads=server.duckdb_threads,
+            temp_dir=(cache_dir / ".duckdb-spill") if cache_dir is not None else None)
+        self.udf_key = object()  # names this database in udfs' registry (an id() could be reused)
+        udfs.register(self._db, set(udfs.UDFS), db_key=self.udf_key)  # for native queries too (sketches)
+        self._db.execute(f"CREATE TABLE {_GEN_TABLE} (generation BIGINT)")
+        self._db.execute(f"INSERT INTO {_GEN_TABLE} VALUES (0)")
         self.cache = SegmentCache(self._db, cache_dir, settings, deep_storage)  # type: ignore[arg-type]
         self.queries = QueryManager(
             max_concurrent=server.max_concurrent_queries,

@@ -17,10 +17,10 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.expressions import quote_identifier
 
 _SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE"}
@@ -62,7 +62,7 @@ class StagedInput:
         self._close_writer()
         if not self._files:
             return
-        con = duckdb.connect()
+        con = sandboxed_connection(allowed_dirs=[self.dir])  # its own staged files only (casts come from a spec)
         try:
             files = ", ".join("'" + str(f).replace("'", "''") + "'" for f in self._files)
             rel = f"read_parquet([{files}], union_by_name=true)"

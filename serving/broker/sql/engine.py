@@ -210,7 +210,7 @@ def execute(
         if tr.udfs:
             setup = broker.connection()
             try:
-                udfs.register(setup, tr.udfs, db_key=id(broker))
+                udfs.register(setup, tr.udfs, db_key=getattr(broker, "udf_key", id(broker)))
             finally:
                 setup.close()
         for key in tr.system_tables:

@@ -18,7 +18,7 @@ from radstack.joda import format_millis, parse_to_millis, zone
 from radstack.sketches import SketchParams, aggregate, count, estimate, quantile, theta_set_operation
 
 _lock = threading.Lock()
-_registered: set[tuple[int, str]] = set()
+_registered: set[tuple[object, str]] = set()
 
 
 @lru_cache(maxsize=512)
@@ -140,8 +140,9 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
 }
 
 
-def register(con: duckdb.DuckDBPyConnection, names: set[str], db_key: int | None = None) -> None:
-    """Create the named UDFs in ``con``'s database unless they already exist there."""
+def register(con: duckdb.DuckDBPyConnection, names: set[str], db_key: object = None) -> None:
+    """Create the named UDFs in ``con``'s database unless they already exist there; ``db_key`` names
+    that database (an object that lives as long as it: an ``id`` can be reused after it is gone)."""
     key = id(con) if db_key is None else db_key
     with _lock:
         for name in sorted(names):
