@@ -38,7 +38,7 @@ from serving.console import router as console_router
 from serving.context import ServerContext
 from serving.coordinator import run_duties
 from serving.coordinator_api import router as coordinator_router
-from serving.errors import DruidError
+from serving.errors import DruidError, internal_error
 from serving.jobs import BatchJobs
 from serving.lookups_api import router as lookups_router
 from serving.metrics_api import install as install_metrics
@@ -192,14 +192,13 @@ class CatchAllMiddleware:
         except _BodyTooLarge:
             raise
         except Exception as e:  # noqa: BLE001
-            log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+            log.warning("unhandled error in %s %s", scope.get("method"), scope.get("path"))
             if not started:
                 await send_error(send, _unexpected(e))
 
 
 def _unexpected(e: Exception) -> DruidError:
-    return DruidError(f"{type(e).__name__}: {e}", category="RUNTIME_FAILURE", persona="OPERATOR",
-                      error_class=f"{type(e).__module__}.{type(e).__name__}")
+    return internal_error(e)
 
 
 def druid_json(err: DruidError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -293,8 +292,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
 
     @app.exception_handler(Exception)
     async def _unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", exc_info=exc)
-        return druid_json(_unexpected(exc))
+        return druid_json(_unexpected(exc))  # logged with its traceback under the id it answers
 
     @app.get("/status")
     def status() -> dict[str, Any]:

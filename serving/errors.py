@@ -12,7 +12,12 @@ Raise :class:`DruidError` anywhere below a request handler; the app turns it int
 
 from __future__ import annotations
 
+import logging
+import re
+import uuid
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 CATEGORY_STATUS: dict[str, int] = {
     "DEFENSIVE": 500,
@@ -43,8 +48,16 @@ LEGACY_ERROR: dict[str, str] = {
 }
 
 
+#: categories of failures that are the server's, not the client's: their text never leaves the server
+INTERNAL_CATEGORIES = frozenset({"RUNTIME_FAILURE", "UNCATEGORIZED", "DEFENSIVE"})
+
+
 class DruidError(Exception):
-    """An error that becomes Druid's error JSON with the status of its category."""
+    """An error that becomes Druid's error JSON with the status of its category.
+
+    An internal failure (:data:`INTERNAL_CATEGORIES`) never shows its text: the client gets a generic
+    message and an id (the query id when there is one); the text goes to the server log under that id,
+    so no DuckDB, Python, Spark or file-system message reaches a client."""
 
     def __init__(
         self,
@@ -56,10 +69,21 @@ class DruidError(Exception):
         persona: str = "USER",
         context: dict[str, Any] | None = None,
         status: int | None = None,
+        error_id: str | None = None,
+        logged: bool = False,
     ) -> None:
-        super().__init__(message)
         if category not in CATEGORY_STATUS:
             raise ValueError(f"unknown Druid error category {category!r}")
+        if category in INTERNAL_CATEGORIES:
+            error_id = error_id or uuid.uuid4().hex
+            if not logged:
+                log.error("internal error %s: %s", error_id, message)
+            message = (f"Internal error: the server could not complete this request (id {error_id}; "
+                       "the server log has the details under this id)")
+            context = {**(context or {}), "errorId": error_id}
+            error_class, persona = None, "OPERATOR"
+        super().__init__(message)
+        self.error_id = error_id
         self.message = message
         self.category = category
         self.error_code = error_code or _default_code(category)
@@ -94,6 +118,28 @@ def _default_code(category: str) -> str:
         "CONFLICT": "conflict",
         "SERVICE_UNAVAILABLE": "serviceUnavailable",
     }.get(category, "runtimeFailure")
+
+
+#: radstack's own relation and function names, and paths: never echoed in an error message
+_INTERNAL_TEXT = re.compile(r"__(?!time\b)[A-Za-z0-9_]+|(?:/[^\s/'\"]+){2,}")
+
+
+def user_message(msg: str) -> str:
+    """The first line of a DuckDB message about the user's statement, without DuckDB's error-class
+    prefix, radstack's internal names or anything that looks like a path."""
+    first = re.sub(r"^[A-Za-z ]+ Error: ", "", msg.split("\n", 1)[0])
+    return _INTERNAL_TEXT.sub("?", first)
+
+
+def internal_error(exc: BaseException | str, *, query_id: str | None = None) -> DruidError:
+    """An unexpected failure as a generic 500 whose id (``query_id`` when given) finds the detail —
+    logged here with its traceback — in the server log."""
+    error_id = query_id or uuid.uuid4().hex
+    if isinstance(exc, BaseException):
+        log.error("internal error %s: %s: %s", error_id, type(exc).__name__, exc, exc_info=exc)
+    else:
+        log.error("internal error %s: %s", error_id, exc)
+    return DruidError(str(exc), category="RUNTIME_FAILURE", error_id=error_id, logged=True)
 
 
 def invalid_input(message: str, **context: Any) -> DruidError:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,15 +47,22 @@ def test_status_health_and_unknown_route(server_client: TestClient) -> None:
     assert r.status_code == 404 and r.json()["error"] == "druidException" and r.json()["category"] == "NOT_FOUND"
 
 
-def test_unexpected_exception_is_a_500_druid_error(server_client: TestClient) -> None:
+def test_unexpected_exception_is_a_generic_500_whose_id_finds_the_log(
+        server_client: TestClient, caplog: pytest.LogCaptureFixture) -> None:
     def boom() -> None:
-        raise RuntimeError("kaboom")
+        raise RuntimeError("kaboom at /srv/secret/path")
 
     server_client.app.add_api_route("/test-boom", boom)  # type: ignore[attr-defined]
-    r = server_client.get("/test-boom")
+    with caplog.at_level(logging.ERROR, logger="serving.errors"):
+        r = server_client.get("/test-boom")
     assert r.status_code == 500
     body = r.json()
-    assert body["error"] == "druidException" and "kaboom" in body["errorMessage"]
+    assert body["error"] == "druidException" and body["category"] == "RUNTIME_FAILURE"
+    assert "kaboom" not in r.text and "RuntimeError" not in r.text and "/srv" not in r.text
+    error_id = body["context"]["errorId"]
+    assert error_id in body["errorMessage"]
+    logged = [rec for rec in caplog.records if error_id in rec.getMessage()]
+    assert logged and "kaboom at /srv/secret/path" in logged[0].getMessage() and logged[0].exc_info
     assert server_client.get("/status/health").json() is True  # still serving
 
 

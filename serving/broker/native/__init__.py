@@ -23,7 +23,7 @@ from serving.broker.native.time_boundary import run_datasource_metadata, run_tim
 from serving.broker.native.timeseries import run_timeseries
 from serving.broker.native.topn import run_topn
 from serving.broker.query_manager import QueryManager
-from serving.errors import DruidError, invalid_input
+from serving.errors import DruidError, internal_error, invalid_input, user_message
 
 if TYPE_CHECKING:
     from serving.broker.service import BrokerService
@@ -111,20 +111,19 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
             raise
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
             # A field of the wrong JSON type reached code that trusted it: the query is malformed (400).
-            # Logged with its traceback, since a planner bug would look the same.
+            # Logged with its traceback, since a planner bug would look the same; Python's text stays here.
             log.warning("native query %s: %s: %s", qid, type(e).__name__, e, exc_info=True)
-            raise invalid_input(f"Malformed native query: {type(e).__name__}: {e}") from e
+            raise invalid_input(f"Malformed native query: a field has the wrong type or shape (query id {qid})") from e
         except duckdb.InterruptException:
             rq.check()
             raise
         except duckdb.Error as e:
             rq.check()
-            raise _duckdb_error(e) from e
+            raise _duckdb_error(e, qid) from e
 
 
-def _duckdb_error(e: duckdb.Error) -> DruidError:
-    msg = str(e)
+def _duckdb_error(e: duckdb.Error, query_id: str) -> DruidError:
     if isinstance(e, duckdb.BinderException | duckdb.ConversionException | duckdb.InvalidInputException
-                  | duckdb.ParserException | duckdb.CatalogException):
-        return invalid_input(f"Query could not be planned: {msg}")
-    return DruidError(f"Query failed: {msg}", category="RUNTIME_FAILURE")
+                  | duckdb.ParserException | duckdb.CatalogException | duckdb.OutOfRangeException):
+        return invalid_input(f"Query could not be planned: {user_message(str(e))}")
+    return internal_error(e, query_id=query_id)

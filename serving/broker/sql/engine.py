@@ -24,7 +24,7 @@ from serving.broker.sql.errors import column_not_found, validation_error
 from serving.broker.sql.result_formats import Column
 from serving.broker.sql.translate import Translation, translate
 from serving.broker.sql.types import JSON_COLUMN, native_type, sql_type_of_arrow
-from serving.errors import DruidError, cancelled
+from serving.errors import DruidError, cancelled, internal_error, user_message
 
 BATCH_ROWS = 4096
 
@@ -113,8 +113,9 @@ _TABLE_RE = re.compile(r'Table with name ([^ ]+) does not exist')
 _FUNC_RE = re.compile(r'(?:Scalar|Aggregate|Table) Function with name ([^ ]+) does not exist')
 
 
-def duckdb_error(e: duckdb.Error) -> DruidError:
-    """A DuckDB failure as Druid's error JSON (binder errors are the user's: 400)."""
+def duckdb_error(e: duckdb.Error, query_id: str | None = None) -> DruidError:
+    """A DuckDB failure as Druid's error JSON: binder, conversion and range errors are the user's (400,
+    :func:`user_message`); anything else is the server's (a generic 500 whose id finds it in the log)."""
     msg = str(e)
     if isinstance(e, duckdb.InterruptException):
         return cancelled("Query was interrupted")
@@ -125,11 +126,10 @@ def duckdb_error(e: duckdb.Error) -> DruidError:
         m = _FUNC_RE.search(msg)
         if m:
             return validation_error(f"No match found for function signature {m.group(1).upper()}")
-        first = msg.split("\n", 1)[0]
-        return validation_error(re.sub(r"^[A-Za-z ]+ Error: ", "", first))
+        return validation_error(user_message(msg))
     if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
-        return validation_error(re.sub(r"^[A-Za-z ]+ Error: ", "", msg.split("\n", 1)[0]))
-    return DruidError(msg, category="RUNTIME_FAILURE", persona="OPERATOR", error_class=type(e).__name__)
+        return validation_error(user_message(msg))
+    return internal_error(e, query_id=query_id)
 
 
 def visible_rows(table: pa.Table, can_read: Callable[[str], bool]) -> pa.Table:
@@ -242,7 +242,7 @@ def execute(
                 running.check()
             raise duckdb_error(e) from e
         except duckdb.Error as e:
-            raise duckdb_error(e) from e
+            raise duckdb_error(e, getattr(running, "query_id", None)) from e
         return SqlResult(_columns(schema, json_columns, first), first, reader, tr, stack)
     except BaseException:
         stack.close()
