@@ -82,6 +82,9 @@ class AuthSettings(Section):
     roles: dict[str, list[dict[str, Any]]] = Field(
         default_factory=dict,
         description="server: role → Druid permissions [{resource: {type, name regex}, action: READ|WRITE}]")
+    max_failed_logins: int = Field(
+        10, description="failed sign-ins per user name and per client address in the window before 429 (0: no limit)")
+    failed_login_window_seconds: float = Field(60, description="the window max_failed_logins counts over")
 
 
 class ServerSettings(Section):

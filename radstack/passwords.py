@@ -17,10 +17,26 @@ import os
 import threading
 from collections import OrderedDict
 
-__all__ = ["ALGORITHM", "CredentialCache", "basic_credentials", "hash_password", "is_hash", "verify_password"]
+__all__ = ["ALGORITHM", "CredentialCache", "basic_credentials", "check_new_password", "hash_password", "is_hash",
+           "verify_password"]
 
 ALGORITHM = "pbkdf2_sha256"
 ITERATIONS = 120_000
+#: the fewest PBKDF2 iterations ``radctl auth hash-password`` writes (OWASP's floor for SHA-256 is higher;
+#: this keeps hashes made with older defaults usable while refusing toy values)
+MIN_ITERATIONS = 100_000
+#: the shortest password ``radctl auth hash-password`` hashes
+MIN_PASSWORD_CHARS = 10
+
+
+def check_new_password(password: str, iterations: int) -> None:
+    """Raise ValueError for a password or an iteration count too weak to hash."""
+    if not password.strip():
+        raise ValueError("the password is empty")
+    if len(password) < MIN_PASSWORD_CHARS:
+        raise ValueError(f"the password is shorter than {MIN_PASSWORD_CHARS} characters")
+    if iterations < MIN_ITERATIONS:
+        raise ValueError(f"{iterations} iterations is too few: at least {MIN_ITERATIONS:,}")
 
 
 def _b64(data: bytes) -> str:
@@ -67,12 +83,24 @@ class CredentialCache:
     def _key(name: str, password: str, encoded: str) -> bytes:
         return hashlib.sha256(f"{name}\0{password}\0{encoded}".encode()).digest()
 
-    def check(self, name: str, password: str, encoded: str) -> bool:
+    def seen(self, name: str, password: str, encoded: str) -> bool:
+        """True when this exact pair was verified before (one SHA-256, no PBKDF2)."""
         key = self._key(name, password, encoded)
         with self._lock:
             if key in self._seen:
                 self._seen.move_to_end(key)
                 return True
+        return False
+
+    @staticmethod
+    def verify_only(password: str, encoded: str) -> bool:
+        """Verify without remembering (the dummy check of an unknown user)."""
+        return verify_password(password, encoded)
+
+    def check(self, name: str, password: str, encoded: str) -> bool:
+        key = self._key(name, password, encoded)
+        if self.seen(name, password, encoded):
+            return True
         if not verify_password(password, encoded):
             return False
         with self._lock:

@@ -50,8 +50,9 @@ from fastapi.responses import Response
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
-from radstack.passwords import CredentialCache, basic_credentials
+from radstack.passwords import basic_credentials
 from radstack.permissions import Permission, parse_roles, parse_user
+from radstack.sign_in import SignIn, TooManyAttempts
 from radstack.spec import SpecError
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.spool import Spool, SpoolFull
@@ -192,15 +193,14 @@ def receiver_users(settings: Settings) -> dict[str, ReceiverUser]:
     return users
 
 
-_CREDENTIALS = CredentialCache()
-
-
-def _authenticate(header: str | None, users: dict[str, ReceiverUser]) -> ReceiverUser | None:
+async def _authenticate(header: str | None, users: dict[str, ReceiverUser], sign_in: SignIn,
+                        client: str) -> ReceiverUser | None:
+    """The user the Basic credentials name when they are right (radstack/sign_in.py: hashing off the
+    event loop, rate-limited; raises TooManyAttempts)."""
     creds = basic_credentials(header)
     if creds is None:
         return None
-    user = users.get(creds[0])
-    return user if user is not None and _CREDENTIALS.check(creds[0], creds[1], user.password_hash) else None
+    return users.get(creds[0]) if await sign_in.check(creds[0], creds[1], client) else None
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -225,6 +225,9 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     ts_field = str(settings.receiver.timestamp_field)
     auth_on = bool(settings.receiver.auth.enabled)
     users = receiver_users(settings)
+    sign_in = SignIn({n: u.password_hash for n, u in users.items()},
+                     max_failed_logins=settings.receiver.auth.max_failed_logins,
+                     window_seconds=settings.receiver.auth.failed_login_window_seconds)
     delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
     max_event = int(settings.receiver.max_event_bytes)
     spool_conf = settings.receiver.spool
@@ -308,7 +311,13 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
 
     @app.post("/v1/events/{topic}")
     async def post_events(topic: str, request: Request) -> Response:
-        user = _authenticate(request.headers.get("authorization"), users) if auth_on else None
+        try:
+            user = await _authenticate(request.headers.get("authorization"), users, sign_in,
+                                       request.client.host if request.client else "unknown") if auth_on else None
+        except TooManyAttempts as e:
+            return _json(429, {"error": "Too Many Requests", "accepted": 0,
+                               "message": f"{e.reason} (receiver.auth.max_failed_logins)"},
+                         {"Retry-After": str(e.retry_after)})
         if auth_on and user is None:
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Basic realm="radstack"'})
         if user is not None and not user.may_write(topic):

@@ -321,7 +321,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
 
     # Outermost first: errors → body limit → auth → the app.
     if settings.server.auth.enabled:
-        app.add_middleware(BasicAuthMiddleware, users=load_users(settings))
+        app.add_middleware(BasicAuthMiddleware, users=load_users(settings), auth=settings.server.auth)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.server.max_body_bytes or 0) or 2**62)
     app.add_middleware(CatchAllMiddleware)
     return app

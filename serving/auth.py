@@ -20,8 +20,10 @@ What each request needs:
   path): CONFIG WRITE;
 - every other ``GET``: STATE READ.
 
-No or bad credentials → 401 (with ``WWW-Authenticate: Basic``); a missing permission → 403; both as Druid
-error JSON. ``/status/health`` and the console's static shell stay open, as Druid's unsecured paths do.
+No or bad credentials → 401 (with ``WWW-Authenticate: Basic``); a missing permission → 403; too many
+failed sign-ins for a user or from an address → 429 with ``Retry-After`` (:mod:`radstack.sign_in`: hashing
+off the event loop, unknown users as slow as wrong passwords); all as Druid error JSON. ``/status/health``
+and the console's static shell stay open, as Druid's unsecured paths do.
 """
 
 from __future__ import annotations
@@ -35,13 +37,16 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import AuthSettings, Settings
-from radstack.passwords import CredentialCache, basic_credentials
+from radstack.passwords import basic_credentials
 from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_roles, parse_user
+from radstack.sign_in import SignIn, TooManyAttempts
 from serving.errors import DruidError
 
 UNSECURED_PATHS = ("/status/health",
                    # the web console's static files and what it needs to show its sign-in form
-                   "/", "/console", "/unified-console.html", "/radstack/v1/capabilities", "/radstack/v1/whoami")
+                   "/", "/console", "/unified-console.html", "/radstack/v1/capabilities")
+#: answered 401 without ``WWW-Authenticate`` (the console asks it; a browser must not pop up its own dialog)
+WHOAMI_PATH = "/radstack/v1/whoami"
 UNSECURED_PREFIXES = ("/console/",)
 READ_METHODS = ("GET", "HEAD", "OPTIONS")
 QUERY_PREFIXES = ("/druid/v2", "/radstack/v1/subscriptions")  # queries: checked per datasource (subscriptions: and owner)
@@ -104,19 +109,15 @@ def load_users(settings: Settings) -> dict[str, User]:
     return load_auth_users(settings.server.auth, "server.auth")
 
 
-_CACHE = CredentialCache()
+def sign_in_for(users: Mapping[str, User], auth: AuthSettings) -> SignIn:
+    """The credential checker for ``users`` (radstack/sign_in.py: off the event loop, rate-limited)."""
+    return SignIn({n: u.password_hash for n, u in users.items()}, max_failed_logins=auth.max_failed_logins,
+                  window_seconds=auth.failed_login_window_seconds)
 
 
-def authenticate(header: str | None, users: Mapping[str, User]) -> User | None:
-    """The user named by a ``Basic`` Authorization header whose password matches, or None."""
-    creds = basic_credentials(header)
-    if creds is None:
-        return None
-    name, password = creds
-    user = users.get(name)
-    if user is None or not _CACHE.check(name, password, user.password_hash):
-        return None
-    return user
+def too_many_attempts(e: TooManyAttempts) -> DruidError:
+    return DruidError(f"Too many sign-in attempts: {e.reason}; retry after {e.retry_after} s "
+                      "(server.auth.max_failed_logins)", category="CAPACITY_EXCEEDED", error_code="tooManyAttempts")
 
 
 def required(method: str, path: str) -> tuple[str, str, str] | None:
@@ -133,6 +134,13 @@ def required(method: str, path: str) -> tuple[str, str, str] | None:
     return ("CONFIG", "CONFIG", "WRITE")
 
 
+def query_canceller(user: User | None) -> Any:
+    """Who may cancel a running query: anyone without auth; with auth its owner or a STATE WRITE holder."""
+    if user is None:
+        return None
+    return lambda rq: rq.owner == user.name or user.can("STATE", "STATE", "WRITE")
+
+
 def request_user(scope_or_request: Any) -> User | None:
     """The authenticated user of a request (None when auth is off)."""
     state = scope_or_request.get("state") if isinstance(scope_or_request, dict) else getattr(
@@ -143,19 +151,33 @@ def request_user(scope_or_request: Any) -> User | None:
 class BasicAuthMiddleware:
     """ASGI middleware: authenticate, then enforce :func:`required`."""
 
-    def __init__(self, app: ASGIApp, users: Mapping[str, User]) -> None:
+    def __init__(self, app: ASGIApp, users: Mapping[str, User], auth: AuthSettings | None = None) -> None:
         self.app = app
         self.users = dict(users)
+        self.sign_in = sign_in_for(self.users, auth or AuthSettings())
+
+    async def _user(self, header: str | None, client: str) -> User | None:
+        creds = basic_credentials(header)
+        if creds is None:
+            return None
+        ok = await self.sign_in.check(creds[0], creds[1], client)
+        return self.users.get(creds[0]) if ok else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in UNSECURED_PATHS or scope["path"].startswith(UNSECURED_PREFIXES):
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        user = authenticate(headers.get("authorization"), self.users)
+        client = (scope.get("client") or ("unknown", 0))[0]
+        try:
+            user = await self._user(headers.get("authorization"), str(client))
+        except TooManyAttempts as e:
+            await send_error(send, too_many_attempts(e), extra_headers=[(b"retry-after", str(e.retry_after).encode())])
+            return
         if user is None:
             err = DruidError("Unauthorized: missing or invalid credentials", category="UNAUTHORIZED")
-            await send_error(send, err, extra_headers=[(b"www-authenticate", b'Basic realm="radstack"')])
+            challenge = [] if scope["path"] == WHOAMI_PATH else [(b"www-authenticate", b'Basic realm="radstack"')]
+            await send_error(send, err, extra_headers=challenge)
             return
         need = required(scope["method"], scope["path"])
         if need is None and scope["path"] == "/druid/indexer/v1/task" and not user.can_any("DATASOURCE", "WRITE"):

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
-from serving.auth import request_user
+from serving.auth import query_canceller, request_user
 from serving.broker.native import query_id_of, run_native_query
 from serving.broker.projections import projection_header
 from serving.broker.service import BrokerService
@@ -73,7 +73,11 @@ async def post_native(request: Request) -> Response:
 
 @router.delete("/druid/v2/{query_id}")
 async def cancel_native(query_id: str, request: Request) -> Response:
-    if broker_of(request).queries.cancel(query_id):
+    try:
+        cancelled = broker_of(request).queries.cancel(query_id, query_canceller(request_user(request)))
+    except DruidError as e:
+        return error_response(e)
+    if cancelled:
         return Response(status_code=202)
     return error_response(DruidError(f"Query [{query_id}] is not running", category="NOT_FOUND"))
 

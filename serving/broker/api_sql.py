@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from serving.auth import User, request_user
+from serving.auth import User, query_canceller, request_user
 from serving.broker.projections import projection_header
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
@@ -112,11 +112,11 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     qid = manager.checked_id(context.get("sqlQueryId"), "sqlQueryId") or manager.new_id()
     context = {**context, "sqlQueryId": qid}
     stack = contextlib.ExitStack()
+    user = request_user(request)
     try:
-        running = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context)))
-        server = ServerInfo(request.url.hostname or "localhost", request.url.port or 80,
-                            getattr(ctx, "started_ms", None))
-        user = request_user(request)
+        running = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
+                                                  owner=user.name if user is not None else None))
+        server = server_info(ctx)
         result = execute(broker, query, context=context, parameters=parameters,
                          metadata=getattr(ctx, "metadata", None), running=running, server=server,
                          authorize=authorizer(user), can_read=reader(user))
@@ -139,6 +139,13 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
                 stack.close()
 
     return StreamingResponse(body(), media_type=writer.content_type, headers=headers)
+
+
+def server_info(ctx: Any) -> ServerInfo:
+    """What ``sys.servers`` reports: the configured bind address and port (never the request's Host
+    header, which the client chooses)."""
+    server = ctx.settings.server
+    return ServerInfo(server.host, server.port, getattr(ctx, "started_ms", None))
 
 
 def authorizer(user: User | None) -> Any:
@@ -170,6 +177,6 @@ def _checked(batches: Any, running: Any) -> Any:
 @router.delete("/druid/v2/sql/{sql_query_id}")
 def cancel_sql(sql_query_id: str, request: Request) -> Response:
     broker = _broker(request)
-    if broker.queries.cancel(sql_query_id):
+    if broker.queries.cancel(sql_query_id, query_canceller(request_user(request))):
         return Response(status_code=202)
     raise not_found(f"Query [{sql_query_id}] not found (it may have finished already)")

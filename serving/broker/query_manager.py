@@ -21,7 +21,7 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ class RunningQuery:
 
     query_id: str
     timeout_ms: int
+    owner: str | None = None  # the user who sent it (auth on): only they, or STATE WRITE, may cancel it
     started: float = field(default_factory=time.monotonic)
     cursors: list[duckdb.DuckDBPyConnection] = field(default_factory=list)
     state: str = "running"  # running | timed_out | cancelled
@@ -193,11 +194,12 @@ class QueryManager:
             self._cond.notify_all()
 
     @contextlib.contextmanager
-    def run(self, query_id: str | None = None, timeout_ms: int | None = None, priority: int = 0) -> Iterator[RunningQuery]:
+    def run(self, query_id: str | None = None, timeout_ms: int | None = None, priority: int = 0,
+            owner: str | None = None) -> Iterator[RunningQuery]:
         qid = query_id or self.new_id()
         tmo = self.default_timeout_ms if timeout_ms is None else timeout_ms
         low = priority < 0
-        rq = RunningQuery(qid, tmo)
+        rq = RunningQuery(qid, tmo, owner)
         with self._cond:
             self._running[qid] = rq
             try:
@@ -232,11 +234,16 @@ class QueryManager:
                     del self._running[qid]
                 self._cond.notify_all()
 
-    def cancel(self, query_id: str) -> bool:
+    def cancel(self, query_id: str, may_cancel: Callable[[RunningQuery], bool] | None = None) -> bool:
+        """Cancel a running or queued query; False when there is none. ``may_cancel`` (auth on) sees it
+        first: False → 403, as if it were not there for anyone else."""
         with self._lock:
             rq = self._running.get(query_id)
         if rq is None:
             return False
+        if may_cancel is not None and not may_cancel(rq):
+            raise DruidError(f"Forbidden: query [{query_id}] belongs to another user; cancelling it needs "
+                             "STATE WRITE", category="FORBIDDEN")
         rq.interrupt("cancelled")
         with self._cond:
             self._cond.notify_all()  # a queued query stops waiting

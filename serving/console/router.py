@@ -2,15 +2,16 @@
 step, no CDN) and its JSON helpers under ``/radstack/v1/…``:
 
 - ``GET /radstack/v1/capabilities``: what this server offers the console (auth on/off, backfill);
-- ``GET /radstack/v1/whoami``: the user the request's Basic credentials name, and its role;
+- ``GET /radstack/v1/whoami``: the user the request's Basic credentials name, and its role (with auth on
+  it needs those credentials: 401 without ``WWW-Authenticate``, so the console shows its own form);
 - ``GET /radstack/v1/datasources``: per-datasource summary (rows, size, segments, time range,
   ingestion rate, freshness);
 - ``GET /radstack/v1/timeline/{dataSource}?interval=…``: every segment (used or not) with its kind,
   overshadowed flag and visible pieces;
 - ``GET /radstack/v1/ingestion``: streaming job / archiver state and recent tasks with counters.
 
-The static files and ``capabilities``/``whoami`` are readable without credentials so that the
-console can load and show its sign-in form (see ``serving.auth.UNSECURED_PREFIXES``).
+The static files and ``capabilities`` are readable without credentials so that the console can load
+and show its sign-in form (see ``serving.auth.UNSECURED_PREFIXES``).
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ from fastapi.responses import FileResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from radstack.intervals import Interval
-from serving.auth import authenticate, load_users
+from serving.auth import request_user
 from serving.console.ingestion_view import datasource_summaries, ingestion_view
 from serving.console.timeline_view import timeline_view
-from serving.errors import invalid_input, not_found
+from serving.errors import DruidError, invalid_input, not_found
 
 STATIC = Path(__file__).parent / "static"
 BACKFILL_PATH = "/radstack/v1/backfill"
@@ -110,10 +111,9 @@ def whoami(request: Request) -> dict[str, Any]:
     settings = _ctx(request).settings
     if not settings.server.auth.enabled:
         return {"authenticated": True, "name": None, "role": "admin", "auth": False}
-
-    user = authenticate(request.headers.get("authorization"), load_users(settings))
-    if user is None:
-        return {"authenticated": False, "name": None, "role": None, "auth": True}
+    user = request_user(request)  # the auth middleware answered 401 already when there is none
+    if user is None:  # pragma: no cover - only without the middleware
+        raise DruidError("Unauthorized: missing or invalid credentials", category="UNAUTHORIZED")
     return {"authenticated": True, "name": user.name, "role": user.role, "auth": True}
 
 

@@ -98,7 +98,8 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
         user.require("DATASOURCE", datasource_names(query.get("dataSource")), "READ")
     manager = service.queries
     qid = query_id or query_id_of(query) or manager.new_id()
-    with manager.run(qid, manager.timeout_of(context), manager.priority_of(context)) as rq, service.snapshot() as (cursor, state):
+    with manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
+                     owner=user.name if user is not None else None) as rq, service.snapshot() as (cursor, state):
         rq.attach(cursor)
         try:
             with planning_guard():

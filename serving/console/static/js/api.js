@@ -35,7 +35,11 @@ async function parse(res) {
   const text = await res.text();
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { json = null; }
-  if (!res.ok) throw new ApiError(res.status, json, text);
+  if (!res.ok) {
+    const err = new ApiError(res.status, json, text);
+    err.retryAfter = Number(res.headers.get("Retry-After")) || null;
+    throw err;
+  }
   return json;
 }
 

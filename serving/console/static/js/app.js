@@ -55,10 +55,10 @@ function signIn(message) {
     form.addEventListener("submit", async (e) => {
       e.preventDefault();
       setCredentials(name.value, pw.value);
-      const me = await getJSON("/radstack/v1/whoami");
+      const me = await whoami();
       if (me.authenticated) { hideModal(); document.querySelector(".modal-box").classList.remove("narrow"); resolve(me); } else {
         setCredentials(null);
-        err.textContent = "Wrong user name or password.";
+        err.textContent = me.retryAfter ? `Too many failed sign-ins: try again in ${me.retryAfter} s.` : "Wrong user name or password.";
         err.style.display = "";
       }
     });
@@ -69,13 +69,24 @@ function signIn(message) {
   });
 }
 
+// The signed-in user; 401 (no or wrong credentials) and 429 (too many failed sign-ins) are answers here.
+async function whoami() {
+  try {
+    return await getJSON("/radstack/v1/whoami");
+  } catch (e) {
+    if (e.status === 401) return { authenticated: false };
+    if (e.status === 429) return { authenticated: false, retryAfter: e.retryAfter || 60 };
+    throw e;
+  }
+}
+
 async function start() {
   document.getElementById("modal-close").addEventListener("click", hideModal);
   document.getElementById("modal").addEventListener("click", (e) => { if (e.target.id === "modal" && session.user !== undefined && document.getElementById("modal-close").style.display !== "none") hideModal(); });
   document.addEventListener("keydown", (e) => { if (e.key === "Escape" && document.getElementById("modal-close").style.display !== "none") hideModal(); });
   session.capabilities = await getJSON("/radstack/v1/capabilities");
   if (session.capabilities.auth) {
-    let me = credentials() ? await getJSON("/radstack/v1/whoami") : { authenticated: false };
+    let me = credentials() ? await whoami() : { authenticated: false };
     if (!me.authenticated) me = await signIn(credentials() ? "Your saved credentials were refused." : null);
     document.getElementById("modal-close").style.display = "";
     session.user = me;
