@@ -3,7 +3,8 @@ backfill button), as a task.
 
 The request is checked here — the interval parses, the datasource exists, the interval is closed
 (window period + the archiver's watermark) unless ``force`` — and answered with Druid's error JSON when
-it is not. The rebuild itself runs as ``radctl backfill --via local --json`` in a child process, so
+it is not. At most ``server.backfill_slots`` rebuilds run at once; more wait (up to
+``server.max_queued_backfills``, then 429), as Druid's tasks wait for a task slot. The rebuild itself runs as ``radctl backfill --via local --json`` in a child process, so
 Spark never shares the server's process; it is recorded in the task table (type
 ``radstack_backfill``: visible in ``GET /druid/indexer/v1/tasks``, ``sys.tasks`` and the console), and its
 per-chunk summary becomes the task report. Writes need ``admin`` when authentication is on.
@@ -34,6 +35,44 @@ router = APIRouter()
 TASK_TYPE = "radstack_backfill"
 
 
+class BackfillSlots:
+    """Like Druid's task slots: ``server.backfill_slots`` backfills run at once, up to
+    ``server.max_queued_backfills`` more wait for a slot (in arrival order), beyond that 429."""
+
+    def __init__(self, slots: int, max_queued: int) -> None:
+        self._slots = threading.Semaphore(max(1, slots))
+        self.max_queued = max_queued
+        self._waiting = 0
+        self._lock = threading.Lock()
+
+    def enter_queue(self) -> int:
+        """Take a place in the queue (its position, 0 = none ahead); 429 when it is full."""
+        with self._lock:
+            if self._waiting >= self.max_queued:
+                raise DruidError(f"{self._waiting} backfills are waiting for a slot already "
+                                 "(server.max_queued_backfills): try again later", category="CAPACITY_EXCEEDED")
+            self._waiting += 1
+            return self._waiting - 1
+
+    def run(self, work: Any) -> None:
+        """Wait for a slot (leaving the queue), run ``work()``, free the slot."""
+        self._slots.acquire()
+        with self._lock:
+            self._waiting -= 1
+        try:
+            work()
+        finally:
+            self._slots.release()
+
+
+def _slots(ctx: Any) -> BackfillSlots:
+    slots = getattr(ctx, "backfill_slots", None)
+    if slots is None:
+        server = ctx.settings.server
+        slots = ctx.backfill_slots = BackfillSlots(server.backfill_slots, server.max_queued_backfills)
+    return slots
+
+
 @router.post("/radstack/v1/backfill")
 async def start_backfill(request: Request) -> JSONResponse:
     try:
@@ -57,6 +96,8 @@ async def start_backfill(request: Request) -> JSONResponse:
         raise invalid_input(f"{e} (send \"force\": true to rebuild anyway)") from e
     except (BackfillPlanError, BackfillError, KeyError, ValueError) as e:
         raise invalid_input(str(e).strip("'\"")) from e
+    slots = _slots(ctx)
+    ahead = slots.enter_queue()
     task_id = f"{TASK_TYPE}_{ds}_{secrets.token_hex(4)}_{format_instant(now_millis())}"
     payload = {"type": TASK_TYPE, "id": task_id, "dataSource": ds, "interval": interval, "force": force,
                "chunks": plan.total}  # fmt: skip
@@ -64,8 +105,8 @@ async def start_backfill(request: Request) -> JSONResponse:
     argv = radctl_argv("backfill", "--via", "local", "--json", "--interval", interval, "--datasource", ds)
     if force:
         argv.append("--force")
-    threading.Thread(target=_run, args=(ctx, task_id, argv), daemon=True, name=task_id).start()
-    return JSONResponse({"task": task_id, "chunks": plan.total})
+    threading.Thread(target=slots.run, args=(lambda: _run(ctx, task_id, argv),), daemon=True, name=task_id).start()
+    return JSONResponse({"task": task_id, "chunks": plan.total, "waitingAhead": ahead})
 
 
 def _run(ctx: Any, task_id: str, argv: list[str]) -> None:

@@ -107,6 +107,14 @@ class ServerSettings(Section):
     max_string_bytes: int = Field(
         1024 * 1024, description="longest string REPEAT/LPAD/RPAD may build (400 above)")
     max_subscriptions: int = Field(1000, description="live query subscriptions the server keeps (400 above)")
+    max_subscriptions_per_user: int = Field(100, description="subscriptions one user may keep (429 above; auth on)")
+    max_streams_per_user: int = Field(
+        20, description="event streams (GET …/subscriptions/{id}/events) one user may hold open at once (429 above)")
+    max_subscription_answer_bytes: int = Field(
+        16 * 1024 * 1024, description="largest answer a subscription may push (its JSON; 400 at creation, an error event later)")
+    backfill_slots: int = Field(2, description="backfills (POST /radstack/v1/backfill) that run at once; more wait, like Druid's task slots")
+    max_queued_backfills: int = Field(32, description="backfills that may wait for a slot (429 above)")
+    max_supervisors_per_user: int = Field(20, description="supervisors one user may own (429 above; auth on)")
     subscription_tick_ms: int = Field(
         1000, description="how often a subscription whose SQL reads the current time (a sliding window) is re-run")
     subscription_threads: int = Field(2, description="subscription queries re-run at once after a change")

@@ -250,7 +250,9 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         ctx.subscriptions = SubscriptionHub(
             ctx.broker, ctx.metadata, load_users(settings) if settings.server.auth.enabled else None,
             settings.server.max_subscriptions, settings.server.subscription_tick_ms,
-            settings.server.subscription_threads)
+            settings.server.subscription_threads, per_user=settings.server.max_subscriptions_per_user,
+            streams_per_user=settings.server.max_streams_per_user,
+            max_answer_bytes=settings.server.max_subscription_answer_bytes)
         ctx.subscriptions.start()
         ctx.coordinator = CoordinatorLoop(ctx)
         ctx.coordinator.start()

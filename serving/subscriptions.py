@@ -159,12 +159,17 @@ class SubscriptionHub:
     """The subscriptions of one server: storage, evaluation thread, listeners."""
 
     def __init__(self, broker: BrokerService, metadata: MetadataStore, users: Mapping[str, User] | None = None,
-                 max_subscriptions: int = 1000, tick_ms: int = 1000, threads: int = 2) -> None:
+                 max_subscriptions: int = 1000, tick_ms: int = 1000, threads: int = 2, *,
+                 per_user: int = 100, streams_per_user: int = 20, max_answer_bytes: int = 16 * 1024 * 1024) -> None:
         self.broker = broker
         self.metadata = metadata
         self.users = dict(users or {})
         self.auth = users is not None
         self.max_subscriptions = max_subscriptions
+        self.per_user = per_user
+        self.streams_per_user = streams_per_user
+        self.max_answer_bytes = max_answer_bytes
+        self._streams: dict[str | None, int] = {}
         self.tick = tick_ms / 1000.0
         self._subs: dict[str, Subscription] = {}
         self._groups: dict[bytes, _Group] = {}
@@ -208,6 +213,9 @@ class SubscriptionHub:
             if len(self._subs) >= self.max_subscriptions:
                 raise invalid_input(f"This server keeps at most {self.max_subscriptions} subscriptions "
                                     "(server.max_subscriptions): delete some first")
+            if self.auth and sum(s.user == sub.user for s in self._subs.values()) >= self.per_user:
+                raise DruidError(f"User [{sub.user}] keeps {self.per_user} subscriptions already "
+                                 "(server.max_subscriptions_per_user): delete some first", category="CAPACITY_EXCEEDED")
         body, datasources = self._evaluate(sub)
         created = self.metadata.insert_subscription(sub.id, sub.payload())
         stored = replace(sub, created=created)
@@ -250,6 +258,25 @@ class SubscriptionHub:
         for x in listeners:
             x.offer(None)
         return True
+
+    def acquire_stream(self, user: User | None) -> None:
+        """Count one more open event stream of ``user`` (429 past ``server.max_streams_per_user``); the
+        caller calls :meth:`release_stream` when it ends. Without auth every client counts as one user."""
+        key = user.name if user is not None else None
+        with self._lock:
+            if key is not None and self._streams.get(key, 0) >= self.streams_per_user:
+                raise DruidError(f"User [{key}] has {self.streams_per_user} event streams open already "
+                                 "(server.max_streams_per_user): close one first", category="CAPACITY_EXCEEDED")
+            self._streams[key] = self._streams.get(key, 0) + 1
+
+    def release_stream(self, user: User | None) -> None:
+        key = user.name if user is not None else None
+        with self._lock:
+            left = self._streams.get(key, 0) - 1
+            if left > 0:
+                self._streams[key] = left
+            else:
+                self._streams.pop(key, None)
 
     async def listen(self, sub_id: str, keepalive: float = 15.0) -> AsyncIterator[Answer | None]:
         """The answers of one subscription for one client: the current one first; ``None`` now and then
@@ -302,7 +329,9 @@ class SubscriptionHub:
         if sub.native is not None:
             rows = run_native_query(self.broker, sub.native, user=user)
             names = datasource_names(sub.native.get("dataSource"))
-            return orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY), frozenset(names) or None
+            body = orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY)
+            self._check_size(body)
+            return body, frozenset(names) or None
         manager = self.broker.queries
         context = {**sub.context, "sqlQueryId": manager.new_id()}
         with manager.run(context["sqlQueryId"], manager.timeout_of(context), manager.priority_of(context)) as running:
@@ -314,7 +343,13 @@ class SubscriptionHub:
             finally:
                 result.close()
         tr = result.translation
+        self._check_size(body)
         return body.rstrip(b"\n"), (frozenset(tr.datasources) if tr.datasources and not tr.system_tables else None)
+
+    def _check_size(self, body: bytes) -> None:
+        if len(body) > self.max_answer_bytes:
+            raise invalid_input(f"The subscription's answer has {len(body):,} bytes, more than "
+                                f"server.max_subscription_answer_bytes ({self.max_answer_bytes:,}): narrow the query")
 
     def _changed_datasources(self) -> set[str] | None:
         """Datasources whose served segments changed since the last call (None on the first call)."""

@@ -82,16 +82,21 @@ async def delete_subscription(sub_id: str, request: Request) -> Response:
 @router.get(PREFIX + "/{sub_id}/events")
 async def subscription_events(sub_id: str, request: Request) -> Response:
     hub, sub = _visible(request, sub_id)
+    user = request_user(request)
+    hub.acquire_stream(user)  # 429 past server.max_streams_per_user
 
     async def stream() -> AsyncIterator[bytes]:
-        yield b"retry: 2000\n\n"
-        async for answer in hub.listen(sub.id):
-            if answer is None:
-                yield b": keepalive\n\n"
-                continue
-            kind = b"event: error\n" if answer.error else b""
-            yield b"id: %d\n%sdata: %s\n\n" % (answer.seq, kind, answer.body)
-        yield b"event: end\ndata: " + orjson.dumps({"id": sub.id}) + b"\n\n"
+        try:
+            yield b"retry: 2000\n\n"
+            async for answer in hub.listen(sub.id):
+                if answer is None:
+                    yield b": keepalive\n\n"
+                    continue
+                kind = b"event: error\n" if answer.error else b""
+                yield b"id: %d\n%sdata: %s\n\n" % (answer.seq, kind, answer.body)
+            yield b"event: end\ndata: " + orjson.dumps({"id": sub.id}) + b"\n\n"
+        finally:
+            hub.release_stream(user)
 
     return StreamingResponse(stream(), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -55,6 +55,7 @@ class SupervisorRecord:
     reset_generation: int = 0
     created: str = field(default_factory=lambda: format_instant(now_millis()))
     updated: str = field(default_factory=lambda: format_instant(now_millis()))
+    owner: str | None = None  # the user who created it (auth on): server.max_supervisors_per_user counts these
 
     @property
     def suspended(self) -> bool:
@@ -74,14 +75,14 @@ class SupervisorRecord:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "spec": self.spec, "datasource": self.datasource, "state": self.state,
                 "generation": self.generation, "resetGeneration": self.reset_generation,
-                "created": self.created, "updated": self.updated}
+                "created": self.created, "updated": self.updated, "owner": self.owner}
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> SupervisorRecord:
         return cls(id=str(raw["id"]), spec=dict(raw["spec"]), datasource=dict(raw["datasource"]),
                    state=str(raw.get("state", "RUNNING")), generation=int(raw.get("generation", 1)),
                    reset_generation=int(raw.get("resetGeneration", 0)), created=str(raw.get("created", "")),
-                   updated=str(raw.get("updated", "")))
+                   updated=str(raw.get("updated", "")), owner=raw.get("owner"))
 
 
 def _inner(spec: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -114,6 +114,9 @@ async def post_supervisor(request: Request) -> dict[str, str]:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.field}) from e
     name = str(datasource["dataSchema"]["dataSource"])
     _require_write(request, name)
+    user = request_user(request)
+    if user is not None:
+        user.require("TOPIC", datasource["processing"]["topics"], "READ")  # a stream reads its topic
     try:
         file_spec = load_catalog(ctx.settings).get(name)
     except SpecError:
@@ -124,8 +127,14 @@ async def post_supervisor(request: Request) -> dict[str, str]:
                          "a supervisor cannot take it over", category="INVALID_INPUT")
 
     def store() -> None:
-        old = load_supervisors(ctx.metadata).get(name)
-        rec = SupervisorRecord(id=name, spec=dict(body), datasource=datasource)
+        records = load_supervisors(ctx.metadata)
+        old = records.get(name)
+        limit = ctx.settings.server.max_supervisors_per_user
+        if user is not None and old is None and sum(r.owner == user.name for r in records.values()) >= limit:
+            raise DruidError(f"User [{user.name}] owns {limit} supervisors already (server.max_supervisors_per_user): "
+                             "terminate one first", category="CAPACITY_EXCEEDED")
+        rec = SupervisorRecord(id=name, spec=dict(body), datasource=datasource,
+                               owner=old.owner if old is not None else (user.name if user is not None else None))
         if old is not None:  # an update: the running query restarts with the new spec, offsets kept
             rec.generation, rec.reset_generation, rec.created = old.generation + 1, old.reset_generation, old.created
             rec.state = "SUSPENDED" if body.get("suspended") else "RUNNING"
