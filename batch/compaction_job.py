@@ -28,6 +28,7 @@ from batch.storage_conf import storage_spark_conf
 from radstack.config import Settings
 from radstack.pipeline.segments import index_dataframe
 from radstack.pipeline.spark_session import build_spark_session
+from radstack.private_files import private_dir
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
 from radstack.storage.compaction import compaction_schema, resolve_dimensions
 from radstack.storage.deep_storage.base import DeepStorage
@@ -80,8 +81,7 @@ def _array_marks(plan: CompactionPlan, deep_storage: DeepStorage, settings: Sett
     file footer; needed only when the output dimensions are not declared."""
     smallest = min(plan.inputs, key=lambda v: v.segment.size)
     key = deep_storage.key_for_load_spec(smallest.segment.load_spec)
-    tmp_parent = Path(settings.home) / "tmp"
-    tmp_parent.mkdir(parents=True, exist_ok=True)
+    tmp_parent = private_dir(Path(settings.home) / "tmp")
     with tempfile.TemporaryDirectory(prefix="radstack-schema-", dir=tmp_parent) as tmp:
         local = Path(tmp) / "data.parquet"
         deep_storage.download(key, local)

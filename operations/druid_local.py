@@ -220,6 +220,7 @@ class LocalDruid:
         var = self.var_dir
         return {
             "druid.host": "127.0.0.1",
+            "druid.bindOnHost": "true",  # listen on druid.host only, not every interface
             "druid.extensions.loadList": "[]",
             "druid.extensions.directory": str(var / "extensions"),
             "druid.extensions.hadoopDependenciesDir": str(var / "hadoop-dependencies"),

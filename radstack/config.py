@@ -85,6 +85,9 @@ class AuthSettings(Section):
     max_failed_logins: int = Field(
         10, description="failed sign-ins per user name and per client address in the window before 429 (0: no limit)")
     failed_login_window_seconds: float = Field(60, description="the window max_failed_logins counts over")
+    generate_admin: bool = Field(
+        False, description="add a user `admin` (role admin) whose random password is generated at the first start, "
+        "printed once, and kept hashed in {home}/credentials (0600)")
 
 
 class ServerSettings(Section):

@@ -17,6 +17,7 @@ from pathlib import Path
 import duckdb
 
 from radstack.expressions import string_literal
+from radstack.private_files import private_dir
 
 #: share of the machine's memory a connection may use when no limit is configured
 DEFAULT_MEMORY_SHARE = 0.5
@@ -49,7 +50,7 @@ def sandboxed_connection(
         config["threads"] = int(threads)
     dirs = [Path(d) for d in allowed_dirs]
     if temp_dir is not None:
-        Path(temp_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
+        private_dir(Path(temp_dir))
         config["temp_directory"] = str(temp_dir)
         dirs.append(Path(temp_dir))
     con = duckdb.connect(":memory:", config=config)

@@ -13,9 +13,15 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import os
+import secrets
+import sys
 import threading
 from collections import OrderedDict
+from pathlib import Path
+
+from radstack.private_files import private_dir, write_private
 
 __all__ = ["ALGORITHM", "CredentialCache", "basic_credentials", "check_new_password", "hash_password", "is_hash",
            "verify_password"]
@@ -119,3 +125,23 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
     except (binascii.Error, UnicodeDecodeError, ValueError):
         return None
     return (name, password) if sep else None
+
+
+#: the user ``auth.generate_admin`` adds
+GENERATED_ADMIN = "admin"
+
+
+def generated_admin(path: Path, where: str) -> str:
+    """The password hash of the generated ``admin`` user of ``where`` (``server.auth`` …), kept in
+    ``path`` (0600, in a 0700 directory). The first call makes a random password, prints it once to
+    stderr — the only place it ever appears — and stores only its hash."""
+    if path.is_file():
+        return str(json.loads(path.read_text())["password_hash"])
+    private_dir(path.parent)
+    password = secrets.token_urlsafe(18)
+    encoded = hash_password(password)
+    write_private(path, json.dumps({"name": GENERATED_ADMIN, "password_hash": encoded}))
+    print(f"radstack: {where}: generated user '{GENERATED_ADMIN}' with password {password} "
+          f"(shown once; only its hash is kept, in {path}; replace it with your own users in {where}.users)",
+          file=sys.stderr, flush=True)
+    return encoded

@@ -50,7 +50,7 @@ from fastapi.responses import Response
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
-from radstack.passwords import basic_credentials
+from radstack.passwords import GENERATED_ADMIN, basic_credentials, generated_admin
 from radstack.permissions import Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
 from radstack.spec import SpecError
@@ -190,6 +190,9 @@ def receiver_users(settings: Settings) -> dict[str, ReceiverUser]:
         u = parse_user(raw, f"receiver.auth.users[{i}]", roles)
         topics = None if u.roles is None else tuple(p for r in u.roles for p in roles[r])
         users[u.name] = ReceiverUser(u.password_hash, topics)
+    if auth.enabled and auth.generate_admin and GENERATED_ADMIN not in users:
+        encoded = generated_admin(settings.home / "credentials" / "receiver-admin.json", "receiver.auth")
+        users[GENERATED_ADMIN] = ReceiverUser(encoded, None)  # every allowed topic
     return users
 
 

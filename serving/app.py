@@ -301,7 +301,21 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         return {"version": _version(), "modules": [], "memory": _memory()}
 
     @app.get("/status/health")
-    def health() -> bool:
+    def health(request: Request) -> Any:
+        """``true`` when ready: the metadata store answers and the broker has loaded its timeline; else
+        503 naming what is not ready (load balancers and readiness probes read the status)."""
+        ctx = getattr(request.app.state, "ctx", None)
+        waiting = []
+        try:
+            if ctx is not None:
+                ctx.metadata.ping()
+        except Exception:  # noqa: BLE001 - any failure to reach it means not ready
+            log.warning("health: the metadata store is not reachable", exc_info=True)
+            waiting.append("the metadata store is not reachable")
+        if ctx is not None and ctx.broker is not None and not getattr(ctx.broker, "loaded", True):
+            waiting.append("the segment timeline is not loaded yet")
+        if waiting:
+            return druid_json(DruidError("Not ready: " + "; ".join(waiting), category="SERVICE_UNAVAILABLE"))
         return True
 
     @app.get("/status/selfDiscovered/status")

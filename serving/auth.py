@@ -37,7 +37,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import AuthSettings, Settings
-from radstack.passwords import basic_credentials
+from radstack.passwords import GENERATED_ADMIN, basic_credentials, generated_admin
 from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
 from serving.errors import DruidError
@@ -106,7 +106,12 @@ def load_auth_users(auth: AuthSettings, where: str) -> dict[str, User]:
 
 
 def load_users(settings: Settings) -> dict[str, User]:
-    return load_auth_users(settings.server.auth, "server.auth")
+    users = load_auth_users(settings.server.auth, "server.auth")
+    auth = settings.server.auth
+    if auth.enabled and auth.generate_admin and GENERATED_ADMIN not in users:
+        encoded = generated_admin(settings.home / "credentials" / "server-admin.json", "server.auth")
+        users[GENERATED_ADMIN] = User(GENERATED_ADMIN, encoded, ("admin",), BUILTIN_ROLES["admin"])
+    return users
 
 
 def sign_in_for(users: Mapping[str, User], auth: AuthSettings) -> SignIn:

@@ -475,6 +475,11 @@ class MetadataStore:
         with self._tx() as conn:
             return sorted(conn.execute(q).scalars().all())
 
+    def ping(self) -> None:
+        """Raise when the store cannot be reached (``SELECT 1`` in a transaction of its own)."""
+        with self._tx() as conn:
+            conn.execute(sa.text("SELECT 1"))
+
     def change_token(self) -> tuple[Any, ...]:
         """Cheap token that changes whenever ``druid_segments`` changes: radstack's change counter
         plus the used-row count and the newest timestamps (the latter catch outside writers)."""

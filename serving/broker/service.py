@@ -115,6 +115,8 @@ class BrokerService:
         self._listeners: list[Callable[[], None]] = []
         self._replicas: dict[str, int] = {}
         self.lookups = LookupRegistry(settings, metadata, deep_storage)
+        #: True once a sync with the metadata store has completed (the timeline is loaded): /status/health
+        self.loaded = metadata is None
 
     def on_change(self, listener: Callable[[], None]) -> None:
         """Call ``listener`` (on the refreshing thread; it must not block) after every swap of the views."""
@@ -248,6 +250,7 @@ class BrokerService:
             if hasattr(self.metadata, "change_token"):
                 token = self.metadata.change_token()
                 if not force and token == self._token:
+                    self.loaded = True
                     return lookups_changed
             segments = [
                 s if isinstance(s, DataSegment) else DataSegment.from_json(s)
@@ -257,6 +260,7 @@ class BrokerService:
             self._replicas = choose_replicas(realtime_replicas(segments), self.metadata.get_state, self._replicas)
             changed = self.apply_segments(segments, replicas=self._replicas)
             self._token = token if token is not None else object()
+            self.loaded = True
             return changed or lookups_changed
 
     def apply_lookups(self, changes: LookupChanges) -> bool:

@@ -23,6 +23,7 @@ import yaml
 
 from radstack.config import Settings
 from radstack.intervals import parse_instant
+from radstack.private_files import private_dir, write_private
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_sources import resolve_input_source
 
@@ -62,8 +63,8 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
     """Run ``state.spec`` as a Spark job in a child process; returns the number of segments published."""
     spec = state.spec
     settings = runner.settings
-    work = settings.home / "tmp" / f"task-{spec.id}"
-    work.mkdir(parents=True, exist_ok=True)
+    private_dir(settings.home / "tmp")
+    work = private_dir(settings.home / "tmp" / f"task-{spec.id}")  # its settings.yaml holds passwords
     floor = ""
     for seg in runner.metadata.segments(spec.data_source, used=True):
         try:
@@ -71,8 +72,8 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
         except ValueError:
             continue
         floor = max(floor, seg.version)
-    (work / "settings.yaml").write_text(yaml.safe_dump(settings.to_dict()))
-    (work / "task.json").write_text(json.dumps({"payload": spec.payload, "min_version": floor}))
+    write_private(work / "settings.yaml", yaml.safe_dump(settings.to_dict()))
+    write_private(work / "task.json", json.dumps({"payload": spec.payload, "min_version": floor}))
     log_path = settings.logs_dir / f"task-{spec.id}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     result = work / "result.json"

@@ -33,6 +33,7 @@ import pyarrow as pa
 from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.private_files import private_dir
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
@@ -250,8 +251,7 @@ class IndexTaskRun:
     def execute(self) -> int:
 
         settings = self.runner.settings
-        tmp_parent = settings.home / "tmp"
-        tmp_parent.mkdir(parents=True, exist_ok=True)
+        tmp_parent = private_dir(settings.home / "tmp")
         staged = StagedInput(tmp_parent)
         try:
             for entity in resolve_input_source(self.spec.input_source, settings):

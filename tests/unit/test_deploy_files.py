@@ -64,6 +64,51 @@ def container_ports(svc: dict[str, Any]) -> set[int]:
     return {int(str(p).split(":")[-1].split("/")[0]) for p in svc.get("ports", [])}
 
 
+_VAR = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def interpolate(value: Any, env: dict[str, str]) -> Any:
+    """Compose's variable interpolation (``$$``, ``${V}``, ``${V:-default}``, ``${V-default}``,
+    ``${V:?err}``), applied to every string of a loaded compose file as ``docker compose config`` does."""
+    if isinstance(value, dict):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(0) == "$$":
+            return "$"
+        name = m.group(1) or m.group(4)
+        op, arg = m.group(2), m.group(3) or ""
+        have = env.get(name)
+        if op in (":-", ":?") and not have or op in ("-", "?") and have is None:
+            if op.endswith("?"):
+                return "<required>"
+            return arg
+        return have or ""
+
+    return _VAR.sub(sub, value)
+
+
+def published(svc: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(host ip, host port, container port)`` of each published port (short and long syntax)."""
+    out = []
+    for p in svc.get("ports", []):
+        if isinstance(p, dict):
+            out.append((str(p.get("host_ip", "0.0.0.0")), str(p.get("published", "")), str(p["target"])))
+            continue
+        parts = str(p).split(":")
+        if len(parts) == 1:
+            out.append(("0.0.0.0", "(random)", parts[0]))
+        elif len(parts) == 2:
+            out.append(("0.0.0.0", parts[0], parts[1]))
+        else:
+            out.append((":".join(parts[:-2]), parts[-2], parts[-1]))
+    return out
+
+
 # ---- docker compose ------------------------------------------------------------------------------
 
 
@@ -104,7 +149,7 @@ def test_compose_references_resolve(compose: dict[str, Any]) -> None:
                 used.add(src)
         for f in [svc["env_file"]] if isinstance(svc.get("env_file"), str) else svc.get("env_file") or []:
             assert (COMPOSE_DIR / f).is_file(), f"{name}: env_file {f} missing"
-        host_ports += [str(p).split(":")[0] for p in svc.get("ports", []) if ":" in str(p)]
+        host_ports += [port for _, port, _ in published(interpolate(svc, {}))]
     assert used <= declared, f"undeclared volumes {used - declared}"
     assert declared <= used, f"unused volumes {declared - used}"
     assert len(host_ports) == len(set(host_ports)), f"host port clash: {sorted(host_ports)}"
@@ -121,6 +166,36 @@ def test_compose_secrets_come_from_env_file(compose: dict[str, Any]) -> None:
         for key, value in (env.items() if isinstance(env, dict) else []):
             if re.search(r"PASSWORD|SECRET|ACCESS_KEY|SECRETKEY|ACCESSKEY", key, re.I) or "://" in str(value) and "@" in str(value):
                 assert "${" in str(value), f"{name}: {key} holds a literal secret"
+
+
+def test_compose_is_closed_by_default(compose: dict[str, Any], compose_settings: Any) -> None:
+    """Resolved as ``docker compose config`` resolves it: with the default environment every published
+    port is on 127.0.0.1; with RADSTACK_PUBLISH_ADDRESS=0.0.0.0 only services that require
+    authentication move; Kafka's plaintext listener, WebHDFS and the Spark master/UI are not published."""
+    with_auth = {"radstack-serve": compose_settings.server.auth.enabled,
+                 "radstack-receiver": compose_settings.receiver.auth.enabled}
+    assert with_auth == {"radstack-serve": True, "radstack-receiver": True}
+    assert compose_settings.server.auth.generate_admin and compose_settings.receiver.auth.generate_admin
+    for env, wide in (({}, set()), ({"RADSTACK_PUBLISH_ADDRESS": "0.0.0.0"}, {"radstack-serve", "radstack-receiver"})):
+        services = interpolate(compose, env)["services"]
+        for name, svc in services.items():
+            for ip, port, _ in published(svc):
+                if name in wide:
+                    assert with_auth[name], f"{name} is published on {ip} without auth"
+                else:
+                    assert ip == "127.0.0.1", f"{name} publishes {port} on {ip or 'every address'}"
+    services = compose["services"]
+    for name in ("kafka", "namenode", "datanode", "spark-master", "spark-worker-1"):
+        assert not services[name].get("ports"), f"{name} must not be published"
+    assert "EXTERNAL" not in str(services["kafka"]["environment"])
+    assert "127.0.0.1" in (COMPOSE_DIR / ".env.example").read_text()
+
+
+def test_the_compose_resolver_reads_what_compose_reads() -> None:
+    env = {"A": "x", "E": ""}
+    assert interpolate("${A}:${B:-d}:${E:-e}:${E-f}:$$A:${C:?boom}", env) == "x:d:e::$A:<required>"
+    assert published({"ports": ["8080", "1:2", "127.0.0.1:3:4", {"target": 5, "published": 6}]}) == [
+        ("0.0.0.0", "(random)", "8080"), ("0.0.0.0", "1", "2"), ("127.0.0.1", "3", "4"), ("0.0.0.0", "6", "5")]
 
 
 def test_compose_radstack_yaml_matches_services(compose: dict[str, Any], compose_settings: Any) -> None:
@@ -232,7 +307,7 @@ def test_k8s_wiring(tmp_path: Path) -> None:
             assert env["RADSTACK_CONFIG"]["value"] == "/etc/radstack/radstack.yaml"
             for var in env:
                 if var.startswith("RADSTACK_") and var != "RADSTACK_CONFIG":
-                    assert env_overrides({var: "x"}), var
+                    assert env_overrides({var: "[]" if var.endswith("__USERS") else "x"}), var
             pods[d["metadata"]["name"]] = (tpl["metadata"]["labels"], {p["name"]: p["containerPort"] for p in c.get("ports", [])})
         for v in vols.values():
             if "configMap" in v:
@@ -244,6 +319,30 @@ def test_k8s_wiring(tmp_path: Path) -> None:
         assert len(matches) == 1, f"service {svc['metadata']['name']} selects {len(matches)} deployments"
         for port in svc["spec"]["ports"]:
             assert port["targetPort"] in matches[0], f"{svc['metadata']['name']}: no container port {port['targetPort']}"
+
+
+def test_k8s_is_closed_by_default(tmp_path: Path) -> None:
+    """Nothing leaves the cluster (Services are ClusterIP, no hostPort or hostNetwork); what binds
+    0.0.0.0 in its pod (server, receiver) has authentication on, its users from the Secret."""
+    docs = k8s_docs()
+    configmaps = {d["metadata"]["name"]: d for _, d in docs if d["kind"] == "ConfigMap"}
+    settings = check_config_text(configmaps["radstack-config"]["data"]["radstack.yaml"], tmp_path)
+    for _, d in docs:
+        if d["kind"] == "Service":
+            assert d["spec"].get("type", "ClusterIP") == "ClusterIP", d["metadata"]["name"]
+            assert not d["spec"].get("externalIPs")
+        if d["kind"] == "Deployment":
+            spec = d["spec"]["template"]["spec"]
+            assert not spec.get("hostNetwork") and not spec.get("hostPID")
+            for c in spec["containers"]:
+                assert all("hostPort" not in p for p in c.get("ports", [])), d["metadata"]["name"]
+    assert settings.server.host == settings.receiver.host == "0.0.0.0"
+    assert settings.server.auth.enabled and settings.receiver.auth.enabled
+    deployments = {d["metadata"]["name"]: d for _, d in docs if d["kind"] == "Deployment"}
+    for name, var, key in (("radstack-serve", "RADSTACK_SERVER__AUTH__USERS", "server-auth-users"),
+                           ("radstack-receiver", "RADSTACK_RECEIVER__AUTH__USERS", "receiver-auth-users")):
+        env = {e["name"]: e for e in deployments[name]["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env[var]["valueFrom"]["secretKeyRef"] == {"name": "radstack-secrets", "key": key}
 
 
 # ---- spark-submit wrapper ------------------------------------------------------------------------

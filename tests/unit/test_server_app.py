@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import logging
+import re
+import shutil
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -116,3 +119,40 @@ def test_inline_task_runs_in_process(server_client: TestClient) -> None:
         time.sleep(0.05)
     assert st["status"] == "SUCCESS" and st["type"] == "index", st
     assert server_client.get("/druid/coordinator/v1/datasources").json() == ["t"]
+
+
+def test_health_reports_real_readiness(server_client: TestClient, tmp_path: Path) -> None:
+    from radstack.storage.metadata import MetadataStore
+
+    ctx = server_client.app.state.ctx  # type: ignore[attr-defined]
+    assert server_client.get("/status/health").json() is True
+    ctx.broker.loaded = False  # as before the first sync with the metadata store
+    r = server_client.get("/status/health")
+    assert r.status_code == 503 and "timeline is not loaded" in r.json()["errorMessage"]
+    ctx.broker.loaded = True
+    real = ctx.metadata
+    ctx.metadata = MetadataStore.from_url(f"sqlite:///{tmp_path / 'gone' / 'metadata.db'}")
+    shutil.rmtree(tmp_path / "gone")  # its directory is gone: the database cannot be opened
+    try:
+        r = server_client.get("/status/health")
+        assert r.status_code == 503 and "metadata store is not reachable" in r.json()["errorMessage"]
+    finally:
+        ctx.metadata = real
+    assert server_client.get("/status/health").json() is True
+
+
+def test_generated_admin_is_printed_once_and_kept_hashed(client_with: Any, radstack_home: Path,
+                                                         capfd: pytest.CaptureFixture[str]) -> None:
+    c = client_with({"server": {"auth": {"enabled": True, "generate_admin": True}}})
+    printed = capfd.readouterr().err
+    m = re.search(r"generated user 'admin' with password (\S+)", printed)
+    assert m, printed
+    password = m.group(1)
+    assert c.get("/druid/coordinator/v1/datasources").status_code == 401
+    assert c.get("/druid/coordinator/v1/datasources", auth=("admin", password)).status_code == 200
+    stored = radstack_home / "credentials" / "server-admin.json"
+    assert stat.S_IMODE(stored.stat().st_mode) == 0o600 and stat.S_IMODE(stored.parent.stat().st_mode) == 0o700
+    assert password not in stored.read_text()
+    c2 = client_with({"server": {"auth": {"enabled": True, "generate_admin": True}}})  # a restart
+    assert "generated user" not in capfd.readouterr().err  # printed once
+    assert c2.get("/druid/coordinator/v1/datasources", auth=("admin", password)).status_code == 200
