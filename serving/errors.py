@@ -126,9 +126,31 @@ _INTERNAL_TEXT = re.compile(r"__(?!time\b)[A-Za-z0-9_]+|(?:/[^\s/'\"]+){2,}")
 
 def user_message(msg: str) -> str:
     """The first line of a DuckDB message about the user's statement, without DuckDB's error-class
-    prefix, radstack's internal names or anything that looks like a path."""
+    prefix, radstack's internal names, anything that looks like a path, or a quoted name that is not a
+    plain name (:func:`shown_name`)."""
     first = re.sub(r"^[A-Za-z ]+ Error: ", "", msg.split("\n", 1)[0])
+    first = _QUOTED.sub(lambda m: m.group(1) + shown_name(m.group(2)) + m.group(1), first)
     return _INTERNAL_TEXT.sub("?", first)
+
+
+_QUOTED = re.compile(r"(['\"])([^'\"]*)\1")
+
+
+#: a name an error message may repeat as the client sent it: no path, glob, URL or file name characters
+_SHOWN_NAME = re.compile(r"[A-Za-z0-9_\- ]{1,128}")
+
+
+def shown_name(name: str) -> str:
+    """``name`` as an error message may show it: as sent when it is a plain name, else a placeholder —
+    an answer never repeats a path, a glob, a URL or a file name (nothing to confirm, nothing to probe)."""
+    return name if _SHOWN_NAME.fullmatch(name) else "<not a table name>"
+
+
+def object_not_found(name: str, within: str | None = None) -> DruidError:
+    """Druid's ``Object 'x' not found`` (400) for a table that is not there or not radstack's to show."""
+    where = f" within '{within}'" if within else ""
+    return DruidError(f"Object '{shown_name(name)}' not found{where}", category="INVALID_INPUT",
+                      error_code="invalidInput", context={"legacyErrorCode": "Plan validation failed"})
 
 
 def internal_error(exc: BaseException | str, *, query_id: str | None = None) -> DruidError:

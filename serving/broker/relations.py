@@ -18,11 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from serving.errors import DruidError, invalid_input
-
-
-def _not_found(name: str) -> DruidError:
-    return invalid_input(f"Object '{name[:200]}' not found")
+from serving.errors import invalid_input, object_not_found
 
 
 def scopes_of(tree: exp.Expression) -> list[Scope]:
@@ -58,11 +54,11 @@ def check_relations(tree: exp.Expression, allowed: frozenset[str]) -> None:
     refs = cte_references(tree)
     for table in tree.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
-            raise _not_found(table.sql(dialect="duckdb"))
+            raise object_not_found(table.sql(dialect="duckdb"))
         if table.args.get("db") or table.args.get("catalog"):
-            raise _not_found(".".join(p.name for p in table.parts))
+            raise object_not_found(".".join(p.name for p in table.parts))
         if id(table) not in refs and table.name not in allowed:
-            raise _not_found(table.name)
+            raise object_not_found(table.name)
 
 
 _CHECKED: OrderedDict[tuple[str, frozenset[str]], bool] = OrderedDict()

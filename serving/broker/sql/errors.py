@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from serving.errors import DruidError
+from serving.errors import DruidError, object_not_found, shown_name
+
+__all__ = ["object_not_found"]  # Druid's planner errors, with serving.errors' object_not_found
 
 
 def parse_error(message: str) -> DruidError:
@@ -17,12 +19,8 @@ def validation_error(message: str) -> DruidError:
                       context={"legacyErrorCode": "Plan validation failed"})
 
 
-def object_not_found(name: str) -> DruidError:
-    return validation_error(f"Object '{name}' not found")
-
-
 def column_not_found(name: str) -> DruidError:
-    return validation_error(f"Column '{name}' not found in any table")
+    return validation_error(f"Column '{shown_name(name)}' not found in any table")
 
 
 def unknown_function(name: str, nargs: int) -> DruidError:

@@ -82,7 +82,7 @@ def _resolve(table: exp.Table, ctx: TranslationContext) -> None:
         return
     if schema == "lookup":
         if name not in ctx.catalog.lookups:
-            raise validation_error(f"Object '{name}' not found within 'lookup'")
+            raise object_not_found(name, "lookup")
         ctx.lookups.add(name)
         if not table.alias:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
@@ -91,11 +91,11 @@ def _resolve(table: exp.Table, ctx: TranslationContext) -> None:
         table.set("catalog", None)
         return
     if schema == "view":
-        raise validation_error(f"Object '{name}' not found within 'view'")
+        raise object_not_found(name, "view")
     key = _system_key(schema, name)
     if key is None:
         if schema.upper() in _SCHEMAS:
-            raise validation_error(f"Object '{name}' not found within '{_SCHEMAS[schema.upper()]}'")
+            raise object_not_found(name, _SCHEMAS[schema.upper()])
         raise object_not_found(schema)
     ctx.system_tables.add(key)
     if not table.alias:
