@@ -146,6 +146,27 @@ def shown_name(name: str) -> str:
     return name if _SHOWN_NAME.fullmatch(name) else "<not a table name>"
 
 
+#: what looks like a path, a URL or a file name inside a message
+_PATHLIKE = re.compile(
+    r"""(?:[A-Za-z][A-Za-z0-9+.-]*://|~?/|\.\.?/)[^\s'"\])]*"""
+    r"""|[^\s'"()\[\],]*\.(?:csv|tsv|json|jsonl|ndjson|parquet|txt|db|duckdb|duckdb_extension|gz|zst|arrow|xlsx?|sqlite)\b"""
+    r"""|[^\s'"()\[\],]*[*?][^\s'"()\[\],]*[/.][^\s'"()\[\],]*""",
+    re.IGNORECASE)
+
+
+def redact_paths(message: str) -> str:
+    """``message`` with every path, URL, glob or file name replaced by ``<path>``: a query's error repeats
+    what the client sent, but never a file's name, so no answer confirms or lists one."""
+    return _PATHLIKE.sub("<path>", message)
+
+
+def query_error(err: DruidError) -> DruidError:
+    """``err`` as a query answers it: paths redacted from its message (:func:`redact_paths`)."""
+    err.message = redact_paths(err.message)
+    err.args = (err.message,)
+    return err
+
+
 def object_not_found(name: str, within: str | None = None) -> DruidError:
     """Druid's ``Object 'x' not found`` (400) for a table that is not there or not radstack's to show."""
     where = f" within '{within}'" if within else ""

@@ -37,7 +37,7 @@ from serving.broker.native import datasource_names, run_native_query
 from serving.broker.service import BrokerService
 from serving.broker.sql.engine import execute
 from serving.broker.sql.result_formats import ResultWriter
-from serving.errors import DruidError, internal_error, invalid_input
+from serving.errors import DruidError, internal_error, invalid_input, query_error
 
 log = logging.getLogger(__name__)
 
@@ -401,7 +401,7 @@ class SubscriptionHub:
             body, datasources = self._evaluate(g.sample)
             error = False
         except DruidError as e:
-            body, datasources, error = orjson.dumps(e.to_json()), g.datasources, True
+            body, datasources, error = orjson.dumps(query_error(e).to_json()), g.datasources, True
         except Exception as e:  # noqa: BLE001 - a planner bug must not stop the other subscriptions
             body = orjson.dumps(internal_error(e, query_id=g.sample.id).to_json())
             datasources, error = g.datasources, True

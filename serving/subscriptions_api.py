@@ -22,7 +22,7 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from serving.auth import request_user
-from serving.errors import DruidError, invalid_input, not_found
+from serving.errors import DruidError, invalid_input, not_found, query_error
 from serving.subscriptions import Subscription, SubscriptionHub
 
 router = APIRouter()
@@ -55,8 +55,11 @@ async def create_subscription(request: Request) -> Response:
     except orjson.JSONDecodeError as e:
         raise invalid_input(f"Malformed subscription JSON: {e}") from e
     hub = _hub(request)
-    sub = Subscription.from_request(body, request_user(request))
-    stored = await run_in_threadpool(hub.create, sub)
+    try:
+        sub = Subscription.from_request(body, request_user(request))
+        stored = await run_in_threadpool(hub.create, sub)
+    except DruidError as e:
+        raise query_error(e) from None
     return _json({**stored.describe(), "events": f"{PREFIX}/{stored.id}/events"})
 
 

@@ -20,7 +20,7 @@ from serving.auth import query_canceller, request_user
 from serving.broker.native import query_id_of, run_native_query
 from serving.broker.projections import projection_header
 from serving.broker.service import BrokerService
-from serving.errors import DruidError, invalid_input
+from serving.errors import DruidError, invalid_input, query_error
 
 router = APIRouter()
 
@@ -67,7 +67,7 @@ async def post_native(request: Request) -> Response:
         result = await run_in_threadpool(run_native_query, service, query, query_id=qid,
                                          user=request_user(request), used_projections=used)
     except DruidError as e:
-        return error_response(e)
+        return error_response(query_error(e))
     return json_response(result, pretty=pretty, headers={"X-Druid-Query-Id": qid, **projection_header(used)})
 
 

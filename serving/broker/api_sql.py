@@ -21,7 +21,7 @@ from serving.broker.projections import projection_header
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
 from serving.broker.sql.translate import Translation
-from serving.errors import DruidError, not_found
+from serving.errors import DruidError, not_found, query_error
 
 router = APIRouter()
 
@@ -121,6 +121,9 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
                          metadata=getattr(ctx, "metadata", None), running=running, server=server,
                          authorize=authorizer(user), can_read=reader(user))
         stack.callback(result.close)
+    except DruidError as e:
+        stack.close()
+        raise query_error(e) from None
     except BaseException:
         stack.close()
         raise

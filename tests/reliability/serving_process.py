@@ -16,8 +16,8 @@ from operations.processes import free_port
 
 
 class ServingProcess:
-    def __init__(self, home: Path, **env: str) -> None:
-        self.home, self.port = home, free_port()
+    def __init__(self, home: Path, cwd: Path | None = None, **env: str) -> None:
+        self.home, self.port, self.cwd = home, free_port(), cwd
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = env
         self.proc: subprocess.Popen[bytes] | None = None
@@ -27,7 +27,7 @@ class ServingProcess:
                "RADSTACK_HOME": str(self.home), "RADSTACK_SERVER__PORT": str(self.port), **self.env}
         log = (self.home / f"server-{time.time_ns()}.log").open("wb")
         self.proc = subprocess.Popen([sys.executable, "-m", "operations", "serve"], env=env, stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True, cwd=self.cwd)
         deadline = time.monotonic() + timeout
         while True:
             try:
