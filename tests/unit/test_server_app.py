@@ -156,3 +156,12 @@ def test_generated_admin_is_printed_once_and_kept_hashed(client_with: Any, radst
     c2 = client_with({"server": {"auth": {"enabled": True, "generate_admin": True}}})  # a restart
     assert "generated user" not in capfd.readouterr().err  # printed once
     assert c2.get("/druid/coordinator/v1/datasources", auth=("admin", password)).status_code == 200
+
+
+def test_sys_servers_shows_the_configured_host_not_the_host_header(server_client: TestClient) -> None:
+    r = server_client.post("/druid/v2/sql", json={"query": "SELECT server, host, plaintext_port FROM sys.servers"},
+                           headers={"Host": "attacker.example:1234"})
+    assert r.status_code == 200
+    settings = server_client.app.state.ctx.settings  # type: ignore[attr-defined]
+    assert r.json() and all(row["host"] == settings.server.host for row in r.json())
+    assert "attacker.example" not in r.text

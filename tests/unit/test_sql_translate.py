@@ -195,3 +195,46 @@ def test_translations_are_memoized_per_catalog_unless_they_read_the_clock() -> N
     now = "SELECT CURRENT_TIMESTAMP AS t, page FROM wiki"
     a, b = translate(now, catalog, now_ms=1_000), translate(now, catalog, now_ms=2_000)
     assert a is not b and a.sql != b.sql
+
+
+# ---- names resolve by scope (#34) -----------------------------------------------------------------
+
+@pytest.mark.parametrize("sql", [
+    # the report's query: the CTE is defined inside t1, the outer reference is a file path
+    'SELECT * FROM (WITH "/tmp/x/secret.csv" AS (SELECT 1 AS a) SELECT a FROM "/tmp/x/secret.csv") t1, '
+    '"/tmp/x/secret.csv"',
+    'SELECT COUNT(*) FROM wiki WHERE EXISTS (WITH "/etc/passwd" AS (SELECT 1) SELECT * FROM "/etc/passwd") '
+    'AND page IN (SELECT * FROM "/etc/passwd")',
+    '(WITH a AS (SELECT 1 AS q) SELECT * FROM a) UNION ALL SELECT * FROM a',
+    'WITH d AS (SELECT * FROM c), c AS (SELECT page FROM wiki) SELECT * FROM d',  # c is not yet defined in d
+    'SELECT * FROM "__seg_1"', 'SELECT * FROM duckdb_tables', 'SELECT * FROM "__rs_generation"',
+    'SELECT * FROM main.wiki', 'SELECT * FROM memory.main.wiki', 'SELECT * FROM "*.csv"',
+])
+def test_a_name_outside_its_ctes_scope_is_not_found(sql: str) -> None:
+    err = _error(sql)
+    assert err.status == 400 and "not found" in err.message and "/" not in err.message
+
+
+def test_ctes_reach_duckdb_under_private_names_in_their_scope_only() -> None:
+    out = translate('WITH c AS (SELECT page FROM wiki), d AS (SELECT * FROM c) '
+                    'SELECT * FROM d WHERE page IN (WITH c AS (SELECT 1 AS page) SELECT page FROM c)', CATALOG).sql
+    assert '"__rs_cte_1"' in out and '"__rs_cte_2"' in out and '"__rs_cte_3"' in out
+    assert 'FROM "c"' not in out and 'FROM "d"' not in out  # no user name is left for DuckDB to resolve
+    with pytest.raises(DruidError) as ei:
+        translate('WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r) SELECT * FROM r', CATALOG)
+    assert ei.value.status == 501
+    assert _error("WITH a AS (SELECT 1), a AS (SELECT 2) SELECT * FROM a").status == 400
+
+
+def test_the_relation_check_refuses_what_a_rule_could_let_through() -> None:
+    import sqlglot
+
+    from serving.broker.relations import check_relations
+
+    allowed = CATALOG.relations({"wiki"})
+    check_relations(sqlglot.parse_one('WITH x AS (SELECT 1) SELECT * FROM "wiki", x', dialect="duckdb"), allowed)
+    for sql in ('SELECT * FROM "edits"', "SELECT * FROM read_csv('/etc/passwd')", 'SELECT * FROM "/tmp/a.csv"',
+                'SELECT * FROM (WITH x AS (SELECT 1) SELECT * FROM x) t, x', "SELECT * FROM main.wiki"):
+        with pytest.raises(DruidError) as ei:
+            check_relations(sqlglot.parse_one(sql, dialect="duckdb"), allowed)
+        assert ei.value.status == 400 and "not found" in ei.value.message
