@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from radstack.config import ServerSettings
 from serving.auth import User, query_canceller, request_user
 from serving.broker.projections import projection_header
 from serving.broker.sql.engine import ServerInfo, execute
@@ -116,7 +117,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     try:
         running = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
                                                   owner=user.name if user is not None else None))
-        server = server_info(ctx)
+        server = server_info(ctx, broker)
         result = execute(broker, query, context=context, parameters=parameters,
                          metadata=getattr(ctx, "metadata", None), running=running, server=server,
                          authorize=authorizer(user), can_read=reader(user))
@@ -144,10 +145,11 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     return StreamingResponse(body(), media_type=writer.content_type, headers=headers)
 
 
-def server_info(ctx: Any) -> ServerInfo:
+def server_info(ctx: Any, broker: Any) -> ServerInfo:
     """What ``sys.servers`` reports: the configured bind address and port (never the request's Host
     header, which the client chooses)."""
-    server = ctx.settings.server
+    settings = getattr(ctx, "settings", None) or getattr(broker, "settings", None)
+    server = settings.server if settings is not None else ServerSettings()
     return ServerInfo(server.host, server.port, getattr(ctx, "started_ms", None))
 
 
