@@ -23,13 +23,10 @@ import pytest
 import yaml
 
 from radstack.passwords import hash_password
-from radstack.spec import parse_data_schema
 from radstack.storage.deep_storage import open_deep_storage
-from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
-from radstack.storage.publish import publish
 from serving.errors import DruidError
-from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
+from tests.fixtures.broker import WIKI_SCHEMA, index_and_publish, wiki_table
 from tests.fixtures.server import server_settings
 from tests.reliability.conftest import REPORT, statuses
 from tests.reliability.serving_process import ServingProcess
@@ -53,11 +50,8 @@ def _start(tmp_path: Path, max_failed: int) -> tuple[ServingProcess, Any]:
                          RADSTACK_COORDINATOR__METADATA_POLL_SECONDS="0.2")
     srv.start()
     settings = server_settings(home, {"server": {"port": srv.port}})
-    metadata = MetadataStore.from_settings(settings)
-    deep = open_deep_storage(settings)
-    res = index_partition(wiki_table(), parse_data_schema(WIKI_SCHEMA), version="2026-01-01T00:00:00.000Z",
-                          deep_storage=deep, shard="core")
-    publish(metadata, deep, res.segments)
+    index_and_publish(MetadataStore.from_settings(settings), open_deep_storage(settings), wiki_table(), WIKI_SCHEMA,
+                      version="2026-01-01T00:00:00.000Z")
     deadline = time.monotonic() + 30
     while httpx.post(f"{srv.url}/druid/v2/sql", json=QUERY, auth=("ana", PASSWORDS["ana"])).status_code != 200 \
             or not httpx.post(f"{srv.url}/druid/v2/sql", json=QUERY, auth=("ana", PASSWORDS["ana"])).json():

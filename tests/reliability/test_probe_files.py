@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import shutil
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,12 +30,9 @@ import pytest
 import yaml
 
 from radstack.passwords import hash_password
-from radstack.spec import parse_data_schema
 from radstack.storage.deep_storage import open_deep_storage
-from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
-from radstack.storage.publish import publish
-from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
+from tests.fixtures.broker import WIKI_SCHEMA, index_and_publish, wiki_table
 from tests.fixtures.server import server_settings
 from tests.reliability.conftest import REPORT, statuses
 from tests.reliability.serving_process import ServingProcess
@@ -126,12 +124,8 @@ def probe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         secret = secret.set_column(secret.schema.get_field_index("page"), "page",
                                    pa.array([canaries.segment] * secret.num_rows))
         for ds, table in (("wiki", wiki_table()), ("secret_ds", secret)):
-            res = index_partition(table, parse_data_schema({**WIKI_SCHEMA, "dataSource": ds}),
-                                  version="2026-01-01T00:00:00.000Z", deep_storage=deep, shard="core")
-            publish(metadata, deep, res.segments)
+            index_and_publish(metadata, deep, table, {**WIKI_SCHEMA, "dataSource": ds}, version="2026-01-01T00:00:00.000Z")
         with httpx.Client(base_url=srv.url, auth=ANA, timeout=30) as c:
-            import time
-
             deadline = time.monotonic() + 30
             while c.post("/druid/v2/sql", json={"query": "SELECT COUNT(*) AS n FROM wiki"}).json() != [{"n": 7}]:
                 assert time.monotonic() < deadline

@@ -14,11 +14,8 @@ from starlette.testclient import TestClient
 from operations.backfill_api import BackfillSlots
 from operations.server import create_server_app
 from radstack.passwords import hash_password
-from radstack.spec import parse_data_schema
-from radstack.storage.indexer import index_partition
-from radstack.storage.publish import publish
 from serving.errors import DruidError
-from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
+from tests.fixtures.broker import WIKI_SCHEMA, index_and_publish, wiki_table
 from tests.fixtures.server import server_settings
 
 PW = {"ana": "ana-password-1", "bob": "bob-password-1", "sam": "sam-password-1", "ops": "ops-password-1"}
@@ -43,9 +40,7 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
     app = create_server_app(settings)
     with TestClient(app, raise_server_exceptions=False) as c:
         ctx = app.state.ctx
-        res = index_partition(wiki_table(), parse_data_schema(WIKI_SCHEMA), version="v1",
-                              deep_storage=ctx.deep_storage, shard="core")
-        publish(ctx.metadata, ctx.deep_storage, res.segments)
+        index_and_publish(ctx.metadata, ctx.deep_storage, wiki_table(), WIKI_SCHEMA)
         ctx.broker.refresh(force=True)
         yield c
 
