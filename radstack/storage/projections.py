@@ -66,8 +66,10 @@ def write_projection_files(segment_file: Path, projections: Sequence[ProjectionS
     try:
         rows = pq.read_table(segment_file)  # as Arrow: the locked connection opens no file
         con.register(_SEGMENT_ROWS, rows)
-        source = _SEGMENT_ROWS
         present = set(rows.column_names)
+        # Arrow's timestamp[ms] is DuckDB's TIMESTAMP_MS; the time floors take TIMESTAMP (what read_parquet gave)
+        source = (f'(SELECT * REPLACE (CAST("{TIME_COLUMN}" AS TIMESTAMP) AS "{TIME_COLUMN}") FROM {_SEGMENT_ROWS})'
+                  if TIME_COLUMN in present else _SEGMENT_ROWS)
         for spec in projections:
             table = query_arrow(con, projection_sql(source, spec, present))
             dest = segment_file.with_name(f"{segment_file.stem}.projection.{spec.name}.parquet")

@@ -2,7 +2,7 @@
 
 When the broker learns that a segment is visible (announced), its files are fetched from deep storage
 through the segment's ``loadSpec`` into ``{home}/segment-cache/{segment_path}``; the Parquet file is read
-by Arrow and copied into an in-memory DuckDB table (one table per segment, one per projection file), so
+by Arrow and streamed into an in-memory DuckDB table (one table per segment, one per projection file), so
 the broker's locked DuckDB never opens a file. Queries then read memory, never Parquet.
 When the segment stops being visible (unused or overshadowed) the table and the local files are
 dropped. DuckDB's MVCC keeps a dropped table readable by statements that started before the drop.
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.config import Settings
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: the name a file's Arrow rows are registered under while they are copied into a table
 _LOADING = "__rs_loading"
+#: rows per Arrow batch while a file streams into DuckDB
+_BATCH_ROWS = 131_072
 
 # DuckDB type → Druid column type.
 _DRUID_TYPES = {
@@ -224,13 +227,9 @@ class SegmentCache:
         table = f"{segment_table}__projection_{index}"
         try:
             path = self._fetch_file(record["loadSpec"], local_dir, f"projections/{name}.parquet")
-            rows = pq.read_table(path)
-            cur.register(_LOADING, rows)
-            try:
-                cur.execute(f"CREATE TABLE {table} AS SELECT * FROM {_LOADING}")
-            finally:
-                cur.unregister(_LOADING)
+            _copy_into(cur, table, path)
             cols = tuple((str(r[0]), str(r[1])) for r in cur.execute(f"DESCRIBE {table}").fetchall())
+            (n,) = cur.execute(f"SELECT count(*) FROM {table}").fetchone()  # type: ignore[misc]
         except Exception:  # noqa: BLE001 - a projection is an optimisation; the base rows still answer
             log.warning("segment %s: projection %s not loaded", segment.identifier, name, exc_info=True)
             with contextlib.suppress(duckdb.Error):
@@ -238,7 +237,7 @@ class SegmentCache:
             return None
         finally:
             cur.close()
-        return LoadedProjection(name, spec, record.get("granularity"), path, rows.num_rows, cols, table)
+        return LoadedProjection(name, spec, record.get("granularity"), path, int(n), cols, table)
 
     def _fetch_file(self, spec: dict[str, Any], local_dir: Path | None, rel: str) -> Path:
         """A file named by a ``loadSpec`` on local disk: fetched under ``local_dir`` or read in place."""
@@ -305,16 +304,28 @@ def _marked_columns(parquet: Path, key: bytes) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:
-    """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns. The
-    file is read by Arrow: the broker's DuckDB opens no file (radstack/duckdb_sandbox.py)."""
-    rows = pq.read_table(parquet)
-    select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in rows.column_names)
-    cur.register(_LOADING, rows)
+def _stream(path: Path) -> tuple[list[str], pa.RecordBatchReader]:
+    """A Parquet file's column names and its rows as a stream of Arrow batches (read by Arrow, so the
+    locked DuckDB opens no file; streamed, so a segment is never in memory twice)."""
+    f = pq.ParquetFile(path)
+    return f.schema_arrow.names, pa.RecordBatchReader.from_batches(f.schema_arrow, f.iter_batches(batch_size=_BATCH_ROWS))
+
+
+def _copy_into(cur: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
+    """``CREATE TABLE table`` from the rows of ``path``, ``__time`` as TIMESTAMP (Arrow's ``timestamp[ms]``
+    would be DuckDB's TIMESTAMP_MS, which the time functions do not take)."""
+    names, reader = _stream(path)
+    select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names)
+    cur.register(_LOADING, reader)
     try:
         cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM {_LOADING}")
     finally:
         cur.unregister(_LOADING)
+
+
+def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:
+    """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns."""
+    _copy_into(cur, table, parquet)
     return tuple(
         (r[0], str(r[1]))
         for r in cur.execute(
