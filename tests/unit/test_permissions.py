@@ -90,6 +90,11 @@ def test_system_tables_show_only_permitted_datasources(client: TestClient) -> No
     q = "SELECT DISTINCT datasource FROM sys.segments ORDER BY 1"
     assert _sql(client, q, ADS_SYS).json() == [{"datasource": "ads_clicks"}]
     assert _sql(client, q, READER).json() == [{"datasource": "ads_clicks"}, {"datasource": "wiki"}]
+    # sys.server_segments names only segment ids: filtered by the datasource each belongs to (#34)
+    q = "SELECT segment_id FROM sys.server_segments"
+    ids = [r["segment_id"] for r in _sql(client, q, ADS_SYS).json()]
+    assert ids and all(i.startswith("ads_clicks_") for i in ids)
+    assert any(r["segment_id"].startswith("wiki_") for r in _sql(client, q, READER).json())
 
 
 def test_native_reads_only_permitted_datasources(client: TestClient) -> None:

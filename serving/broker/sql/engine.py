@@ -132,15 +132,23 @@ def duckdb_error(e: duckdb.Error, query_id: str | None = None) -> DruidError:
     return internal_error(e, query_id=query_id)
 
 
-def visible_rows(table: pa.Table, can_read: Callable[[str], bool]) -> pa.Table:
+def visible_rows(table: pa.Table, can_read: Callable[[str], bool],
+                 segment_datasources: dict[str, str] | None = None) -> pa.Table:
     """The rows of a system table the user may see: those about datasources it may read (as Druid's
-    authorizer filters INFORMATION_SCHEMA and sys.*), and every row about the system schemas."""
+    authorizer filters INFORMATION_SCHEMA and sys.*), and every row about the system schemas.
+    ``sys.server_segments`` names only segment ids: ``segment_datasources`` maps them to datasources;
+    ``sys.supervisors`` are named after their datasource."""
     names = table.column_names
     if "datasource" in names:
         keep = [ds is None or can_read(ds) for ds in table.column("datasource").to_pylist()]
     elif "TABLE_NAME" in names and "TABLE_SCHEMA" in names:
         keep = [schema != "druid" or can_read(name) for schema, name in
                 zip(table.column("TABLE_SCHEMA").to_pylist(), table.column("TABLE_NAME").to_pylist(), strict=True)]
+    elif "segment_id" in names:
+        owners = segment_datasources or {}
+        keep = [sid in owners and can_read(owners[sid]) for sid in table.column("segment_id").to_pylist()]
+    elif "supervisor_id" in names:
+        keep = [can_read(sid) for sid in table.column("supervisor_id").to_pylist()]
     else:
         return table
     return table.filter(pa.array(keep, type=pa.bool_()))
@@ -215,7 +223,11 @@ def execute(
                 setup.close()
         for key in tr.system_tables:
             table = _system_table(key, catalog, broker, metadata, server)
-            cur.register(SYSTEM_TABLES[key], table if can_read is None else visible_rows(table, can_read))
+            if can_read is not None:
+                owners = ({seg.identifier: seg.data_source for seg in state.segments}
+                          if key == ("sys", "server_segments") and state is not None else None)
+                table = visible_rows(table, can_read, owners)
+            cur.register(SYSTEM_TABLES[key], table)
         if running is not None:
             running.attach(cur)
         try:
