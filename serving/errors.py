@@ -174,6 +174,23 @@ def object_not_found(name: str, within: str | None = None) -> DruidError:
                       error_code="invalidInput", context={"legacyErrorCode": "Plan validation failed"})
 
 
+def engine_refusal(e: BaseException, query_id: str | None = None) -> DruidError | None:
+    """Druid's error for a DuckDB refusal that is the statement's doing, not the server's (None: it is
+    the server's): an engine feature that does not exist is 501; something the locked engine refused to
+    reach (a file, a setting, an extension: radstack/duckdb_sandbox.py) is 403 — logged, since the
+    checks before the engine should have refused it first; running out of memory is 429."""
+    name = type(e).__name__
+    if name == "NotImplementedException":
+        return unsupported("This statement uses something the query engine does not implement")
+    if name == "PermissionException":
+        log.warning("query %s: the locked engine refused: %s", query_id, e)
+        return DruidError("Forbidden: the statement tries to reach something outside the data radstack serves",
+                          category="FORBIDDEN")
+    if name == "OutOfMemoryException":
+        return capacity_exceeded("The query needs more memory than server.memory_limit allows")
+    return None
+
+
 def internal_error(exc: BaseException | str, *, query_id: str | None = None) -> DruidError:
     """An unexpected failure as a generic 500 whose id (``query_id`` when given) finds the detail —
     logged here with its traceback — in the server log."""

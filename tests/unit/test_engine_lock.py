@@ -114,3 +114,19 @@ def test_allowed_directory_is_the_only_place(tmp_path: Path, canary: Path) -> No
         _refused(con, f"SELECT * FROM read_csv('{staged}/../secret.csv')")
     finally:
         con.close()
+
+
+def test_an_engine_refusal_is_the_clients_4xx_not_a_5xx(canary: Path) -> None:
+    from serving.broker.sql.engine import duckdb_error
+
+    con = sandboxed_connection()
+    try:
+        with pytest.raises(duckdb.PermissionException) as ei:
+            con.execute(f"SELECT * FROM read_csv('{canary}')")
+        err = duckdb_error(ei.value, "q-1")
+        assert err.status == 403 and str(canary) not in err.message and "secret" not in err.message
+        with pytest.raises(duckdb.Error) as ei2:
+            con.execute("SET memory_limit = '1GiB'")
+        assert duckdb_error(ei2.value, "q-2").status < 500
+    finally:
+        con.close()

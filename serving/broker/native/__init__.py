@@ -23,7 +23,7 @@ from serving.broker.native.time_boundary import run_datasource_metadata, run_tim
 from serving.broker.native.timeseries import run_timeseries
 from serving.broker.native.topn import run_topn
 from serving.broker.query_manager import QueryManager
-from serving.errors import DruidError, internal_error, invalid_input, user_message
+from serving.errors import DruidError, engine_refusal, internal_error, invalid_input, user_message
 
 if TYPE_CHECKING:
     from serving.broker.service import BrokerService
@@ -127,4 +127,4 @@ def _duckdb_error(e: duckdb.Error, query_id: str) -> DruidError:
     if isinstance(e, duckdb.BinderException | duckdb.ConversionException | duckdb.InvalidInputException
                   | duckdb.ParserException | duckdb.CatalogException | duckdb.OutOfRangeException):
         return invalid_input(f"Query could not be planned: {user_message(str(e))}")
-    return internal_error(e, query_id=query_id)
+    return engine_refusal(e, query_id) or internal_error(e, query_id=query_id)

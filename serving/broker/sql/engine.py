@@ -24,7 +24,7 @@ from serving.broker.sql.errors import column_not_found, validation_error
 from serving.broker.sql.result_formats import Column
 from serving.broker.sql.translate import Translation, translate
 from serving.broker.sql.types import JSON_COLUMN, native_type, sql_type_of_arrow
-from serving.errors import DruidError, cancelled, internal_error, user_message
+from serving.errors import DruidError, cancelled, engine_refusal, internal_error, user_message
 
 BATCH_ROWS = 4096
 
@@ -129,7 +129,7 @@ def duckdb_error(e: duckdb.Error, query_id: str | None = None) -> DruidError:
         return validation_error(user_message(msg))
     if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
         return validation_error(user_message(msg))
-    return internal_error(e, query_id=query_id)
+    return engine_refusal(e, query_id) or internal_error(e, query_id=query_id)
 
 
 def visible_rows(table: pa.Table, can_read: Callable[[str], bool],
