@@ -56,8 +56,13 @@ def test_unexpected_exception_is_a_generic_500_whose_id_finds_the_log(
         raise RuntimeError("kaboom at /srv/secret/path")
 
     server_client.app.add_api_route("/test-boom", boom)  # type: ignore[attr-defined]
-    with caplog.at_level(logging.ERROR, logger="serving.errors"):
-        r = server_client.get("/test-boom")
+    errors_log = logging.getLogger("serving.errors")
+    errors_log.addHandler(caplog.handler)  # directly: another test's logging config may stop propagation
+    try:
+        with caplog.at_level(logging.ERROR, logger="serving.errors"):
+            r = server_client.get("/test-boom")
+    finally:
+        errors_log.removeHandler(caplog.handler)
     assert r.status_code == 500
     body = r.json()
     assert body["error"] == "druidException" and body["category"] == "RUNTIME_FAILURE"
