@@ -123,7 +123,8 @@ def test_basic_auth(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
     users = [{"name": "ingest", "password_hash": hash_password("s3cret")},
              {"name": "other", "password_hash": hash_password("0ther"), "roles": ["other_topics"]}]
     roles = {"other_topics": [{"resource": {"type": "TOPIC", "name": "other-.*"}, "action": "WRITE"}]}
-    s = _settings(tmp_path, kafka_bootstrap, auth={"enabled": True, "users": users, "roles": roles},
+    s = _settings(tmp_path, kafka_bootstrap, auth={"enabled": True, "users": users, "roles": roles,
+                                                   "max_failed_logins": 3},
                   topics=[kafka_topic])
     with running_receiver(s) as url:
         r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b'{"timestamp": 1}')
@@ -141,6 +142,15 @@ def test_basic_auth(tmp_path: Path, kafka_bootstrap: str, kafka_topic: str):
         assert (r.status_code, r.json()) == (200, {"accepted": 1})
         r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b'{"timestamp": 1}', auth=("other", "0ther"))
         assert r.status_code == 403 and "TOPIC WRITE" in r.json()["message"]  # a role limits it to other-*
+        # failed sign-ins are limited per user and address (#34): the 3rd failure locks "ingest" out …
+        for guess in ("guess-1", "guess-2"):
+            assert httpx.post(f"{url}/v1/events/{kafka_topic}", content=b"{}", auth=("ingest", guess)).status_code == 401
+        r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b"{}", auth=("ingest", "guess-3"))
+        assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+        assert "receiver.auth.max_failed_logins" in r.json()["message"]
+        # … while credentials verified before keep working
+        r = httpx.post(f"{url}/v1/events/{kafka_topic}", content=b'{"timestamp": 1}', auth=("ingest", "s3cret"))
+        assert (r.status_code, r.json()) == (200, {"accepted": 1})
 
 
 def test_consumer_group_resumes_at_committed_offset(
