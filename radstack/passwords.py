@@ -59,6 +59,11 @@ def hash_password(password: str, *, iterations: int = ITERATIONS, salt: bytes | 
     return f"{ALGORITHM}${iterations}${_b64(salt)}${_b64(digest)}"
 
 
+def hash_iterations(encoded: str) -> int:
+    """The PBKDF2 iteration count of a ``password_hash`` (:data:`ITERATIONS` for a malformed one)."""
+    return int(encoded.split("$")[1]) if is_hash(encoded) else ITERATIONS
+
+
 def is_hash(value: str) -> bool:
     parts = value.split("$")
     return len(parts) == 4 and parts[0] == ALGORITHM and parts[1].isdigit()
@@ -89,23 +94,20 @@ class CredentialCache:
     def _key(name: str, password: str, encoded: str) -> bytes:
         return hashlib.sha256(f"{name}\0{password}\0{encoded}".encode()).digest()
 
-    def seen(self, name: str, password: str, encoded: str) -> bool:
-        """True when this exact pair was verified before (one SHA-256, no PBKDF2)."""
-        key = self._key(name, password, encoded)
+    def _hit(self, key: bytes) -> bool:
         with self._lock:
             if key in self._seen:
                 self._seen.move_to_end(key)
                 return True
         return False
 
-    @staticmethod
-    def verify_only(password: str, encoded: str) -> bool:
-        """Verify without remembering (the dummy check of an unknown user)."""
-        return verify_password(password, encoded)
+    def seen(self, name: str, password: str, encoded: str) -> bool:
+        """True when this exact pair was verified before (one SHA-256, no PBKDF2)."""
+        return self._hit(self._key(name, password, encoded))
 
     def check(self, name: str, password: str, encoded: str) -> bool:
         key = self._key(name, password, encoded)
-        if self.seen(name, password, encoded):
+        if self._hit(key):
             return True
         if not verify_password(password, encoded):
             return False
@@ -131,10 +133,12 @@ def basic_credentials(header: str | None) -> tuple[str, str] | None:
 GENERATED_ADMIN = "admin"
 
 
-def generated_admin(path: Path, where: str) -> str:
-    """The password hash of the generated ``admin`` user of ``where`` (``server.auth`` …), kept in
-    ``path`` (0600, in a 0700 directory). The first call makes a random password, prints it once to
-    stderr — the only place it ever appears — and stores only its hash."""
+def generated_admin(home: Path, section: str) -> str:
+    """The password hash of the generated ``admin`` user of ``{section}.auth`` (``server``, ``receiver``),
+    kept in ``{home}/credentials/{section}-admin.json`` (0600, in a 0700 directory). The first call makes
+    a random password, prints it once to stderr — the only place it ever appears — and stores only its
+    hash."""
+    path, where = home / "credentials" / f"{section}-admin.json", f"{section}.auth"
     if path.is_file():
         return str(json.loads(path.read_text())["password_hash"])
     private_dir(path.parent)

@@ -23,7 +23,15 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from radstack.passwords import ITERATIONS, CredentialCache, hash_password, is_hash
+from radstack.config import AuthSettings
+from radstack.passwords import (
+    ITERATIONS,
+    CredentialCache,
+    basic_credentials,
+    hash_iterations,
+    hash_password,
+    verify_password,
+)
 
 #: verifications that may wait for the hashing pool at once; more → 429 at once
 MAX_PENDING = 64
@@ -81,10 +89,6 @@ class FailedLogins:
                 self._failures.popitem(last=False)
 
 
-def _iterations(encoded: str) -> int:
-    return int(encoded.split("$")[1]) if is_hash(encoded) else ITERATIONS
-
-
 class SignIn:
     """Verify (name, password) pairs against ``hashes`` (name → ``password_hash``) as the module says."""
 
@@ -93,11 +97,24 @@ class SignIn:
         self.cache = CredentialCache()
         self.failures = FailedLogins(max_failed_logins, window_seconds)
         # the dummy costs what the users' hashes cost (the most common iteration count among them)
-        counts = [_iterations(h) for h in self.hashes.values()] or [ITERATIONS]
+        counts = [hash_iterations(h) for h in self.hashes.values()] or [ITERATIONS]
         self._dummy = hash_password("radstack-dummy-password", iterations=max(set(counts), key=counts.count))
         self._pool = ThreadPoolExecutor(max_workers=HASH_THREADS, thread_name_prefix="sign-in")
         self._pending = 0
         self._pending_lock = threading.Lock()
+
+    @classmethod
+    def for_auth(cls, hashes: dict[str, str], auth: AuthSettings) -> SignIn:
+        """The checker for one ``auth`` section (``server.auth``, ``receiver.auth``) and its users' hashes."""
+        return cls(hashes, max_failed_logins=auth.max_failed_logins, window_seconds=auth.failed_login_window_seconds)
+
+    async def authenticate(self, header: str | None, client: str) -> str | None:
+        """The user name a ``Basic`` Authorization header names when its password is right, else None
+        (:class:`TooManyAttempts` as :meth:`check`)."""
+        creds = basic_credentials(header)
+        if creds is None:
+            return None
+        return creds[0] if await self.check(creds[0], creds[1], client) else None
 
     def known(self, name: str, password: str) -> bool:
         """True when this exact pair was verified before (no hashing)."""
@@ -107,19 +124,9 @@ class SignIn:
     def _verify(self, name: str, password: str) -> bool:
         encoded = self.hashes.get(name)
         if encoded is None:
-            self.cache.verify_only(password, self._dummy)  # the same work as a wrong password
+            verify_password(password, self._dummy)  # the same work as a wrong password
             return False
         return self.cache.check(name, password, encoded)
-
-    def check_sync(self, name: str, password: str, client: str) -> bool:
-        """:meth:`check` for callers without an event loop (runs the hash on the calling thread)."""
-        if self.known(name, password):
-            return True
-        self._admit(name, client)
-        ok = self._verify(name, password)
-        if not ok:
-            self.failures.failed(self._keys(name, client))
-        return ok
 
     async def check(self, name: str, password: str, client: str) -> bool:
         """True when the pair is right; False when wrong; :class:`TooManyAttempts` when the user or

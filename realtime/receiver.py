@@ -50,7 +50,7 @@ from fastapi.responses import Response
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.intervals import TimeParseError, parse_instant
-from radstack.passwords import GENERATED_ADMIN, basic_credentials, generated_admin
+from radstack.passwords import GENERATED_ADMIN, generated_admin
 from radstack.permissions import Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
 from radstack.spec import SpecError
@@ -191,19 +191,11 @@ def receiver_users(settings: Settings) -> dict[str, ReceiverUser]:
         topics = None if u.roles is None else tuple(p for r in u.roles for p in roles[r])
         users[u.name] = ReceiverUser(u.password_hash, topics)
     if auth.enabled and auth.generate_admin and GENERATED_ADMIN not in users:
-        encoded = generated_admin(settings.home / "credentials" / "receiver-admin.json", "receiver.auth")
+        encoded = generated_admin(settings.home, "receiver")
         users[GENERATED_ADMIN] = ReceiverUser(encoded, None)  # every allowed topic
     return users
 
 
-async def _authenticate(header: str | None, users: dict[str, ReceiverUser], sign_in: SignIn,
-                        client: str) -> ReceiverUser | None:
-    """The user the Basic credentials name when they are right (radstack/sign_in.py: hashing off the
-    event loop, rate-limited; raises TooManyAttempts)."""
-    creds = basic_credentials(header)
-    if creds is None:
-        return None
-    return users.get(creds[0]) if await sign_in.check(creds[0], creds[1], client) else None
 
 
 async def _read_body(request: Request, limit: int) -> bytes | None:
@@ -228,9 +220,8 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     ts_field = str(settings.receiver.timestamp_field)
     auth_on = bool(settings.receiver.auth.enabled)
     users = receiver_users(settings)
-    sign_in = SignIn({n: u.password_hash for n, u in users.items()},
-                     max_failed_logins=settings.receiver.auth.max_failed_logins,
-                     window_seconds=settings.receiver.auth.failed_login_window_seconds)
+    # radstack/sign_in.py: off the event loop, unknown users as slow as wrong passwords, rate-limited
+    sign_in = SignIn.for_auth({n: u.password_hash for n, u in users.items()}, settings.receiver.auth)
     delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
     max_event = int(settings.receiver.max_event_bytes)
     spool_conf = settings.receiver.spool
@@ -315,12 +306,13 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     @app.post("/v1/events/{topic}")
     async def post_events(topic: str, request: Request) -> Response:
         try:
-            user = await _authenticate(request.headers.get("authorization"), users, sign_in,
-                                       request.client.host if request.client else "unknown") if auth_on else None
+            name = await sign_in.authenticate(request.headers.get("authorization"),
+                                              request.client.host if request.client else "unknown") if auth_on else None
         except TooManyAttempts as e:
             return _json(429, {"error": "Too Many Requests", "accepted": 0,
                                "message": f"{e.reason} (receiver.auth.max_failed_logins)"},
                          {"Retry-After": str(e.retry_after)})
+        user = users.get(name) if name is not None else None
         if auth_on and user is None:
             return _json(401, {"error": "Unauthorized"}, {"WWW-Authenticate": 'Basic realm="radstack"'})
         if user is not None and not user.may_write(topic):

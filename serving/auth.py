@@ -37,7 +37,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import AuthSettings, Settings
-from radstack.passwords import GENERATED_ADMIN, basic_credentials, generated_admin
+from radstack.passwords import GENERATED_ADMIN, generated_admin
 from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
 from serving.errors import DruidError
@@ -109,15 +109,9 @@ def load_users(settings: Settings) -> dict[str, User]:
     users = load_auth_users(settings.server.auth, "server.auth")
     auth = settings.server.auth
     if auth.enabled and auth.generate_admin and GENERATED_ADMIN not in users:
-        encoded = generated_admin(settings.home / "credentials" / "server-admin.json", "server.auth")
+        encoded = generated_admin(settings.home, "server")
         users[GENERATED_ADMIN] = User(GENERATED_ADMIN, encoded, ("admin",), BUILTIN_ROLES["admin"])
     return users
-
-
-def sign_in_for(users: Mapping[str, User], auth: AuthSettings) -> SignIn:
-    """The credential checker for ``users`` (radstack/sign_in.py: off the event loop, rate-limited)."""
-    return SignIn({n: u.password_hash for n, u in users.items()}, max_failed_logins=auth.max_failed_logins,
-                  window_seconds=auth.failed_login_window_seconds)
 
 
 def too_many_attempts(e: TooManyAttempts) -> DruidError:
@@ -159,14 +153,8 @@ class BasicAuthMiddleware:
     def __init__(self, app: ASGIApp, users: Mapping[str, User], auth: AuthSettings | None = None) -> None:
         self.app = app
         self.users = dict(users)
-        self.sign_in = sign_in_for(self.users, auth or AuthSettings())
-
-    async def _user(self, header: str | None, client: str) -> User | None:
-        creds = basic_credentials(header)
-        if creds is None:
-            return None
-        ok = await self.sign_in.check(creds[0], creds[1], client)
-        return self.users.get(creds[0]) if ok else None
+        # radstack/sign_in.py: off the event loop, unknown users as slow as wrong passwords, rate-limited
+        self.sign_in = SignIn.for_auth({n: u.password_hash for n, u in self.users.items()}, auth or AuthSettings())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in UNSECURED_PATHS or scope["path"].startswith(UNSECURED_PREFIXES):
@@ -175,10 +163,11 @@ class BasicAuthMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         client = (scope.get("client") or ("unknown", 0))[0]
         try:
-            user = await self._user(headers.get("authorization"), str(client))
+            name = await self.sign_in.authenticate(headers.get("authorization"), str(client))
         except TooManyAttempts as e:
             await send_error(send, too_many_attempts(e), extra_headers=[(b"retry-after", str(e.retry_after).encode())])
             return
+        user = self.users.get(name) if name is not None else None
         if user is None:
             err = DruidError("Unauthorized: missing or invalid credentials", category="UNAUTHORIZED")
             challenge = [] if scope["path"] == WHOAMI_PATH else [(b"www-authenticate", b'Basic realm="radstack"')]

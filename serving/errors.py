@@ -120,8 +120,8 @@ def _default_code(category: str) -> str:
     }.get(category, "runtimeFailure")
 
 
-#: radstack's own relation and function names, and paths: never echoed in an error message
-_INTERNAL_TEXT = re.compile(r"__(?!time\b)[A-Za-z0-9_]+|(?:/[^\s/'\"]+){2,}")
+#: radstack's own relation and function names (``__seg_3``, ``__rs_cte_1`` …): never echoed in an error message
+_INTERNAL_TEXT = re.compile(r"__(?!time\b)[A-Za-z0-9_]+")
 
 
 def user_message(msg: str) -> str:
@@ -130,7 +130,7 @@ def user_message(msg: str) -> str:
     plain name (:func:`shown_name`)."""
     first = re.sub(r"^[A-Za-z ]+ Error: ", "", msg.split("\n", 1)[0])
     first = _QUOTED.sub(lambda m: m.group(1) + shown_name(m.group(2)) + m.group(1), first)
-    return _INTERNAL_TEXT.sub("?", first)
+    return redact_paths(_INTERNAL_TEXT.sub("?", first))
 
 
 _QUOTED = re.compile(r"(['\"])([^'\"]*)\1")

@@ -70,6 +70,11 @@ class LoadedLookup:
         """The DuckDB table of an ipRange lookup's ranges (``lo``, ``hi``, ``v``), unquoted."""
         return RANGES_PREFIX + self.name
 
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Every DuckDB table a statement reading this lookup may read (serving/broker/relations.py)."""
+        return (self.table, self.ranges_table) if self.ranges else (self.table,)
+
 
 def table_name(name: str) -> str:
     """The DuckDB table holding lookup ``name`` (columns ``k``, ``v``), unquoted."""

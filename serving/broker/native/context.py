@@ -9,6 +9,7 @@ Druid. Filters and expressions come from :mod:`radstack.filters` / :mod:`radstac
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import duckdb
@@ -195,17 +196,14 @@ class QueryContext:
     def run(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement built for this query, after checking that it reads only this query's
         datasources (:func:`serving.broker.relations.check_statement`)."""
-        check_statement(sql, self.relations())
+        check_statement(sql, self.relations)
         return self.rq.execute(self.cursor, sql, params)
 
+    @cached_property
     def relations(self) -> frozenset[str]:
-        """What this query's statements may read: its datasources' views, their projection views and
-        segment tables, and the lookups' tables (registered lookup extractions)."""
-        names: set[str] = set()
-        for lk in self.state.lookups.values():
-            names.add(lk.table)
-            if lk.ranges:
-                names.add(lk.ranges_table)
+        """What this query's statements may read (computed once per query): its datasources' views,
+        their projection views and segment tables, and the lookups' tables (registered lookup extractions)."""
+        names: set[str] = {t for lk in self.state.lookups.values() for t in lk.tables}
         for ds in self.datasources:
             names.add(ds.name)
             names.update(p.view_name for p in ds.projections)

@@ -117,11 +117,8 @@ class Catalog:
                 names.update(view.view_name for view in self.projections.get(ds, ()))
         names.update(SYSTEM_TABLES[key] for key in system_tables)
         for name in lookups:
-            loaded = self.lookups.get(name)
-            if loaded is not None:
-                names.add(loaded.table)
-                if getattr(loaded, "ranges", False):
-                    names.add(loaded.ranges_table)
+            if name in self.lookups:
+                names.update(self.lookups[name].tables)
         return frozenset(names)
 
     def sql_schema(self) -> dict[str, dict[str, str]]:

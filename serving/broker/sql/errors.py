@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from serving.errors import DruidError, object_not_found, shown_name
-
-__all__ = ["object_not_found"]  # Druid's planner errors, with serving.errors' object_not_found
+from serving.errors import DruidError, shown_name
 
 
 def parse_error(message: str) -> DruidError:
