@@ -19,8 +19,8 @@ from batch.planning import BackfillPlanError, parse_interval, plan_chunks
 from batch.rebuild_job import closed_checks
 from radstack.config import load_settings
 from radstack.datasources import get_spec
-from radstack.intervals import Interval, condense, format_instant, parse_instant
 from radstack.storage.metadata import MetadataStore
+from radstack.time.intervals import Interval, condense, format_instant, parse_instant
 
 EX_TEMPFAIL = 75
 

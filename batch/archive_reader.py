@@ -18,10 +18,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from batch.storage_conf import storage_spark_conf
-from radstack.granularity import Granularity
-from radstack.intervals import Interval
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.raw_archive import HOUR_MS, hour_dir, topic_prefix
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -32,16 +32,16 @@ import pyarrow.parquet as pq
 
 from batch.planning import BackfillPlanError, NotClosedError, parse_interval, plan_chunks
 from batch.rebuild_job import closed_checks, rebuild
-from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.datasources import load_catalog
-from radstack.intervals import Interval, format_instant
 from radstack.spec import SpecError
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segment_format import segment_data_key
 from radstack.storage.timeline import VersionedIntervalTimeline
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, format_instant
 
 __all__ = [
     "BackfillError",

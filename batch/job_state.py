@@ -16,11 +16,11 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
-from radstack.clock import now_millis
-from radstack.intervals import Interval, format_instant
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import SegmentId, segment_path
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, format_instant
 
 __all__ = ["InflightJob", "inflight_key", "register", "unregister", "clean_dead_jobs", "version_prefixes"]
 

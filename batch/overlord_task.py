@@ -26,8 +26,8 @@ from typing import Any
 
 from batch.rebuild_job import rebuild_spec
 from radstack.config import Settings, load_settings
-from radstack.intervals import condense
 from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
+from radstack.time.intervals import condense
 
 __all__ = ["main"]
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from radstack.clock import now_millis
-from radstack.granularity import Granularity
-from radstack.intervals import Interval, Period, TimeParseError, format_instant
 from radstack.pipeline.window import window_millis
+from radstack.time.clock import now_millis
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval, Period, TimeParseError, format_instant
 
 __all__ = [
     "BackfillPlanError",

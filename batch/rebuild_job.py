@@ -47,10 +47,8 @@ from batch.planning import (
     plan_chunks,
 )
 from batch.tombstones import with_tombstones
-from radstack.clock import now_millis
 from radstack.config import load_settings
 from radstack.datasources import get_spec
-from radstack.intervals import Interval, Period, format_instant, parse_instant
 from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.input_schema import join_options
 from radstack.pipeline.rollup import rollup_rows
@@ -63,6 +61,8 @@ from radstack.storage.indexer import renumber_core
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.raw_archive import archive_watermark
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, Period, format_instant, parse_instant
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from radstack.granularity import Granularity
-from radstack.intervals import Interval
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval
 
 __all__ = ["TOMBSTONE_LOAD_SPEC", "coalesce", "tombstone", "empty_chunks", "with_tombstones"]
 

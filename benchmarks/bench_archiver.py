@@ -30,8 +30,8 @@ from confluent_kafka import Consumer, Producer
 from operations.heap import frozen_startup_heap
 from operations.kafka_broker import KafkaBroker
 from operations.processes import free_port
-from radstack.intervals import format_instant
 from radstack.storage.deep_storage.local import LocalDeepStorage
+from radstack.time.intervals import format_instant
 from realtime.archiver import Archiver, ArchiverConfig
 from realtime.archiver.archiver import FETCH_SETTINGS
 from realtime.topics import ensure_topics

@@ -48,9 +48,9 @@ def main() -> int:
     import orjson
 
     from radstack.config import load_settings
-    from radstack.intervals import format_instant, parse_instant
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.metadata import MetadataStore
+    from radstack.time.intervals import format_instant, parse_instant
     from tests.fixtures.batch import set_watermark, write_archive
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="radstack-bench-backfill-"))

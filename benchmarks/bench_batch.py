@@ -40,8 +40,8 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from radstack.intervals import Interval, parse_instant  # noqa: E402
 from radstack.storage.raw_archive import data_key  # noqa: E402
+from radstack.time.intervals import Interval, parse_instant  # noqa: E402
 from realtime.archiver.records import SCHEMA  # noqa: E402
 from realtime.generators.ads import ADVERTISERS, CITIES, GENDERS, PUBLISHERS  # noqa: E402
 

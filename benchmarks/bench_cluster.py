@@ -37,10 +37,10 @@ from bench_batch import DAY, HOUR, write_archive  # noqa: E402
 from operations.cluster import LocalCluster  # noqa: E402
 from operations.spark_standalone import spark_home  # noqa: E402
 from radstack.config import load_settings  # noqa: E402
-from radstack.intervals import Interval  # noqa: E402
 from radstack.storage.deep_storage import open_deep_storage  # noqa: E402
 from radstack.storage.metadata import MetadataStore  # noqa: E402
 from radstack.storage.raw_archive import watermark_key  # noqa: E402
+from radstack.time.intervals import Interval  # noqa: E402
 
 
 def _env(cluster: LocalCluster, **extra: str) -> dict[str, str]:

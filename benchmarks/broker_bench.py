@@ -126,9 +126,9 @@ def timed(fn: Any, repeat: int) -> float:
 
 
 def scan_rates(settings: Settings, cores: int, repeat: int) -> list[dict[str, Any]]:
-    from radstack.intervals import Interval
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.metadata import MetadataStore
+    from radstack.time.intervals import Interval
     from serving.broker.native import run_native_query
     from serving.broker.service import BrokerService
     from serving.broker.views import time_range_sql

@@ -38,7 +38,7 @@ from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataInte
 from batch.spark_submit import is_cluster_master, submit_args  # noqa: E402
 from radstack.config import Settings, load_settings  # noqa: E402
 from radstack.datasources import load_catalog  # noqa: E402
-from radstack.intervals import Period  # noqa: E402
+from radstack.time.intervals import Period  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from fastapi.responses import JSONResponse
 from batch.backfill import BackfillError, check_plan_closed, plan_backfill
 from batch.planning import BackfillPlanError, NotClosedError
 from operations.processes import radctl_argv
-from radstack.clock import now_millis
-from radstack.intervals import format_instant
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from serving.errors import DruidError, invalid_input
 
 router = APIRouter()

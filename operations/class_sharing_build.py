@@ -61,8 +61,8 @@ def train(dump_to: Path) -> None:
 
     from batch.rebuild_job import rebuild_spec
     from radstack.datasources import get_spec
-    from radstack.intervals import Interval
     from radstack.pipeline.spark_session import build_spark_session
+    from radstack.time.intervals import Interval
     from realtime.generators.ads import generate
     from realtime.generators.common import GeneratorOptions
 

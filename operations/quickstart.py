@@ -35,9 +35,9 @@ from batch.backfill import check_plan_closed, plan_backfill, run_local
 from batch.planning import NotClosedError
 from operations import stack
 from operations.stack import probe_host
-from radstack.clock import now_millis
 from radstack.config import Settings, load_settings
-from radstack.intervals import Interval, Period, format_instant, parse_instant
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, Period, format_instant, parse_instant
 from realtime.generators import ads
 from realtime.generators.common import GeneratorOptions, KafkaSink
 from realtime.generators.common import run as run_generator

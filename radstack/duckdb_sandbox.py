@@ -16,8 +16,8 @@ from pathlib import Path
 
 import duckdb
 
-from radstack.expressions import string_literal
 from radstack.private_files import private_dir
+from radstack.sql_text import string_literal
 
 #: share of the machine's memory a connection may use when no limit is configured
 DEFAULT_MEMORY_SHARE = 0.5

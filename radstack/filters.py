@@ -7,7 +7,7 @@ Semantics are Druid's SQL-compatible null handling: a filter on a null value is 
 not match, and neither does its ``not`` (SQL three-valued logic gives exactly that); ``selector`` /
 ``in`` with a ``null`` value match ``IS NULL``; ``selector``, ``in`` and ``equals`` on numeric columns
 compare numerically (values that are not numbers match nothing). Identifiers are always quoted and
-string values always go through :func:`radstack.expressions.string_literal`, so filter values cannot
+string values always go through :func:`radstack.sql_text.string_literal`, so filter values cannot
 inject SQL. ``__time`` is read as epoch millis (a TIMESTAMP column unless ``column_types`` says
 otherwise).
 
@@ -29,20 +29,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from radstack.expressions import (
-    ExpressionError,
-    _check_dialect,
-    _Compiler,
-    normalize_type,
-    parse_expression,
-    quote_identifier,
-    required_columns,
-    string_literal,
-    time_floor_sql,
-    time_format_sql,
-)
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import Interval, TimeParseError
+from radstack.expressions import Compiler, normalize_type, parse_expression, required_columns
+from radstack.sql_text import ExpressionError, check_dialect, quote_identifier, string_literal
+from radstack.time.floor import time_floor_sql
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import Interval, TimeParseError
+from radstack.time.sql import time_format_sql
 
 __all__ = ["FilterError", "filter_to_sql", "extraction_to_sql", "filter_columns"]
 
@@ -100,7 +92,7 @@ class _FilterCompiler:
     def __init__(self, dialect: str, column_types: Mapping[str, str] | None,
                  multi_value_columns: frozenset[str] = frozenset()) -> None:
         try:
-            self.d = _check_dialect(dialect)
+            self.d = check_dialect(dialect)
         except ExpressionError as e:
             raise FilterError(str(e), "dialect") from e
         self.column_types = dict(column_types or {})
@@ -533,7 +525,7 @@ class _FilterCompiler:
             raise FilterError("expression filter needs a string 'expression'", f"{field}.expression")
         try:
 
-            comp = _Compiler(self.d, self.column_types)
+            comp = Compiler(self.d, self.column_types)
             return comp.boolean(comp.compile(parse_expression(text)))
         except ExpressionError as e:
             raise FilterError(str(e), f"{field}.expression") from e

@@ -31,7 +31,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from radstack.intervals import Period
+from radstack.time.intervals import Period
 
 __all__ = [
     "DEFAULT_TIER",

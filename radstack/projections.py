@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from radstack.granularity import Granularity, GranularityError
+from radstack.time.granularity import Granularity, GranularityError
 
 __all__ = [
     "ROWS_COLUMN",

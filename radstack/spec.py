@@ -31,11 +31,11 @@ import yaml
 
 from radstack.expressions import expression_to_sql
 from radstack.filters import filter_to_sql
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import Interval, Period, TimeParseError, format_instant, parse_instant
-from radstack.joda import tokenize
 from radstack.projections import ProjectionSpec, ProjectionSpecError, parse_projection
 from radstack.sketches import SKETCH_METRICS, SketchParamError, SketchParams, parse_params
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import Interval, Period, TimeParseError, format_instant, parse_instant
+from radstack.time.joda import tokenize
 
 __all__ = [
     "SpecError",

@@ -49,11 +49,11 @@ from fastapi.responses import Response
 
 from radstack.config import Settings
 from radstack.datasources import load_catalog
-from radstack.intervals import TimeParseError, parse_instant
 from radstack.passwords import GENERATED_ADMIN, generated_admin
 from radstack.permissions import Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
 from radstack.spec import SpecError
+from radstack.time.intervals import TimeParseError, parse_instant
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.spool import Spool, SpoolFull
 from realtime.spool_drainer import SpoolDrainer

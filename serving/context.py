@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
+from radstack.time.clock import now_millis
 from serving.jobs import BatchJobs
 
 

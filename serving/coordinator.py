@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from radstack import metrics
-from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.storage.compaction import SparkCompactor, compaction_duty
 from radstack.storage.deep_storage import DeepStorageError
@@ -29,6 +28,7 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segments import segment_path
 from radstack.storage.timeline import TimelineConflictError, VersionedIntervalTimeline
+from radstack.time.clock import now_millis
 from serving.kill import kill_duty
 from serving.retention import apply_retention
 from serving.self_metrics import self_metrics_duty

@@ -15,12 +15,12 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from radstack.clock import now_millis
-from radstack.intervals import Interval, format_instant
 from radstack.storage.compaction import CompactionError, compaction_config_document, save_compaction_config
 from radstack.storage.compaction import delete_compaction_config as delete
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, format_instant
 from serving.errors import invalid_input, not_found
 from serving.kill import kill_unused_segments
 

@@ -30,13 +30,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radstack import metrics
-from radstack.clock import now_millis
 from radstack.config import Settings
-from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime, parse_instant
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore, SegmentRow
 from radstack.storage.segment_format import SEGMENTS_PREFIX
 from radstack.storage.segments import DataSegment, segment_path
+from radstack.time.clock import now_millis
+from radstack.time.intervals import (
+    Interval,
+    Period,
+    TimeParseError,
+    datetime_to_ms,
+    ms_to_datetime,
+    parse_instant,
+)
 from serving.overlord.task_spec import TaskSpecError, new_task_id
 from serving.overlord.tasks import TaskCancelled
 

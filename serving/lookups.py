@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from radstack.clock import now_millis
 from radstack.config import Settings
-from radstack.expressions import quote_identifier
 from radstack.lookups import DEFAULT_TIER, LookupDefinition, parse_container, parse_ranges, parse_rows
+from radstack.sql_text import quote_identifier
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
+from radstack.time.clock import now_millis
 from serving.overlord.input_policy import InputForbidden, check_local_file
 
 log = logging.getLogger(__name__)

@@ -18,8 +18,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from radstack.expressions import quote_identifier
 from radstack.lookups import LookupSpecError, check_name, parse_config, parse_container, replaces
+from radstack.sql_text import quote_identifier
 from serving.lookups import CONFIG_KEY, read_config
 
 router = APIRouter()

@@ -12,9 +12,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from radstack import metrics
-from radstack.clock import now_millis
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment
+from radstack.time.clock import now_millis
 from serving.rules import RuleError, decide, rules_for
 
 log = logging.getLogger(__name__)

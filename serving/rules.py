@@ -27,8 +27,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from radstack.storage.metadata import MetadataStore
+from radstack.time.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 
 __all__ = [
     "RuleError",

@@ -20,14 +20,14 @@ from typing import Any
 import pyarrow as pa
 
 from radstack import metrics
-from radstack.clock import now_millis
 from radstack.config import Settings
-from radstack.intervals import format_instant
 from radstack.spec import DataSchema, parse_data_schema
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 
 log = logging.getLogger(__name__)
 

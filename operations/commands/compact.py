@@ -12,7 +12,6 @@ from rich.table import Table
 
 from batch.compaction_job import compact_with_spark
 from radstack.config import load_settings
-from radstack.intervals import Interval
 from radstack.storage.compaction import (
     CompactionError,
     compact_datasource,
@@ -21,6 +20,7 @@ from radstack.storage.compaction import (
 )
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
+from radstack.time.intervals import Interval
 
 console = Console(highlight=False)
 err = Console(highlight=False, stderr=True)

@@ -24,9 +24,9 @@ from rich.console import Console
 
 from radstack.config import ConfigError, Settings, load_settings
 from radstack.datasources import get_spec
-from radstack.intervals import Interval, TimeParseError
 from radstack.spec import SpecError
 from radstack.storage.metadata import MetadataStore
+from radstack.time.intervals import Interval, TimeParseError
 from serving.druid_cluster.specs import DruidSpecError, chunk_interval, druid_specs
 from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
 

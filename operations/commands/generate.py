@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from radstack.config import load_settings
-from radstack.intervals import Period, parse_instant
+from radstack.time.intervals import Period, parse_instant
 from realtime.generators import ads, netflow
 from realtime.generators.common import FileSink, GeneratorOptions, KafkaSink, run
 from realtime.topics import ensure_topics, topic_specs

@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from radstack.intervals import Period
 from radstack.pipeline.dedup import (
     ENTERED_METRIC_PREFIX,
     EVENT_TS,
@@ -42,6 +41,7 @@ from radstack.spec import (
     ProcessingSpec,
     TimestampSpec,
 )
+from radstack.time.intervals import Period
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -7,7 +7,7 @@ bytes (``__raw``) and the Kafka coordinates. :func:`valid_events` / :func:`dead_
 result. Checks, first failure wins: empty message; malformed JSON (or not an object); missing
 timestamp; unparseable timestamp; missing event id; missing required field
 (``processing.required``); a value that does not convert to its declared type. Timestamps follow
-Druid's ``timestampSpec`` formats (``radstack.timestamps``): native Spark SQL for
+Druid's ``timestampSpec`` formats (``radstack.time.timestamps``): native Spark SQL for
 iso/auto/millis/posix/micro/nano/ruby, the indexer's own parser (an Arrow UDF) for Joda patterns.
 """
 
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from radstack.expressions import quote_identifier
 from radstack.pipeline.input_schema import CORRUPT_COLUMN, field_types, input_fields, json_schema_ddl
 from radstack.spec import TIME_COLUMN, DatasourceSpec
-from radstack.timestamps import parse_timestamp_column
+from radstack.sql_text import quote_identifier
+from radstack.time.timestamps import parse_timestamp_column
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -51,7 +51,7 @@ _ISO_LIKE = r"^[+-]?[0-9]{4}(-|$)"
 
 
 def q(name: str) -> str:
-    """A Spark SQL identifier (the one quoting rule: :func:`radstack.expressions.quote_identifier`)."""
+    """A Spark SQL identifier (the one quoting rule: :func:`radstack.sql_text.quote_identifier`)."""
     return quote_identifier(name, "spark")
 
 

@@ -6,7 +6,7 @@ Arrow batches:
 1. :func:`rollup_rows` (Spark Column expressions): cast each dimension and metric input to its
    declared type (as the indexer converts values; a value that does not convert becomes NULL and
    counts as *processed with error*); ``__time`` truncated to ``queryGranularity`` and the row's
-   segment bucket (``segmentGranularity``) — :func:`radstack.expressions.granularity_floor_sql`, or
+   segment bucket (``segmentGranularity``) — :func:`radstack.time.floor.granularity_floor_sql`, or
    the indexer's own vectorised bucketing in an Arrow UDF for the few zoned periods Spark SQL cannot
    floor;
 2. **one shuffle**: rows hash-partitioned on the rollup key (``__time`` + dimensions), so a rolled-up
@@ -31,14 +31,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from radstack.expressions import ExpressionError, expression_to_sql, granularity_floor_sql
-from radstack.granularity import Granularity
+from radstack.expressions import expression_to_sql
 from radstack.pipeline.parse import BYTES_COLUMN, convert_sql, q
 from radstack.pipeline.transform import druid_types
 from radstack.sketches import aggregate
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
+from radstack.sql_text import ExpressionError
 from radstack.storage.indexer import bucket_starts
 from radstack.storage.segment_format import arrow_type
+from radstack.time.floor import granularity_floor_sql
+from radstack.time.granularity import Granularity
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

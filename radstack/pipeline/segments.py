@@ -27,7 +27,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from radstack.intervals import Interval, format_instant
 from radstack.pipeline.rollup import BYTES, ERRORS, ROWS, SEGMENT_START, combine, rollup_sorted
 from radstack.spec import TIME_COLUMN, DataSchema, TimestampSpec
 from radstack.storage.deep_storage import open_deep_storage
@@ -42,6 +41,7 @@ from radstack.storage.indexer import (
 )
 from radstack.storage.segment_format import SegmentFileWriter, segment_schema
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, format_instant
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from radstack.intervals import Interval, Period
 from radstack.spec import TIME_COLUMN
+from radstack.time.intervals import Interval, Period
 
 if TYPE_CHECKING:
     import pyarrow as pa

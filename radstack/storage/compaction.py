@@ -43,19 +43,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack import metrics
-from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.datasources import load_catalog
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import (
-    Interval,
-    Period,
-    TimeParseError,
-    datetime_to_ms,
-    format_instant,
-    ms_to_datetime,
-    parse_instant,
-)
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec, SpecError, parse_data_schema
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
@@ -64,6 +53,17 @@ from radstack.storage.publish import publish
 from radstack.storage.segment_format import arrow_type, read_segment_table, value_type_of
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, VisibleSegment
+from radstack.time.clock import now_millis
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import (
+    Interval,
+    Period,
+    TimeParseError,
+    datetime_to_ms,
+    format_instant,
+    ms_to_datetime,
+    parse_instant,
+)
 
 log = logging.getLogger(__name__)
 

@@ -35,13 +35,11 @@ import pyarrow.compute as pc
 
 from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.expressions import expression_to_sql
-from radstack.expressions import quote_identifier as _q
 from radstack.filters import filter_to_sql
-from radstack.granularity import Granularity
-from radstack.intervals import Interval, condense
 from radstack.projections import ProjectionSpec
 from radstack.sketches import aggregate
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
+from radstack.sql_text import quote_identifier as _q
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.projections import write_projection_files
 from radstack.storage.segment_format import (
@@ -51,7 +49,9 @@ from radstack.storage.segment_format import (
     write_segment_file,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
-from radstack.timestamps import parse_timestamp_column, query_arrow
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval, condense
+from radstack.time.timestamps import parse_timestamp_column, query_arrow
 
 __all__ = [
     "IngestStats",

@@ -29,10 +29,10 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.pool import StaticPool
 
-from radstack.clock import now_millis
 from radstack.config import Settings
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.storage.segments import DataSegment
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, format_instant, parse_instant
 
 DEFAULT_RULES: list[dict[str, Any]] = [{"type": "loadForever", "tieredReplicants": {"_default_tier": 2}}]
 """Druid's default rule set, stored under ``_default`` when the tables are created."""

@@ -16,11 +16,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.expressions import quote_identifier as _q
 from radstack.projections import ROWS_COLUMN, ProjectionSpec, time_floor_sql
 from radstack.spec import TIME_COLUMN
+from radstack.sql_text import quote_identifier as _q
 from radstack.storage.segment_format import write_segment_file
-from radstack.timestamps import query_arrow
+from radstack.time.timestamps import query_arrow
 
 __all__ = ["projection_sql", "projection_columns", "write_projection_files"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from radstack.intervals import format_instant
 from radstack.storage.segments import DataSegment
+from radstack.time.intervals import format_instant
 
 __all__ = [
     "MAX_REPLICAS",

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.time.intervals import Interval, format_instant, parse_instant
 
 BINARY_VERSION = 9
 """Druid's segment binary version; radstack's Parquet segments declare the same for tooling."""

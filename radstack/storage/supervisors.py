@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from radstack.clock import now_millis
-from radstack.intervals import format_instant
 from radstack.spec import DatasourceSpec, SpecError, load_datasource_spec
 from radstack.storage.metadata import MetadataStore
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 
 __all__ = ["CONFIG_KEY", "SupervisorError", "SupervisorRecord", "datasource_spec_from_supervisor",
            "load_supervisors", "save_supervisor", "delete_supervisor"]

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from radstack.intervals import Interval
 from radstack.storage.segments import DataSegment, SegmentId
+from radstack.time.intervals import Interval
 
 # Shard spec types whose `partitions` count is always complete (no core set to wait for).
 _ALWAYS_COMPLETE = frozenset({"linear", "none", "tombstone", "numbered_overwrite"})

@@ -42,11 +42,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaError, KafkaException, TopicPartition
 
-from radstack.clock import now_millis
 from radstack.metrics import record_archive
 from radstack.storage.deep_storage.base import DeepStorage, DeepStorageError
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import HOUR_MS, manifest_key
+from radstack.time.clock import now_millis
 from realtime.archiver.records import ColumnBuffer, to_table, write_hour_files
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
 from realtime.archiver.watermark import WatermarkTracker

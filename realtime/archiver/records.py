@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from radstack.storage.raw_archive import HOUR_MS, data_key
-from radstack.timestamps import parse_timestamp_column, query_arrow, string_millis_sql, utc_connection
+from radstack.time.timestamps import parse_timestamp_column, query_arrow, string_millis_sql, utc_connection
 
 SCHEMA = pa.schema(
     [

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 import orjson
 
-from radstack.intervals import format_instant
+from radstack.time.intervals import format_instant
 from realtime.generators.common import Emit, GeneratorOptions, Injector, weighted, zipf_weights
 
 PUBLISHERS = [

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import orjson
 
-from radstack.intervals import format_instant
+from radstack.time.intervals import format_instant
 from realtime.generators.common import Emit, GeneratorOptions, Injector, weighted, zipf_weights
 
 AS_NAMES = [

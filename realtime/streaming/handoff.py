@@ -27,7 +27,6 @@ from typing import Any
 
 import pyarrow as pa
 
-from radstack.intervals import Interval
 from radstack.pipeline.segments import interval_start_version
 from radstack.pipeline.window import interval_closed
 from radstack.spec import TIME_COLUMN, DatasourceSpec, TimestampSpec
@@ -37,6 +36,7 @@ from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.replicas import replica_of
 from radstack.storage.segment_format import read_segment_table
+from radstack.time.intervals import Interval
 
 __all__ = ["HANDOFF_SUFFIX", "handoff_version", "is_realtime_version", "handoff_closed_intervals", "merge_interval"]
 

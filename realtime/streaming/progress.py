@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from radstack.clock import now_millis
 from radstack.config import Settings
 from radstack.datasources import load_catalog
-from radstack.intervals import format_instant, parse_instant
 from radstack.pipeline.dedup import ENTERED_METRIC_PREFIX, PASSED_METRIC_PREFIX
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import MAX_REPLICAS, progress_key, state_key
 from radstack.storage.supervisors import load_supervisors
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant, parse_instant
 
 __all__ = ["ProgressTracker", "new_progress", "lag_from_progress", "status_view"]
 

@@ -33,14 +33,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from radstack.clock import now_millis
-from radstack.intervals import Interval, format_instant
 from radstack.pipeline.batch import finish_pipeline
 from radstack.pipeline.window import late_threshold
 from radstack.spec import DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.publish import publish
 from radstack.storage.replicas import partition_range, progress_key, state_key
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, format_instant
 from realtime.streaming.handoff import handoff_closed_intervals
 from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_micro_batch
 

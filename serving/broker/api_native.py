@@ -15,7 +15,7 @@ import orjson
 from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from radstack.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
+from radstack.time.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from serving.auth import query_canceller, request_user
 from serving.broker.native import query_id_of, run_native_query
 from serving.broker.projections import projection_header

@@ -18,9 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from radstack.expressions import quote_identifier as quote_ident
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import ETERNITY_END, ETERNITY_START
 from radstack.projections import (
     ROWS_COLUMN,
     ProjectionSpec,
@@ -28,7 +25,10 @@ from radstack.projections import (
     is_aligned_instant,
     parse_projection,
 )
+from radstack.sql_text import quote_identifier as quote_ident
 from radstack.storage.projections import projection_columns, projection_sql
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import ETERNITY_END, ETERNITY_START
 from serving.broker.segment_cache import LoadedProjection
 from serving.broker.views import Chunk, ColumnInfo, chunk_select_sql, norm_type, time_range_sql
 

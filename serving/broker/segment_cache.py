@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.config import Settings
-from radstack.expressions import quote_identifier as _q
+from radstack.sql_text import quote_identifier as _q
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segment_format import ARRAY_KEY, COMPLEX_KEY

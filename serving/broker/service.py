@@ -23,13 +23,13 @@ import pyarrow as pa
 
 from radstack.config import CoordinatorSettings, ServerSettings, Settings
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.expressions import quote_identifier as quote_ident
-from radstack.intervals import Interval, format_instant
+from radstack.sql_text import quote_identifier as quote_ident
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import choose_replicas, realtime_replicas, serve_one_replica
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
+from radstack.time.intervals import Interval, format_instant
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import SegmentCache, SegmentLoadError

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from radstack.expressions import quote_identifier as quote_ident
-from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
+from radstack.sql_text import quote_identifier as quote_ident
+from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
 from serving.broker.segment_cache import LoadedSegment, druid_type
 
 

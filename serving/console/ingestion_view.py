@@ -16,10 +16,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from radstack.clock import now_millis
-from radstack.intervals import format_instant
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.timeline import timelines_by_data_source
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from serving.console.timeline_view import segment_kind
 
 RATE_WINDOW_MS = 5 * 60 * 1000

@@ -23,7 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
-from radstack.intervals import Interval
+from radstack.time.intervals import Interval
 from serving.auth import request_user
 from serving.console.ingestion_view import datasource_summaries, ingestion_view
 from serving.console.timeline_view import timeline_view

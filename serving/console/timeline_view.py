@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from radstack.intervals import Interval, format_instant
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
+from radstack.time.intervals import Interval, format_instant
 
 KINDS = ("realtime", "handed-off", "batch", "compacted", "tombstone")
 

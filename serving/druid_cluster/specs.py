@@ -26,10 +26,10 @@ from typing import Any
 from urllib.parse import urlparse
 
 from radstack.config import DeepStorageSettings
-from radstack.intervals import Interval
 from radstack.spec import TIME_COLUMN, DataSchema, DatasourceSpec
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
+from radstack.time.intervals import Interval
 
 __all__ = [
     "DruidSpecError",

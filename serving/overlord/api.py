@@ -8,9 +8,9 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from radstack.clock import now_millis
-from radstack.intervals import format_instant
 from radstack.storage.metadata import TaskExistsError
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from serving.auth import request_user
 from serving.errors import DruidError, invalid_input, not_found
 from serving.kill import parse_kill_task

@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from radstack.clock import now_millis
-from radstack.intervals import Interval, Period, TimeParseError
 from radstack.storage.compaction import (
     CompactionConfig,
     CompactionError,
@@ -19,6 +17,8 @@ from radstack.storage.compaction import (
     window_period_of,
 )
 from radstack.storage.metadata import MetadataStore
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, Period, TimeParseError
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.task_spec import TaskSpecError, new_task_id
 

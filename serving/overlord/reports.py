@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from radstack.clock import now_millis
+from radstack.time.clock import now_millis
 
 ROW_STAT_KEYS = ("processed", "processedBytes", "processedWithError", "thrownAway", "unparseable")
 

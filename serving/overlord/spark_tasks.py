@@ -22,8 +22,8 @@ from typing import Any
 import yaml
 
 from radstack.config import Settings
-from radstack.intervals import parse_instant
 from radstack.private_files import private_dir, write_private
+from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_sources import resolve_input_source
 

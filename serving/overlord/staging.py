@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.expressions import quote_identifier
+from radstack.sql_text import quote_identifier
 
 _SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE"}
 

@@ -24,9 +24,7 @@ from confluent_kafka import KafkaException
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from radstack.clock import now_millis
 from radstack.datasources import load_catalog
-from radstack.intervals import format_instant
 from radstack.kafka_offsets import latest_offsets
 from radstack.spec import SpecError
 from radstack.storage.replicas import progress_key, state_key
@@ -38,6 +36,8 @@ from radstack.storage.supervisors import (
     load_supervisors,
     save_supervisor,
 )
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from serving.auth import request_user
 from serving.errors import DruidError, not_found
 from serving.overlord.api import read_json

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from radstack.intervals import format_instant
 from radstack.spec import DataSchema, SpecError, parse_data_schema
+from radstack.time.intervals import format_instant
 from serving.overlord.input_formats import validate_input_format
 from serving.overlord.input_sources import InputSpecError, validate_input_source
 from serving.overlord.reports import INT_MAX

@@ -30,15 +30,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from radstack.clock import now_millis
 from radstack.config import Settings
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.private_files import private_dir
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
+from radstack.time.clock import now_millis
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from serving.jobs import BatchJobs
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_formats import ReadCancelled, read_batches

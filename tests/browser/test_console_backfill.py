@@ -14,10 +14,10 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.spec import load_datasource_spec
 from radstack.storage.indexer import index_partition
 from radstack.storage.publish import publish
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from tests.browser.test_console import css, open_view, wait_for
 from tests.fixtures.batch import WEB_SPEC as SPEC
 from tests.fixtures.batch import set_watermark, write_archive

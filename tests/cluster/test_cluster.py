@@ -317,9 +317,9 @@ def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalClust
     ``spark.master: spark://…``: its rebuild task is a SparkSubmitOperator whose application runs on the
     standalone cluster, reading the archive in HDFS and publishing there."""
     from batch.backfill import visible
-    from radstack.intervals import Interval, format_instant, parse_instant
     from radstack.storage.deep_storage import open_deep_storage
     from radstack.storage.metadata import MetadataStore
+    from radstack.time.intervals import Interval, format_instant, parse_instant
     from tests.fixtures.airflow import airflow_environment, run_dag_test
     from tests.fixtures.batch import set_watermark, write_archive
 

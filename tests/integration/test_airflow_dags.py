@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from tests.fixtures.airflow import REPO, airflow_environment, run_airflow_python, run_dag_test
 from tests.fixtures.batch import set_watermark, write_archive
 

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from operations.processes import free_port
-from radstack.intervals import format_instant, parse_instant
+from radstack.time.intervals import format_instant, parse_instant
 from tests.fixtures.airflow import AIRFLOW_PY, REPO, ensure_airflow
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.integration.test_airflow_dags import SPEC

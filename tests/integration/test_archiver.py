@@ -17,8 +17,8 @@ import pyarrow.dataset as pads
 import pytest
 from confluent_kafka import Producer
 
-from radstack.intervals import format_instant
 from radstack.storage.raw_archive import RAW_PREFIX, hour_dir
+from radstack.time.intervals import format_instant
 from realtime.archiver import Archiver, ArchiverConfig
 
 pytestmark = pytest.mark.slow

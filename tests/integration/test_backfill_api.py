@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from radstack.intervals import format_instant, parse_instant
+from radstack.time.intervals import format_instant, parse_instant
 from tests.fixtures.batch import WEB_SPEC as SPEC
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.fixtures.server import running_server

@@ -24,7 +24,7 @@ import orjson
 import pytest
 
 from radstack.config import Settings
-from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from tests.fixtures.streaming import EXAMPLES
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from radstack.config import Settings
-from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from tests.fixtures.batch import set_watermark, write_archive
 
 pytestmark = pytest.mark.slow

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from radstack.intervals import format_instant, parse_instant
+from radstack.time.intervals import format_instant, parse_instant
 from tests.fixtures.batch import set_watermark, write_archive
 
 pytestmark = pytest.mark.slow

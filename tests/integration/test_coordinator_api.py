@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from radstack.intervals import Interval
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval
 
 pytestmark = pytest.mark.slow
 

@@ -14,7 +14,7 @@ import httpx
 import pyarrow as pa
 import pytest
 
-from radstack.intervals import format_instant, parse_instant
+from radstack.time.intervals import format_instant, parse_instant
 
 pytestmark = pytest.mark.slow
 

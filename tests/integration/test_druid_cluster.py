@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.spec import load_datasource_spec
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from serving.druid_cluster.specs import chunk_interval, index_parallel_spec
 from serving.druid_cluster.submit import OverlordClient
 

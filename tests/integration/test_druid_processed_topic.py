@@ -20,7 +20,7 @@ import orjson
 import pytest
 import yaml
 
-from radstack.intervals import Interval, format_instant
+from radstack.time.intervals import Interval, format_instant
 from serving.druid_cluster.specs import chunk_interval, index_parallel_spec, kafka_supervisor_spec
 from serving.druid_cluster.submit import OverlordClient
 from tests.integration.test_druid_cluster import (

@@ -81,8 +81,8 @@ GRANULARITIES = [
 def test_rollup_floor_matches_granularity_bucket_start(spark, gran) -> None:  # type: ignore[no-untyped-def]
     """The batch rebuild floors ``__time`` in Spark (radstack.pipeline.rollup): same buckets as the
     indexer's Granularity.bucket_start, zoned and calendar periods included."""
-    from radstack.granularity import Granularity
     from radstack.pipeline.rollup import _floor
+    from radstack.time.granularity import Granularity
 
     g = Granularity.parse(gran)
     times = [0, 1, 1_000_000_000_123, 1_583_020_800_000, 1_699_999_999_999, 1_711_846_799_999, -86_400_001]

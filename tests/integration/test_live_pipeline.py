@@ -12,9 +12,9 @@ import httpx
 import orjson
 import pytest
 
-from radstack.clock import now_millis
 from radstack.config import load_settings
-from radstack.intervals import format_instant
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from tests.fixtures.kafka import running_receiver
 from tests.fixtures.server import running_server
 from tests.fixtures.streaming import streaming_home

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.storage.metadata import (
     DEFAULT_RULES,
     MetadataStore,
@@ -23,6 +22,7 @@ from radstack.storage.metadata import (
     normalize_url,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, format_instant, parse_instant
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -130,7 +130,7 @@ def test_publish_failing_mid_transaction_leaves_nothing(metadata_store: Metadata
 _CRASHER = textwrap.dedent(
     """
     import sys, time
-    from radstack.intervals import Interval
+    from radstack.time.intervals import Interval
     from radstack.storage.metadata import MetadataStore
     from radstack.storage.segments import DataSegment, ShardSpec
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from radstack.config import Settings
-from radstack.intervals import format_instant
+from radstack.time.intervals import format_instant
 from tests.fixtures.streaming import ads_spec, produce_ads, rolled_up, segment_rows, sql_count
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,7 @@ def _job(settings: Settings, spec: Any, spark: Any, bootstrap: str, **kw: Any) -
 def test_exact_count_without_duplicates_or_late_events(
     settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
 ) -> None:
-    from radstack.intervals import format_instant
+    from radstack.time.intervals import format_instant
     from realtime.streaming.sink import progress_key, state_key
 
     n = 3000

@@ -83,7 +83,7 @@ def test_late_rows_the_join_plan_drops_are_counted(
     import orjson
     from confluent_kafka import Producer
 
-    from radstack.intervals import format_instant
+    from radstack.time.intervals import format_instant
     from realtime.streaming.job import StreamingJob, stream_options
     from realtime.streaming.sink import progress_key
     from tests.fixtures.streaming import ads_spec, segment_rows

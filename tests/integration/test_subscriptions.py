@@ -18,12 +18,12 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from radstack.clock import now_millis
-from radstack.intervals import format_instant
 from radstack.passwords import hash_password
 from radstack.spec import parse_data_schema
 from radstack.storage.indexer import index_partition
 from radstack.storage.publish import publish
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
 from tests.fixtures.server import RunningServer, running_server
 

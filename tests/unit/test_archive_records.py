@@ -11,8 +11,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from radstack.intervals import parse_instant
 from radstack.storage.raw_archive import data_key
+from radstack.time.intervals import parse_instant
 from realtime.archiver.records import SCHEMA, ColumnBuffer, extract_event_time, to_table, write_hour_files
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from batch.planning import BackfillPlanError, NotClosedError, check_closed, parse_interval, plan_chunks
 from radstack.config import DeepStorageSettings
-from radstack.granularity import Granularity
-from radstack.intervals import Interval, Period, parse_instant
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval, Period, parse_instant
 
 DAY = 86_400_000
 HOUR = 3_600_000

@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from radstack.intervals import Interval, Period, format_instant, parse_instant
 from radstack.storage.compaction import (
     CompactionConfig,
     CompactionConflictError,
@@ -24,6 +23,7 @@ from radstack.storage.compaction import (
     save_compaction_config,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, Period, format_instant, parse_instant
 from serving.coordinator import mark_overshadowed_unused
 
 MINUTE = 60_000

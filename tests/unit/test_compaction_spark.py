@@ -10,9 +10,9 @@ import pyarrow.compute as pc
 import pytest
 
 from batch.compaction_job import compact_with_spark
-from radstack.intervals import parse_instant
 from radstack.storage.compaction import CompactionConfig, plan_compaction, run_compaction
 from radstack.storage.segment_format import read_segment_table
+from radstack.time.intervals import parse_instant
 from tests.unit.test_compaction import COMBOS6, MINUTE, RT_VERSION, config, events, ingest_schema, truth
 
 pytestmark = pytest.mark.slow

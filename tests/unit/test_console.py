@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.passwords import hash_password
 from radstack.storage.metadata import SegmentRow
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, format_instant, parse_instant
 from serving.console.timeline_view import segment_kind, timeline_view
 
 DAY = 86_400_000

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from radstack.intervals import Interval
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
+from radstack.time.intervals import Interval
 from serving.coordinator import collect_orphan_segment_files, mark_overshadowed_unused, run_duties
 
 DAY = "2024-01-01/2024-01-02"

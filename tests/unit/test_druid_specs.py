@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from radstack.config import DeepStorageSettings, Settings
-from radstack.intervals import Interval, parse_instant
 from radstack.spec import load_datasource_spec
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, parse_instant
 from serving.druid_cluster.specs import (
     DruidSpecError,
     SegmentFiles,

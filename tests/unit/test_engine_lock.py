@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.timestamps import utc_connection
+from radstack.time.timestamps import utc_connection
 from tests.fixtures.broker import BrokerEnv
 
 CANARY = "CANARY-5f1c9e-engine-lock"

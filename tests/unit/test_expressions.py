@@ -21,8 +21,8 @@ from radstack.expressions import (
     parse_expression,
     required_columns,
 )
-from radstack.granularity import Granularity
-from radstack.joda import format_millis, parse_to_millis
+from radstack.time.granularity import Granularity
+from radstack.time.joda import format_millis, parse_to_millis
 
 TYPES = {"s": "STRING", "l": "LONG", "d": "DOUBLE", "n": "STRING", "t": "STRING"}
 T0 = 1_000_000_000_123  # 2001-09-09T01:46:40.123Z
@@ -237,8 +237,8 @@ def test_timestamp_floor_with_origin(con: duckdb.DuckDBPyConnection) -> None:
 @pytest.mark.parametrize(("period", "step"), [("PT1H", 3), ("P1D", -2), ("P1M", 1), ("P1Y", 2), ("P1M", -13)])
 @pytest.mark.parametrize("tz", ["UTC", "America/Los_Angeles"])
 def test_timestamp_shift(con: duckdb.DuckDBPyConnection, period: str, step: int, tz: str) -> None:
-    from radstack.intervals import Period, datetime_to_ms, ms_to_datetime
-    from radstack.joda import zone
+    from radstack.time.intervals import Period, datetime_to_ms, ms_to_datetime
+    from radstack.time.joda import zone
 
     p = Period.parse(period)
     expected = [datetime_to_ms(p.add_to(ms_to_datetime(ms).astimezone(zone(tz)), step)) for ms in INSTANTS]
@@ -252,7 +252,7 @@ def test_timestamp_shift(con: duckdb.DuckDBPyConnection, period: str, step: int,
 )
 @pytest.mark.parametrize("tz", ["UTC", "Asia/Kolkata"])
 def test_timestamp_extract(con: duckdb.DuckDBPyConnection, unit: str, tz: str) -> None:
-    from radstack.joda import zone
+    from radstack.time.joda import zone
 
     def ref(ms: int) -> float:
         dt = datetime.fromtimestamp(ms / 1000, UTC).astimezone(zone(tz))

@@ -11,7 +11,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from radstack.intervals import parse_instant
+from radstack.time.intervals import parse_instant
 from realtime.generators import ads, netflow
 from realtime.generators.common import LATE_MAX_MS, LATE_MIN_MS, FileSink, GeneratorOptions, RateLimiter, run
 from realtime.receiver import _BadBody, parse_events

@@ -1,7 +1,7 @@
 import pytest
 
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import Interval, format_instant, parse_instant
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import Interval, format_instant, parse_instant
 
 T = parse_instant("2026-11-22T10:37:12.345Z")  # a Sunday
 

@@ -9,8 +9,6 @@ import orjson
 import pyarrow as pa
 import pytest
 
-from radstack.granularity import Granularity
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.spec import DataSchema, parse_data_schema
 from radstack.storage.indexer import (
     IngestStats,
@@ -26,6 +24,8 @@ from radstack.storage.segment_format import (
     segment_schema,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval, format_instant, parse_instant
 
 VERSION = "2024-01-01T00:00:00.000Z"
 

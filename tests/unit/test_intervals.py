@@ -1,6 +1,6 @@
 import pytest
 
-from radstack.intervals import Interval, Period, TimeParseError, condense, format_instant, parse_instant
+from radstack.time.intervals import Interval, Period, TimeParseError, condense, format_instant, parse_instant
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 
-from radstack.joda import (
+from radstack.time.joda import (
     ISO_PATTERN,
     format_millis,
     joda_to_spark,

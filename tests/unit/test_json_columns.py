@@ -109,8 +109,8 @@ def test_building_and_parsing_json(env: Any) -> None:
 
 
 def test_compaction_keeps_json_columns(env: Any) -> None:
-    from radstack.intervals import parse_instant
     from radstack.storage.compaction import CompactionConfig, compact_datasource
+    from radstack.time.intervals import parse_instant
 
     cfg = CompactionConfig.from_json({"dataSource": "events", "metricsSpec": [{"type": "longSum", "name": "count",
                                                                               "fieldName": "count"}],

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from radstack.config import Settings
-from radstack.intervals import Interval, parse_instant
 from radstack.storage.deep_storage.local import LocalDeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.segment_format import segment_data_key
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, parse_instant
 from serving.kill import find_kill_candidates, kill_duty, kill_unused_segments, segment_folder
 
 DAY = 86_400_000

@@ -48,7 +48,7 @@ def test_overshadow_clip_and_realtime_appends(wiki: Any) -> None:
     # real-time segments (partitions = 0) are appended and visible at once, any subset is complete
     rt_version = "2024-01-03T00:00:00.000Z"
     wiki.index(one_row("2024-01-03T01:00:00Z", 5), WIKI_SCHEMA, version=rt_version, shard="append")
-    from radstack.intervals import Interval
+    from radstack.time.intervals import Interval
 
     day3 = Interval.parse("2024-01-03/2024-01-04")
     wiki.index(one_row("2024-01-03T02:00:00Z", 6), WIKI_SCHEMA, version=rt_version, shard="append",

@@ -91,7 +91,7 @@ def test_required_fields_and_missing_value(stream_spark: Any) -> None:
 def test_timestamp_formats_match_the_indexer(stream_spark: Any, fmt: str, value: str, millis: int) -> None:
     import pyarrow as pa
 
-    from radstack.timestamps import parse_timestamp_column
+    from radstack.time.timestamps import parse_timestamp_column
 
     rows = _parse(stream_spark, _spec(fmt), [b'{"ts": "%s", "id": "a"}' % value.encode()])
     assert rows[0]["__time"] == millis

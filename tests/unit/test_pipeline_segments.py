@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from radstack.intervals import Interval, format_instant
 from radstack.spec import load_datasource_spec
+from radstack.time.intervals import Interval, format_instant
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 HOUR = 3_600_000

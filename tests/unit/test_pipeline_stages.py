@@ -64,8 +64,8 @@ def test_exact_dedup_keeps_one_row_per_event_id(stream_spark: Any) -> None:
 
 
 def test_window_period_drops_late_rows(stream_spark: Any) -> None:
-    from radstack.intervals import Interval, Period
     from radstack.pipeline.window import drop_late, interval_closed, late_threshold, window_millis
+    from radstack.time.intervals import Interval, Period
 
     w = window_millis(Period.parse("PT10M"))
     assert w == 600_000

@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 
-from radstack.intervals import Interval, format_instant
 from radstack.storage.replicas import (
     MAX_REPLICAS,
     choose_replicas,
@@ -19,6 +18,7 @@ from radstack.storage.replicas import (
     state_key,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, format_instant
 
 HOUR = Interval(1_700_000_000_000 // 3_600_000 * 3_600_000, 1_700_000_000_000 // 3_600_000 * 3_600_000 + 3_600_000)
 

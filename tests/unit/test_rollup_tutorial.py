@@ -13,10 +13,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from radstack.intervals import Interval, format_instant, parse_instant
 from radstack.spec import load_datasource_spec
 from radstack.storage.indexer import index_partition
 from radstack.storage.segment_format import read_segment_table, segment_data_key
+from radstack.time.intervals import Interval, format_instant, parse_instant
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "rollup-tutorial"
 

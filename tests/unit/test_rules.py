@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from radstack.intervals import Interval, parse_instant
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, parse_instant
 from serving.retention import apply_retention
 from serving.rules import RuleError, decide, matching_rule, parse_rule, parse_rules, rules_for
 
@@ -96,7 +96,7 @@ def _daily(ds: str, first: str, days: int) -> list[DataSegment]:
 
 
 def _iso(ms: int) -> str:
-    from radstack.intervals import format_instant
+    from radstack.time.intervals import format_instant
 
     return format_instant(ms)
 

@@ -7,8 +7,6 @@ from typing import Any
 
 import pytest
 
-from radstack.granularity import Granularity
-from radstack.intervals import Interval, Period, parse_instant
 from radstack.spec import (
     DataSchema,
     DimensionSchema,
@@ -17,6 +15,8 @@ from radstack.spec import (
     load_datasource_spec,
     parse_data_schema,
 )
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval, Period, parse_instant
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

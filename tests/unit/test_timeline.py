@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from radstack.intervals import Interval
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.storage.timeline import (
     TimelineConflictError,
     VersionedIntervalTimeline,
     timelines_by_data_source,
 )
+from radstack.time.intervals import Interval
 
 DS = "wiki"
 DAY = "2024-01-01/2024-01-02"

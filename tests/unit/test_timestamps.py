@@ -5,8 +5,8 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 
-from radstack.intervals import parse_instant
-from radstack.timestamps import parse_timestamp_column
+from radstack.time.intervals import parse_instant
+from radstack.time.timestamps import parse_timestamp_column
 
 T = parse_instant("2018-01-01T01:01:35Z")  # 1514768495000
 

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from radstack.intervals import Period
 from radstack.pipeline.window import window_millis
+from radstack.time.intervals import Period
 
 DAY = 86_400_000
 

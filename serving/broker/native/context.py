@@ -16,8 +16,8 @@ import duckdb
 
 from radstack.expressions import expression_to_sql
 from radstack.filters import filter_to_sql
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import Interval, TimeParseError, condense
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import Interval, TimeParseError, condense
 from serving.broker.native.granularity_sql import bucket_sql, fill_buckets, format_bucket
 from serving.broker.native.projections import choose_projection
 from serving.broker.native.virtual_columns import parse_virtual_columns

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from radstack.granularity import Granularity, GranularityError
-from radstack.joda import joda_to_strftime
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.joda import joda_to_strftime
 from serving.broker.native.granularity_sql import bucket_sql
 from serving.errors import invalid_input, unsupported
 from serving.lookups import value_sql

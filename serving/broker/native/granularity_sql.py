@@ -1,7 +1,7 @@
 """Druid granularities as DuckDB expressions over the ``__time`` TIMESTAMP column.
 
 :func:`bucket_sql` gives a BIGINT expression (epoch millis of the bucket start) that matches
-:meth:`radstack.granularity.Granularity.bucket_start`: simple UTC granularities become integer
+:meth:`radstack.time.granularity.Granularity.bucket_start`: simple UTC granularities become integer
 arithmetic, period granularities truncate the wall clock in their time zone with DuckDB's ICU
 functions, and the rare remaining forms (calendar periods with an origin) use a vectorised Python UDF.
 :func:`format_bucket` renders a bucket start as Druid does: ``…Z`` in UTC, with the zone's offset for
@@ -16,9 +16,9 @@ from collections.abc import Iterable
 import duckdb
 import pyarrow as pa
 
-from radstack.granularity import Granularity
-from radstack.intervals import Interval, format_instant
-from radstack.joda import format_millis
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Interval, format_instant
+from radstack.time.joda import format_millis
 
 TIME_MS = 'epoch_ms("__time")'
 

@@ -15,9 +15,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from radstack.granularity import Granularity
-from radstack.intervals import ETERNITY_END, ETERNITY_START, Interval
 from radstack.projections import granularity_covers, is_aligned_instant
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval
 from serving.broker.projections import ProjectionView
 from serving.broker.query_manager import native_flag
 from serving.errors import invalid_input

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from radstack.intervals import datetime_to_ms
 from radstack.sketches import count
+from radstack.time.intervals import datetime_to_ms
 
 
 def render(value: Any, typ: str) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from radstack.intervals import Interval, Period, condense, datetime_to_ms, format_instant, ms_to_datetime
+from radstack.time.intervals import Interval, Period, condense, datetime_to_ms, format_instant, ms_to_datetime
 from serving.broker.native.context import QueryContext, parse_intervals, q
 from serving.broker.segment_cache import druid_type
 from serving.errors import invalid_input

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from radstack.intervals import TimeParseError, parse_instant
+from radstack.time.intervals import TimeParseError, parse_instant
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.timeexpr import ts_literal
 

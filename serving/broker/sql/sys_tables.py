@@ -8,9 +8,9 @@ from typing import Any
 import orjson
 import pyarrow as pa
 
-from radstack.intervals import format_instant
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.supervisors import load_supervisors
+from radstack.time.intervals import format_instant
 
 S, L = pa.string(), pa.int64()
 

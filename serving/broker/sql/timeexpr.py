@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.intervals import Period, TimeParseError, format_instant
+from radstack.time.intervals import Period, TimeParseError, format_instant
 from serving.broker.sql.errors import validation_error
 
 UTC_NAMES = ("UTC", "Z", "ETC/UTC", "GMT", "+00:00")

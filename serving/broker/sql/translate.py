@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from radstack.clock import now_millis
+from radstack.time.clock import now_millis
 from serving.broker.limits import planning_guard
 from serving.broker.relations import check_relations
 from serving.broker.sql import functions, guard

@@ -12,10 +12,10 @@ from typing import Any
 
 import duckdb
 
-from radstack.granularity import Granularity
-from radstack.intervals import datetime_to_ms, ms_to_datetime
-from radstack.joda import format_millis, parse_to_millis, zone
 from radstack.sketches import SketchParams, aggregate, count, estimate, quantile, theta_set_operation
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import datetime_to_ms, ms_to_datetime
+from radstack.time.joda import format_millis, parse_to_millis, zone
 
 _lock = threading.Lock()
 _registered: set[tuple[object, str]] = set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.granularity import Granularity
+from radstack.time.granularity import Granularity
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.granularity import Granularity, GranularityError
-from radstack.intervals import TimeParseError, parse_instant
 from radstack.projections import ROWS_COLUMN, granularity_covers, is_aligned_instant
+from radstack.time.granularity import Granularity, GranularityError
+from radstack.time.intervals import TimeParseError, parse_instant
 from serving.broker.projections import ProjectionView
 from serving.broker.sql.context import TranslationContext, truthy
 from serving.broker.sql.errors import validation_error

@@ -3,14 +3,14 @@
 UTC periods of one field whose size divides the next field (PT1H, PT5M, PT15M, P1D, P1W, P1M, P3M,
 P1Y, …) become ``DATE_TRUNC`` / ``TIME_BUCKET``; zones use DuckDB's ICU conversion for one-unit periods;
 everything else (origins, odd periods) calls the ``druid_time_floor`` UDF, which follows Druid's
-PeriodGranularity through :mod:`radstack.granularity`.
+PeriodGranularity through :mod:`radstack.time.granularity`.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.intervals import Period, TimeParseError, parse_instant
+from radstack.time.intervals import Period, TimeParseError, parse_instant
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.intervals import Interval, TimeParseError
+from radstack.time.intervals import Interval, TimeParseError
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name

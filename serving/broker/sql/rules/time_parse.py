@@ -1,12 +1,12 @@
 """TIME_PARSE(str[, pattern[, tz]]) → TIMESTAMP, NULL when the text does not parse. Literal arguments
 are folded at translation time (Superset sends ``TIME_PARSE('2020-01-01T00:00:00')``); other calls use
-the ``druid_time_parse`` UDF (Joda patterns, ISO by default, via :mod:`radstack.joda`)."""
+the ``druid_time_parse`` UDF (Joda patterns, ISO by default, via :mod:`radstack.time.joda`)."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.joda import parse_to_millis
+from radstack.time.joda import parse_to_millis
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from radstack.intervals import (
+from radstack.time.intervals import (
     Interval,
     Period,
     TimeParseError,

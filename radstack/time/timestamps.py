@@ -8,7 +8,7 @@ Formats follow Druid's ``TimestampParser``:
 * strings: ``iso`` (ISO-8601 date or date-time, with or without offset; no offset means UTC),
   ``auto`` (an all-digit string is millis, anything else ISO), ``millis`` / ``posix`` / ``micro`` /
   ``nano`` (integer strings), ``ruby`` (decimal seconds), or a Joda pattern
-  (:func:`radstack.joda.joda_to_strftime`);
+  (:func:`radstack.time.joda.joda_to_strftime`);
 * Arrow timestamps and dates are converted directly.
 
 Values that cannot be parsed become null; the caller counts them as unparseable. The heavy lifting
@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.joda import joda_to_strftime, parse_to_millis
+from radstack.time.joda import joda_to_strftime, parse_to_millis
 
 __all__ = ["parse_timestamp_column", "string_millis_sql", "utc_connection", "query_arrow", "NUMERIC_UNITS"]
 

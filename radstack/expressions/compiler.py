@@ -1,0 +1,266 @@
+"""The expression compiler: an AST to SQL for one dialect, with Druid's types and null semantics. The
+functions it knows are registered in :data:`FUNCTIONS` by :mod:`radstack.expressions.functions`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from radstack.expressions.ast import Binary, Call, Expr, Identifier, Literal, Unary, parse_expression
+from radstack.sql_text import (
+    ExpressionError,
+    check_dialect,
+    concat_sql,
+    int_div,
+    quote_identifier,
+    string_literal,
+    string_type,
+)
+
+_TYPE_ALIASES = {
+    "LONG": "LONG", "BIGINT": "LONG", "INTEGER": "LONG", "INT": "LONG", "SMALLINT": "LONG",
+    "TINYINT": "LONG", "INT64": "LONG", "INT32": "LONG", "BOOLEAN": "LONG",
+    "DOUBLE": "DOUBLE", "FLOAT": "DOUBLE", "REAL": "DOUBLE", "DECIMAL": "DOUBLE", "FLOAT64": "DOUBLE",
+    "FLOAT32": "DOUBLE", "NUMERIC": "DOUBLE",
+    "STRING": "STRING", "VARCHAR": "STRING", "TEXT": "STRING", "CHAR": "STRING",
+    "TIMESTAMP": "TIMESTAMP", "TIMESTAMP[MS]": "TIMESTAMP", "TIMESTAMP_MS": "TIMESTAMP",
+}  # fmt: skip
+
+
+def normalize_type(t: str | None) -> str | None:
+    """Druid/SQL/Arrow type names → ``LONG`` | ``DOUBLE`` | ``STRING`` | ``TIMESTAMP`` | None."""
+    if t is None:
+        return None
+    key = str(t).strip().upper()
+    if key in _TYPE_ALIASES:
+        return _TYPE_ALIASES[key]
+    base = key.split("(")[0].strip()
+    if base.startswith("TIMESTAMP"):
+        return "TIMESTAMP"
+    return _TYPE_ALIASES.get(base)
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compiled expression: SQL text and its Druid type (``LONG``/``DOUBLE``/``STRING``/None)."""
+
+    sql: str
+    type: str | None
+    bool_sql: str | None = None  # a SQL boolean form, when the expression is a predicate
+
+
+def operator_type(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if a == "STRING" and b == "STRING":
+        return "STRING"
+    return "LONG" if a == "LONG" and b == "LONG" else "DOUBLE"
+
+
+def function_type(a: str | None, b: str | None) -> str | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if "STRING" in (a, b):
+        return "STRING"
+    return "LONG" if a == "LONG" and b == "LONG" else "DOUBLE"
+
+
+_SQL_TYPES = {"LONG": "BIGINT", "DOUBLE": "DOUBLE", "STRING": "VARCHAR"}
+
+
+class Compiler:
+    def __init__(self, dialect: str, column_types: Mapping[str, str] | None) -> None:
+        self.d = check_dialect(dialect)
+        self.types = {k: normalize_type(v) for k, v in (column_types or {}).items()}
+
+    # -- helpers
+    def sqltype(self, t: str) -> str:
+        if t == "STRING":
+            return string_type(self.d)
+        return _SQL_TYPES[t]
+
+    def coerce(self, c: Compiled, to: str | None) -> str:
+        if to is None or c.type == to or c.sql == "NULL":
+            return c.sql
+        if to == "STRING":
+            return f"CAST({c.sql} AS {self.sqltype('STRING')})"
+        if to == "LONG":
+            return self.truncate_to_long(c.sql, from_string=c.type != "DOUBLE")
+        if c.type == "LONG":
+            return f"CAST({c.sql} AS DOUBLE)"
+        return f"TRY_CAST({c.sql} AS DOUBLE)"
+
+    def truncate_to_long(self, sql: str, from_string: bool = False) -> str:
+        """Java's (long) cast: truncation toward zero (DuckDB's CAST rounds; Spark's truncates)."""
+        if from_string:
+            sql = f"TRY_CAST({sql} AS DOUBLE)"
+        if self.d == "spark":
+            return f"TRY_CAST({sql} AS BIGINT)"
+        return f"TRY_CAST(trunc({sql}) AS BIGINT)"
+
+    def num(self, c: Compiled) -> str:
+        return self.coerce(c, "DOUBLE") if c.type == "STRING" else c.sql
+
+    def string(self, c: Compiled) -> str:
+        return self.coerce(c, "STRING") if c.type not in ("STRING", None) else c.sql
+
+    def boolean(self, c: Compiled) -> str:
+        if c.bool_sql is not None:
+            return c.bool_sql
+        if c.sql == "NULL":
+            return "CAST(NULL AS BOOLEAN)"
+        if c.type == "STRING":
+            return f"(lower({c.sql}) = 'true')"
+        return f"({c.sql} > 0)"
+
+    def pred(self, b: str) -> Compiled:
+        return Compiled(f"CAST({b} AS BIGINT)", "LONG", b)
+
+    def lit_str(self, s: str) -> str:
+        return string_literal(s, self.d)
+
+    # -- nodes
+    def compile(self, n: Expr) -> Compiled:
+        if isinstance(n, Literal):
+            return self.literal(n)
+        if isinstance(n, Identifier):
+            return self.identifier(n.name)
+        if isinstance(n, Unary):
+            arg = self.compile(n.arg)
+            if n.op == "!":
+                return self.pred(f"(NOT {self.boolean(arg)})")
+            t = "DOUBLE" if arg.type == "STRING" else arg.type
+            return Compiled(f"(- {self.num(arg)})", t)
+        if isinstance(n, Binary):
+            return self.binary(n)
+        return self.call(n)
+
+    def literal(self, n: Literal) -> Compiled:
+        if n.value is None:
+            return Compiled("NULL", None)
+        if n.type == "STRING":
+            assert isinstance(n.value, str)
+            return Compiled(self.lit_str(n.value), "STRING")
+        if n.type == "LONG":
+            return Compiled(f"CAST({int(n.value)} AS BIGINT)", "LONG")
+        v = float(n.value)  # type: ignore[arg-type]
+        if math.isnan(v) or math.isinf(v):
+            word = "NaN" if math.isnan(v) else ("-Infinity" if v < 0 else "Infinity")
+            return Compiled(f"CAST('{word}' AS DOUBLE)", "DOUBLE")
+        return Compiled(f"CAST({v!r} AS DOUBLE)", "DOUBLE")
+
+    def identifier(self, name: str) -> Compiled:
+        t = self.types.get(name)
+        if name == "__time" and t is None:
+            t = "TIMESTAMP"
+        q = quote_identifier(name, self.d)
+        if t == "TIMESTAMP":
+            return Compiled(f"unix_millis({q})" if self.d == "spark" else f"epoch_ms({q})", "LONG")
+        return Compiled(q, t)
+
+    def binary(self, n: Binary) -> Compiled:
+        a, b = self.compile(n.left), self.compile(n.right)
+        op = n.op
+        if op in ("&&", "||"):
+            word = "AND" if op == "&&" else "OR"
+            return self.pred(f"({self.boolean(a)} {word} {self.boolean(b)})")
+        t = operator_type(a.type, b.type)
+        if op in ("<", "<=", ">", ">=", "==", "!="):
+            sop = {"==": "=", "!=": "<>"}.get(op, op)
+            if t == "STRING" or (a.type in ("STRING", None) and b.type in ("STRING", None)):
+                return self.pred(f"({a.sql} {sop} {b.sql})")
+            return self.pred(f"({self.num(a)} {sop} {self.num(b)})")
+        if op == "+" and t == "STRING":
+            return Compiled(concat_sql([a.sql, b.sql], self.d), "STRING")
+        if t == "STRING":
+            t = "DOUBLE"
+        x, y = self.num(a), self.num(b)
+        if op == "^":
+            out = f"power({x}, {y})"
+            return Compiled(f"CAST({out} AS BIGINT)" if t == "LONG" else out, t or "DOUBLE")
+        if op == "/":
+            if t == "LONG":
+                return Compiled(int_div(x, f"NULLIF({y}, 0)", self.d), "LONG")
+            if t == "DOUBLE":
+                x = x if a.type == "DOUBLE" else f"CAST({x} AS DOUBLE)"
+            return Compiled(f"({x} / NULLIF({y}, 0))", t)
+        if op == "%":
+            return Compiled(f"({x} % NULLIF({y}, 0))", t)
+        return Compiled(f"({x} {op} {y})", t)
+
+    # -- functions
+    def call(self, n: Call) -> Compiled:
+        fn = FUNCTIONS.get(n.name)
+        if fn is None:
+            raise ExpressionError(f"unknown function '{n.name}'")
+        lo, hi, impl = fn
+        if not (lo <= len(n.args) <= hi):
+            want = str(lo) if lo == hi else f"{lo}..{hi if hi < 99 else 'n'}"
+            raise ExpressionError(f"function '{n.name}' needs {want} arguments, got {len(n.args)}")
+        return impl(self, n.name, n.args)
+
+    def const_str(self, fname: str, node: Expr, what: str) -> str | None:
+        if isinstance(node, Literal) and (node.type == "STRING" or node.value is None):
+            return node.value  # type: ignore[return-value]
+        raise ExpressionError(f"function '{fname}': {what} must be a string literal")
+
+    def const_int(self, fname: str, node: Expr, what: str) -> int:
+        if isinstance(node, Literal) and node.type == "LONG":
+            return int(node.value)  # type: ignore[arg-type]
+        raise ExpressionError(f"function '{fname}': {what} must be a long literal")
+
+    def millis(self, node: Expr) -> str:
+        c = self.compile(node)
+        return c.sql if c.type == "LONG" else self.coerce(c, "LONG")
+
+
+Impl = Callable[[Compiler, str, tuple[Expr, ...]], Compiled]
+FUNCTIONS: dict[str, tuple[int, int, Impl]] = {}
+
+
+def function(name: str, lo: int, hi: int | None = None) -> Callable[[Impl], Impl]:
+    def deco(f: Impl) -> Impl:
+        for nm in name.split():
+            FUNCTIONS[nm] = (lo, lo if hi is None else hi, f)
+        return f
+
+    return deco
+
+
+# string functions
+@function("concat", 1, 999)
+def _concat_fn(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
+    return Compiled(concat_sql([c.string(c.compile(a)) for a in args], c.d), "STRING")
+
+
+def compile_expression(
+    expr: str | Expr, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None
+) -> Compiled:
+    """Compile an expression (text or AST) to SQL plus its Druid output type."""
+    node = parse_expression(expr) if isinstance(expr, str) else expr
+    return Compiler(dialect, column_types).compile(node)
+
+
+def expression_to_sql(
+    text: str, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None
+) -> str:
+    """A Druid expression as a SQL expression for ``dialect`` (``duckdb`` or ``spark``).
+
+    ``column_types`` maps column names to Druid/SQL types (``LONG``, ``DOUBLE``, ``STRING``,
+    ``TIMESTAMP`` …); it decides e.g. whether ``+`` adds or concatenates and whether ``/`` is integer
+    division. ``__time`` is a TIMESTAMP column unless ``column_types`` says otherwise.
+    """
+    return compile_expression(text, dialect=dialect, column_types=column_types).sql
+
+
+def expression_to_predicate_sql(
+    text: str, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None
+) -> str:
+    """A Druid expression as a SQL boolean (Druid truthiness; NULL stays NULL)."""
+    c = Compiler(dialect, column_types)
+    return c.boolean(c.compile(parse_expression(text)))

@@ -1,0 +1,156 @@
+"""Flooring an instant to a granularity — :meth:`Granularity.bucket_start` — rendered for every target
+from one definition: SQL on epoch millis for DuckDB and Spark (:func:`granularity_floor_sql`,
+:func:`time_floor_sql`), SQL on a DuckDB TIMESTAMP column (:func:`timestamp_floor_sql`) and numpy
+(:func:`floor_millis`). ``tests/unit/test_time_floor.py`` checks every target against ``bucket_start``
+on random instants, periods, origins and zones."""
+
+from __future__ import annotations
+
+from radstack.sql_text import ExpressionError, check_dialect
+from radstack.time import joda
+from radstack.time.granularity import Granularity
+from radstack.time.intervals import Period, ms_to_datetime
+from radstack.time.sql import (
+    check_zone,
+    is_utc_zone,
+    local_to_millis_sql,
+    millis_to_local_sql,
+    parse_period,
+    time_shift_sql,
+)
+
+
+def _fields(p: Period) -> list[tuple[str, int]]:
+    return [
+        (name, v)
+        for name, v in (
+            ("year", p.years), ("month", p.months), ("week", p.weeks), ("day", p.days),
+            ("hour", p.hours), ("minute", p.minutes), ("millis", p.millis),
+        )
+        if v
+    ]  # fmt: skip
+
+
+def _spark_day_floor_from_origin(ms: str, p: Period, period: str, origin: int, tz: str) -> str:
+    """Spark: whole days/weeks counted from an origin at local midnight (Druid's default origin)."""
+
+    origin_local = ms_to_datetime(origin).astimezone(joda.zone(tz))
+    if p.is_calendar or p.fixed_millis % 86_400_000 or origin_local.time() != origin_local.time().min:
+        raise ExpressionError(
+            f"timestamp_floor with period {period!r} and an origin is not supported on Spark"
+        )
+    n = p.fixed_millis // 86_400_000
+    local = millis_to_local_sql(ms, tz, "spark")
+    olocal = millis_to_local_sql(str(origin), tz, "spark")
+    d = f"datediff(to_date({local}), to_date({olocal}))"
+    k = f"({d} - pmod({d}, {n}))"
+    return local_to_millis_sql(f"CAST(date_add(to_date({olocal}), {k}) AS TIMESTAMP)", tz, "spark")
+
+
+def _mod_floor(x: str, step: int, origin: int, dialect: str) -> str:
+    """Floor ``x`` to a multiple of ``step`` counted from ``origin`` (exact integer arithmetic)."""
+    shifted = f"({x} - {origin})" if origin else x
+    return f"({x} - ((({shifted} % {step}) + {step}) % {step}))"
+
+
+def time_floor_sql(
+    ms: str,
+    period: str,
+    origin: int | None = None,
+    tz: str | None = "UTC",
+    dialect: str = "duckdb",
+) -> str:
+    """SQL for Druid's ``timestamp_floor(ms, period, origin, tz)`` / ``TIME_FLOOR`` (epoch millis)."""
+    dialect = check_dialect(dialect)
+    tz = check_zone(tz)
+    p = parse_period(period)
+    fields = _fields(p)
+    fixed = not p.is_calendar and not p.weeks and (not p.days or is_utc_zone(tz))
+    if origin is None and len(fields) == 1 and fields[0][1] > 1:
+        # Druid aligns several units (PT6H, P2D …) on multiples from its default origin,
+        # 1970-01-01T00:00 on the zone's wall clock (PeriodGranularity).
+        origin = Granularity.parse({"type": "period", "period": period, "timeZone": tz})._default_origin()
+    if origin is not None:
+        if fixed and p.fixed_millis > 0:
+            return _mod_floor(ms, p.fixed_millis, origin, dialect)
+        if dialect == "spark":
+            return _spark_day_floor_from_origin(ms, p, period, origin, tz)
+        local = millis_to_local_sql(ms, tz, dialect)
+        olocal = millis_to_local_sql(str(origin), tz, dialect)
+        months = p.years * 12 + p.months
+        if months and (p.weeks or p.days or p.fixed_millis):
+            raise ExpressionError(f"timestamp_floor cannot mix months and days in {period!r}")
+        if not months:
+            width = f"to_days({p.weeks * 7 + p.days})"
+            return local_to_millis_sql(f"time_bucket({width}, {local}, {olocal})", tz, dialect)
+        # Whole months counted from the origin (DuckDB's time_bucket ignores the origin's day).
+        diff = f"((year({local}) - year({olocal})) * 12 + month({local}) - month({olocal}))"
+        k = f"({diff} - ((({diff} % {months}) + {months}) % {months}))"
+        cand = f"({olocal} + to_months(CAST({k} AS INTEGER)))"
+        prev = f"({olocal} + to_months(CAST({k} - {months} AS INTEGER)))"
+        return local_to_millis_sql(f"(CASE WHEN {cand} > {local} THEN {prev} ELSE {cand} END)", tz, dialect)
+    if is_utc_zone(tz) and fixed and p.fixed_millis > 0 and 86_400_000 % p.fixed_millis == 0:
+        return _mod_floor(ms, p.fixed_millis, 0, dialect)
+    if len(fields) != 1:
+        if fixed and p.fixed_millis > 0 and is_utc_zone(tz):
+            return _mod_floor(ms, p.fixed_millis, 0, dialect)
+        raise ExpressionError(f"timestamp_floor with period {period!r} in zone {tz!r} is not supported")
+    unit, n = fields[0]
+    t = millis_to_local_sql(ms, tz, dialect)
+    y, mo, d, h, mi = (f"year({t})", f"month({t})", f"dayofmonth({t})", f"hour({t})", f"minute({t})")
+
+    def trunc(u: str) -> str:
+        return f"date_trunc('{u}', {t})"
+
+    if unit == "millis":
+        if n % 1000 or 60_000 % n:
+            # Sub-minute steps are zone-independent (zone offsets are whole minutes here).
+            return _mod_floor(ms, n, 0, dialect)
+        local = (
+            trunc("second")
+            if n == 1000
+            else (f"make_timestamp({y}, {mo}, {d}, {h}, {mi}, second({t}) - second({t}) % {n // 1000})")
+        )
+    elif unit == "year":
+        local = trunc("year") if n == 1 else f"make_timestamp({y} - {y} % {n}, 1, 1, 0, 0, 0)"
+    elif unit == "month":
+        if n == 1:
+            local = trunc("month")
+        elif n == 3:
+            local = trunc("quarter")
+        else:
+            local = f"make_timestamp({y}, {mo} - ({mo} - 1) % {n}, 1, 0, 0, 0)"
+    elif unit == "week":
+        if n != 1:
+            raise ExpressionError(f"timestamp_floor with period {period!r} is not supported")
+        local = trunc("week")
+    elif unit == "day":
+        local = trunc("day") if n == 1 else f"make_timestamp({y}, {mo}, {d} - ({d} - 1) % {n}, 0, 0, 0)"
+    elif unit == "hour":
+        local = trunc("hour") if n == 1 else f"make_timestamp({y}, {mo}, {d}, {h} - {h} % {n}, 0, 0)"
+    else:  # minute
+        local = trunc("minute") if n == 1 else f"make_timestamp({y}, {mo}, {d}, {h}, {mi} - {mi} % {n}, 0)"
+    return local_to_millis_sql(local, tz, dialect)
+
+
+def granularity_floor_sql(gran: Granularity, ms: str, dialect: str = "duckdb") -> str:
+    """SQL for :meth:`Granularity.bucket_start` of the epoch-millis expression ``ms`` (the indexer's
+    ``queryGranularity`` truncation and segment bucketing); raises :class:`ExpressionError` where the
+    dialect cannot say it (a few zoned periods with an origin on Spark)."""
+    if gran.is_none:
+        return ms
+    if gran.is_all:
+        return str(gran.bucket_start(0))
+    if gran.kind == "duration":
+        return _mod_floor(ms, int(gran.duration or 0), int(gran.origin or 0), check_dialect(dialect))
+    assert gran.period is not None
+    return time_floor_sql(ms, gran.period.iso(), gran.origin, gran.time_zone, dialect)
+
+
+def time_ceil_sql(
+    ms: str, period: str, origin: int | None = None, tz: str | None = "UTC", dialect: str = "duckdb"
+) -> str:
+    """SQL for Druid's ``timestamp_ceil``: ``ms`` itself when on a boundary, else the next bucket start."""
+    floor = time_floor_sql(ms, period, origin, tz, dialect)
+    nxt = time_shift_sql(floor, period, "1", tz, dialect)
+    return f"(CASE WHEN {floor} = {ms} THEN {ms} ELSE {nxt} END)"
