@@ -31,7 +31,7 @@ from typing import Any
 
 from radstack.expressions import Compiler, normalize_type, parse_expression, required_columns
 from radstack.sql_text import ExpressionError, check_dialect, quote_identifier, string_literal
-from radstack.time.floor import time_floor_sql
+from radstack.time.floor import granularity_floor_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import Interval, TimeParseError
 from radstack.time.sql import time_format_sql
@@ -215,17 +215,7 @@ class _FilterCompiler:
         gran = fn.get("granularity")
         try:
             if gran is not None:
-                g = Granularity.parse(gran)
-                if g.is_all:
-                    ms = "CAST(-4611686018427387904 AS BIGINT)"
-                elif not g.is_none:
-                    if g.kind == "duration":
-                        assert g.duration is not None
-                        origin = g.origin or 0
-                        ms = f"({ms} - ((({ms} - {origin}) % {g.duration}) + {g.duration}) % {g.duration})"
-                    else:
-                        assert g.period is not None
-                        ms = time_floor_sql(ms, g.period.iso(), g.origin, g.time_zone, self.d)
+                ms = granularity_floor_sql(Granularity.parse(gran), ms, self.d)
             return time_format_sql(ms, fn.get("format"), tz, self.d)
         except GranularityError as e:
             raise FilterError(str(e), f"{field}.granularity") from e

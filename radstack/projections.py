@@ -27,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from radstack.time.floor import timestamp_floor_sql
 from radstack.time.granularity import Granularity, GranularityError
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
     "granularity_covers",
     "is_aligned_instant",
     "parse_projection",
-    "time_floor_sql",
+    "projection_floor_sql",
 ]
 
 ROWS_COLUMN = "__rows"
@@ -154,7 +155,7 @@ def parse_projection(
         if col in dims:
             raise ProjectionSpecError(gp, f"{col!r} is listed twice")
         dims.append(col)
-    if time_column is None and time_floor_sql(gran, '"__time"') is None:
+    if time_column is None and projection_floor_sql(gran, '"__time"') is None:
         raise ProjectionSpecError(path, "a projection without a time grouping column needs a segmentGranularity of "
                                         "whole UTC hours, days, weeks, months or years")
     aggs: list[ProjectionAggregator] = []
@@ -177,7 +178,7 @@ def _floor_granularity(period: str, path: str) -> Granularity:
         gran = Granularity.parse({"type": "period", "period": period})
     except GranularityError as e:
         raise ProjectionSpecError(path, str(e)) from e
-    if time_floor_sql(gran, '"__time"') is None:
+    if projection_floor_sql(gran, '"__time"') is None:
         raise ProjectionSpecError(path, f"period {period!r}: a projection's time floor must be whole hours, minutes "
                                         "or seconds dividing a day, or one day, week, month, quarter or year")
     return gran
@@ -260,9 +261,10 @@ def is_aligned_instant(ms: int, gran: Granularity) -> bool:
     return gran.bucket_start(ms) == ms
 
 
-def time_floor_sql(gran: Granularity, col: str) -> str | None:
-    """DuckDB SQL flooring the TIMESTAMP ``col`` to ``gran`` exactly as :meth:`Granularity.bucket_start`
-    does, for the granularities a projection may use; None for others."""
+def projection_floor_sql(gran: Granularity, col: str) -> str | None:
+    """DuckDB SQL flooring the TIMESTAMP ``col`` to ``gran`` (rendered by :mod:`radstack.time.floor`) when
+    a projection may use that granularity: UTC buckets that whole days divide or that start at UTC
+    midnights with one calendar field; None for others."""
     if gran.is_none:
         return col
     b = _boundaries(gran)
@@ -271,15 +273,11 @@ def time_floor_sql(gran: Granularity, col: str) -> str | None:
     if b[0] == "step":
         if b[1] <= 0 or _DAY_MS % b[1]:
             return None
-        return f"epoch_ms((epoch_ms({col}) // {b[1]}) * {b[1]})"
-    assert gran.period is not None
-    p = gran.period
-    fields = [(k, getattr(p, k)) for k in _DATE_UNITS if getattr(p, k)]
-    if len(fields) != 1:
-        return None
-    unit, n = fields[0]
-    if n == 1:
-        return f"CAST(date_trunc('{_DATE_UNITS[unit]}', {col}) AS TIMESTAMP)"
-    if unit == "months" and n == 3:
-        return f"CAST(date_trunc('quarter', {col}) AS TIMESTAMP)"
-    return None
+    else:
+        assert gran.period is not None
+        fields = [getattr(gran.period, k) for k in _DATE_UNITS if getattr(gran.period, k)]
+        if len(fields) != 1 or fields[0] not in (1, 3):
+            return None
+        if fields[0] == 3 and not gran.period.months:
+            return None
+    return timestamp_floor_sql(gran, col)

@@ -37,9 +37,8 @@ from radstack.pipeline.transform import druid_types
 from radstack.sketches import aggregate
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
 from radstack.sql_text import ExpressionError
-from radstack.storage.indexer import bucket_starts
 from radstack.storage.segment_format import arrow_type
-from radstack.time.floor import granularity_floor_sql
+from radstack.time.floor import floor_millis, granularity_floor_sql
 from radstack.time.granularity import Granularity
 
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ def _bucket_udf(gran: Granularity):  # type: ignore[no-untyped-def]
 
     def floor(s):  # type: ignore[no-untyped-def]  # pandas Series of int64 millis in and out
         arr = pa.array(s, type=pa.int64(), from_pandas=True)
-        out = bucket_starts(np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64), gran)
+        out = floor_millis(np.asarray(arr.to_numpy(zero_copy_only=False), dtype=np.int64), gran)
         return pa.array(out, pa.int64()).to_pandas()
 
     return pandas_udf(floor, "bigint")

@@ -34,13 +34,13 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import (
     DEFAULT_MAX_ROWS_PER_SEGMENT,
     IngestStats,
-    bucket_starts,
     index_partition,
     runs,
     store_segment,
 )
 from radstack.storage.segment_format import SegmentFileWriter, segment_schema
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.floor import floor_millis
 from radstack.time.intervals import Interval, format_instant
 
 if TYPE_CHECKING:
@@ -108,7 +108,7 @@ def index_table(
     gran = schema.segment_granularity
     times = table.column(TIME_COLUMN).combine_chunks().to_numpy(zero_copy_only=False)
     valid = ~np.isnan(times.astype("float64")) if times.dtype.kind == "f" else np.ones(len(times), bool)
-    starts = bucket_starts(np.where(valid, times, 0).astype(np.int64), gran)
+    starts = floor_millis(np.where(valid, times, 0).astype(np.int64), gran)
     for start in np.unique(starts[valid]) if valid.any() else []:
         interval = Interval.eternity() if gran.is_all else gran.bucket(int(start))
         ver = version(interval) if callable(version) else version

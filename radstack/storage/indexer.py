@@ -49,6 +49,7 @@ from radstack.storage.segment_format import (
     write_segment_file,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.floor import floor_millis
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, condense
 from radstack.time.timestamps import parse_timestamp_column, query_arrow
@@ -62,7 +63,6 @@ __all__ = [
     "build_segment_tables",
     "index_partition",
     "renumber_core",
-    "bucket_starts",
     "runs",
     "store_segment",
 ]
@@ -180,50 +180,6 @@ def _druid_type(t: pa.DataType) -> str:
 
 def _column_types(schema: pa.Schema) -> dict[str, str]:
     return {f.name: _druid_type(f.type) for f in schema}
-
-
-def bucket_starts(values: np.ndarray, gran: Granularity) -> np.ndarray:
-    """``gran.bucket_start`` for every value of an int64 millis array, vectorised."""
-    values = np.asarray(values, dtype=np.int64)
-    if values.size == 0 or gran.is_none:
-        return values.copy()
-    if gran.is_all:
-        return np.full(values.shape, gran.bucket_start(0), dtype=np.int64)
-    step, origin = _fixed_step(gran)
-    if step is not None:
-        return origin + np.floor_divide(values - origin, step) * step
-    # Calendar or zoned periods: walk the buckets between min and max, or map the distinct values,
-    # whichever is less Python work.
-    uniq = np.unique(values)
-    lo, hi = int(uniq[0]), int(uniq[-1])
-    est = (hi - lo) // max(gran.approx_millis(), 1) + 2
-    if est <= len(uniq):
-        starts = [gran.bucket_start(lo)]
-        while starts[-1] <= hi:
-            starts.append(gran.next_start(starts[-1]))
-        arr = np.asarray(starts, dtype=np.int64)
-        return arr[np.searchsorted(arr, values, side="right") - 1]
-    mapped = np.fromiter((gran.bucket_start(int(v)) for v in uniq), dtype=np.int64, count=len(uniq))
-    return mapped[np.searchsorted(uniq, values)]
-
-
-def _fixed_step(gran: Granularity) -> tuple[int | None, int]:
-    """(step, origin) when buckets are a fixed length from an origin, as Granularity.bucket_start
-    computes them; (None, 0) otherwise."""
-    if gran.kind == "duration":
-        return int(gran.duration or 0), int(gran.origin or 0)
-    if gran.kind != "period" or gran.period is None:
-        return None, 0
-    p = gran.period
-    if p.is_calendar:
-        return None, 0
-    if gran.origin is not None:
-        if not p.weeks and not p.days:
-            return p.fixed_millis, int(gran.origin)
-        return None, 0
-    if not p.weeks and not p.days and gran.time_zone == "UTC" and 86_400_000 % p.fixed_millis == 0:
-        return p.fixed_millis, 0
-    return None, 0
 
 
 def _in_intervals(ts: np.ndarray, allowed: Sequence[Interval]) -> np.ndarray:
@@ -425,7 +381,7 @@ def build_segment_tables(
             return [], schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN]), stats
 
         # 5. queryGranularity
-        truncated = bucket_starts(times, schema.query_granularity)
+        truncated = floor_millis(times, schema.query_granularity)
         table = table.set_column(table.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, pa.array(truncated))
         dims = schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN])
         stats.processed += table.num_rows
@@ -611,7 +567,7 @@ def _split(table: pa.Table, seg_gran: Granularity, max_rows: int) -> list[Segmen
     if table.num_rows == 0:
         return []
     times = table.column(TIME_COLUMN).cast(pa.int64()).to_numpy()
-    starts = bucket_starts(times, seg_gran)
+    starts = floor_millis(times, seg_gran)
     out: list[SegmentTable] = []
     for a, b in runs(starts):
         start = int(starts[a])

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.projections import ROWS_COLUMN, ProjectionSpec, time_floor_sql
+from radstack.projections import ROWS_COLUMN, ProjectionSpec, projection_floor_sql
 from radstack.spec import TIME_COLUMN
 from radstack.sql_text import quote_identifier as _q
 from radstack.storage.segment_format import write_segment_file
@@ -37,7 +37,7 @@ def projection_columns(spec: ProjectionSpec) -> list[str]:
 def projection_sql(source: str, spec: ProjectionSpec, present: Collection[str]) -> str:
     """``SELECT`` of the projection rows of the base rows in ``source`` (a relation with a TIMESTAMP
     ``__time``); columns not in ``present`` read as NULL."""
-    floor = time_floor_sql(spec.granularity, _q(TIME_COLUMN))
+    floor = projection_floor_sql(spec.granularity, _q(TIME_COLUMN))
     if floor is None:  # parse_projection refuses such granularities
         raise ValueError(f"projection {spec.name}: no time floor for {spec.granularity}")
     keys = [f"{floor} AS {_q(TIME_COLUMN)}"]

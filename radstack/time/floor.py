@@ -6,7 +6,9 @@ on random instants, periods, origins and zones."""
 
 from __future__ import annotations
 
-from radstack.sql_text import ExpressionError, check_dialect
+import numpy as np
+
+from radstack.sql_text import ExpressionError, check_dialect, string_literal
 from radstack.time import joda
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Period, ms_to_datetime
@@ -81,6 +83,8 @@ def time_floor_sql(
         if months and (p.weeks or p.days or p.fixed_millis):
             raise ExpressionError(f"timestamp_floor cannot mix months and days in {period!r}")
         if not months:
+            if p.hours or p.minutes or p.millis:  # days and a time of day step on the wall clock
+                raise ExpressionError(f"timestamp_floor with period {period!r} in zone {tz!r} is not supported")
             width = f"to_days({p.weeks * 7 + p.days})"
             return local_to_millis_sql(f"time_bucket({width}, {local}, {olocal})", tz, dialect)
         # Whole months counted from the origin (DuckDB's time_bucket ignores the origin's day).
@@ -140,7 +144,7 @@ def granularity_floor_sql(gran: Granularity, ms: str, dialect: str = "duckdb") -
     if gran.is_none:
         return ms
     if gran.is_all:
-        return str(gran.bucket_start(0))
+        return f"CAST({gran.bucket_start(0)} AS BIGINT)"
     if gran.kind == "duration":
         return _mod_floor(ms, int(gran.duration or 0), int(gran.origin or 0), check_dialect(dialect))
     assert gran.period is not None
@@ -154,3 +158,85 @@ def time_ceil_sql(
     floor = time_floor_sql(ms, period, origin, tz, dialect)
     nxt = time_shift_sql(floor, period, "1", tz, dialect)
     return f"(CASE WHEN {floor} = {ms} THEN {ms} ELSE {nxt} END)"
+
+
+# One-unit periods DuckDB truncates natively, and sub-day steps that tile their parent field.
+_TRUNC_UNITS = {"P1Y": "year", "P3M": "quarter", "P1M": "month", "P1W": "week", "P1D": "day",
+                "PT1H": "hour", "PT1M": "minute", "PT1S": "second"}  # fmt: skip
+
+
+def _tiling_step(p: Period) -> str | None:
+    """A DuckDB interval for one-field sub-day periods that tile their parent field (PT5M, PT6H)."""
+    if p.is_calendar or p.weeks or p.days:
+        return None
+    nonzero = [f for f in ((p.hours, 24, "hours"), (p.minutes, 60, "minutes"), (p.millis, 60_000, "ms")) if f[0]]
+    if len(nonzero) != 1:
+        return None
+    value, parent, unit = nonzero[0]
+    if unit == "ms":
+        return f"{value // 1000} seconds" if value % 1000 == 0 and 60 % (value // 1000) == 0 else None
+    return f"{value} {unit}" if parent % value == 0 else None
+
+
+def timestamp_floor_sql(gran: Granularity, col: str) -> str:
+    """DuckDB SQL flooring the TIMESTAMP expression ``col`` to ``gran`` (a TIMESTAMP again): ``date_trunc``
+    or ``time_bucket`` where they say it, else :func:`granularity_floor_sql` on its epoch millis."""
+    if gran.is_none:
+        return col
+    if gran.kind != "period" or gran.origin is not None:
+        return f"epoch_ms(CAST({granularity_floor_sql(gran, f'epoch_ms({col})')} AS BIGINT))"
+    assert gran.period is not None
+    unit = _TRUNC_UNITS.get(gran.period.iso())
+    utc = is_utc_zone(gran.time_zone)
+    if unit and utc:
+        return f"date_trunc('{unit}', {col})"
+    if unit:
+        tz = string_literal(check_zone(gran.time_zone))
+        return f"timezone('UTC', timezone({tz}, date_trunc('{unit}', timezone({tz}, timezone('UTC', {col})))))"
+    step = _tiling_step(gran.period)
+    if step and utc:
+        return f"time_bucket(INTERVAL '{step}', {col})"
+    return f"epoch_ms(CAST({granularity_floor_sql(gran, f'epoch_ms({col})')} AS BIGINT))"
+
+
+def floor_millis(values: np.ndarray, gran: Granularity) -> np.ndarray:
+    """``gran.bucket_start`` of every value of an int64 epoch-millis array, vectorised."""
+    values = np.asarray(values, dtype=np.int64)
+    if values.size == 0 or gran.is_none:
+        return values.copy()
+    if gran.is_all:
+        return np.full(values.shape, gran.bucket_start(0), dtype=np.int64)
+    step, origin = _fixed_step(gran)
+    if step is not None:
+        return origin + np.floor_divide(values - origin, step) * step
+    # Calendar or zoned periods: walk the buckets between min and max, or map the distinct values,
+    # whichever is less Python work.
+    uniq = np.unique(values)
+    lo, hi = int(uniq[0]), int(uniq[-1])
+    est = (hi - lo) // max(gran.approx_millis(), 1) + 2
+    if est <= len(uniq):
+        starts = [gran.bucket_start(lo)]
+        while starts[-1] <= hi:
+            starts.append(gran.next_start(starts[-1]))
+        arr = np.asarray(starts, dtype=np.int64)
+        return arr[np.searchsorted(arr, values, side="right") - 1]
+    mapped = np.fromiter((gran.bucket_start(int(v)) for v in uniq), dtype=np.int64, count=len(uniq))
+    return mapped[np.searchsorted(uniq, values)]
+
+
+def _fixed_step(gran: Granularity) -> tuple[int | None, int]:
+    """(step, origin) when buckets are a fixed length from an origin; (None, 0) otherwise."""
+    if gran.kind == "duration":
+        return int(gran.duration or 0), int(gran.origin or 0)
+    if gran.kind != "period" or gran.period is None:
+        return None, 0
+    p = gran.period
+    if p.is_calendar:
+        return None, 0
+    if gran.origin is not None:
+        if not p.weeks and not p.days:
+            return p.fixed_millis, int(gran.origin)
+        return None, 0
+    if not p.weeks and not p.days and gran.time_zone == "UTC" and 86_400_000 % p.fixed_millis == 0:
+        return p.fixed_millis, 0
+    return None, 0

@@ -12,7 +12,6 @@ import pytest
 from radstack.spec import DataSchema, parse_data_schema
 from radstack.storage.indexer import (
     IngestStats,
-    bucket_starts,
     build_segment_tables,
     index_partition,
     renumber_core,
@@ -24,6 +23,7 @@ from radstack.storage.segment_format import (
     segment_schema,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.floor import floor_millis
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, format_instant, parse_instant
 
@@ -304,7 +304,7 @@ def test_bucket_starts_matches_granularity(gran: Any) -> None:
     vals = np.array([rnd.randrange(ms("1968-01-01"), ms("2030-01-01")) for _ in range(400)]
                     + [rnd.randrange(ms("2024-03-09"), ms("2024-03-12")) for _ in range(400)], dtype=np.int64)
     expected = [g.bucket_start(int(v)) for v in vals]
-    assert bucket_starts(vals, g).tolist() == expected
+    assert floor_millis(vals, g).tolist() == expected
 
 
 # ---- writing: index_partition ----------------------------------------------------------------------

@@ -18,8 +18,9 @@ from radstack.pipeline.rollup import BYTES, DEDUP, ERRORS, SEGMENT_START
 from radstack.pipeline.segments import _PartitionWriter, indexer_schema
 from radstack.spec import TIME_COLUMN, DataSchema, parse_data_schema
 from radstack.storage.deep_storage.local import LocalDeepStorage
-from radstack.storage.indexer import bucket_starts, build_segment_tables
+from radstack.storage.indexer import build_segment_tables
 from radstack.storage.segment_format import read_segment_table
+from radstack.time.floor import floor_millis
 
 HOUR = 3_600_000
 MINUTE = 60_000
@@ -65,7 +66,7 @@ def events(rng: random.Random, n: int) -> list[dict[str, Any]]:
 def writer_input(rows: list[dict[str, Any]], s: DataSchema) -> pa.Table:
     """What rollup_rows hands the writer: floored time, typed inputs named as the metrics, sorted."""
     table = pa.Table.from_pylist(rows)
-    t = bucket_starts(table.column(TIME_COLUMN).to_numpy(), s.query_granularity)
+    t = floor_millis(table.column(TIME_COLUMN).to_numpy(), s.query_granularity)
     out = pa.table(
         {
             TIME_COLUMN: pa.array(t, pa.int64()),
@@ -76,7 +77,7 @@ def writer_input(rows: list[dict[str, Any]], s: DataSchema) -> pa.Table:
             "maxRevenue": table.column("revenue").cast(pa.float64()),
             "weight": table.column("w").cast(pa.float32()),
             DEDUP: table.column(DEDUP),
-            SEGMENT_START: pa.array(bucket_starts(t, s.segment_granularity), pa.int64()),
+            SEGMENT_START: pa.array(floor_millis(t, s.segment_granularity), pa.int64()),
             BYTES: pa.array([10] * len(t), pa.int64()),
             ERRORS: pa.array([0] * len(t), pa.int32()),
         }

@@ -108,7 +108,7 @@ def test_count_distinct_exact_when_asked() -> None:
 
 
 def test_system_tables_and_udfs_are_reported() -> None:
-    t = translate("SELECT TIME_FLOOR(__time, 'PT7M') FROM wiki, sys.segments", CATALOG)
+    t = translate("SELECT TIME_FLOOR(__time, 'P1DT12H', NULL, 'America/Los_Angeles') FROM wiki, sys.segments", CATALOG)
     assert t.udfs == {"DRUID_TIME_FLOOR"}
     assert t.system_tables == {("sys", "segments")}
     assert t.datasources == {"wiki"}

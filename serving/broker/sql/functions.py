@@ -66,7 +66,7 @@ UNSUPPORTED_PREFIXES: tuple[str, ...] = (
 
 #: Function names the rewrite rules emit for DuckDB (anonymous calls in the output tree).
 OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
-    "EPOCH_MS", "TIME_BUCKET", "DATE_TRUNC", "DATE_SUB", "TIMEZONE", "STRFTIME", "TRY_STRPTIME",
+    "EPOCH_MS", "TIME_BUCKET", "TO_MONTHS", "MAKE_TIMESTAMP", "DATE_TRUNC", "DATE_SUB", "TIMEZONE", "STRFTIME", "TRY_STRPTIME",
     "ARG_MIN", "ARG_MAX", "APPROX_COUNT_DISTINCT", "APPROX_QUANTILE", "CONTAINS", "LEFT", "LENGTH",
     "TRIM", "REGEXP_MATCHES", "DRUID_TIME_EXTRACT", "FLOOR", "CEIL", "TO_JSON",
     "STRING_AGG", "LISTAGG", "XOR", "ERROR", "OCTET_LENGTH", "ENCODE",  # last three: rules/string_limits.py
@@ -76,8 +76,12 @@ OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
 }) | frozenset(UDFS) | PASSTHROUGH  # UDFS: the Python UDFs (udfs.py)
 
 #: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES` (ARG_MIN/ARG_MAX for
-#: EARLIEST/LATEST and ipRange lookups, SPLIT_PART for IPv4 addresses in lookups).
-OUTPUT_CLASSES: tuple[type[exp.Expression], ...] = (exp.ArgMin, exp.ArgMax, exp.Interval, exp.SplitPart)
+#: EARLIEST/LATEST and ipRange lookups, SPLIT_PART for IPv4 addresses in lookups; the rest are the
+#: time arithmetic of radstack.time.floor as sqlglot parses it).
+OUTPUT_CLASSES: tuple[type[exp.Expression], ...] = (
+    exp.ArgMin, exp.ArgMax, exp.Interval, exp.SplitPart,
+    exp.UnixToTime, exp.DateBin, exp.ToDays, exp.Year, exp.Month,
+)
 
 _OPERATORS = (exp.Binary, exp.Connector, exp.Unary)
 

@@ -7,8 +7,6 @@ from sqlglot import exp
 from radstack.time.intervals import Period, TimeParseError, format_instant
 from serving.broker.sql.errors import validation_error
 
-UTC_NAMES = ("UTC", "Z", "ETC/UTC", "GMT", "+00:00")
-
 
 def call(name: str, *args: exp.Expression) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
@@ -41,10 +39,6 @@ def literal_string(node: exp.Expression | None, what: str) -> str:
 
 def optional_string(node: exp.Expression | None, what: str) -> str | None:
     return None if is_null(node) else literal_string(node, what)
-
-
-def is_utc(tz: str | None) -> bool:
-    return tz is None or tz.upper() in UTC_NAMES
 
 
 def parse_period(text: str) -> Period:

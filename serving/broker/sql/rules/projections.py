@@ -27,11 +27,11 @@ from sqlglot import exp
 from radstack.projections import ROWS_COLUMN, granularity_covers, is_aligned_instant
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import TimeParseError, parse_instant
+from radstack.time.sql import is_utc_zone
 from serving.broker.projections import ProjectionView
 from serving.broker.sql.context import TranslationContext, truthy
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import aggregates, anonymous_name, block_nodes, is_aggregate
-from serving.broker.sql.timeexpr import is_utc
 
 #: Aggregates whose answer depends only on the set of values they see.
 _SET_AGGREGATES = frozenset({"APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "BIT_AND", "BIT_OR"})
@@ -132,12 +132,12 @@ def _time_ok(col: exp.Column, view: ProjectionView, ctx: TranslationContext) -> 
     """``__time`` floored to a covering granularity, or compared with a bucket boundary."""
     parent = col.parent
     gran = view.spec.granularity
-    if not is_utc(ctx.time_zone):
+    if not is_utc_zone(ctx.time_zone):
         return False
     if anonymous_name(parent) == "TIME_FLOOR" and parent.expressions[0] is col:
         args = parent.expressions
         period = args[1] if len(args) > 1 else None
-        extra_ok = all(isinstance(a, exp.Null) or (isinstance(a, exp.Literal) and is_utc(str(a.this)))
+        extra_ok = all(isinstance(a, exp.Null) or (isinstance(a, exp.Literal) and is_utc_zone(str(a.this)))
                        for a in args[3:4]) and (len(args) < 3 or isinstance(args[2], exp.Null))
         return extra_ok and isinstance(period, exp.Literal) and period.is_string and _covered(str(period.this), gran)
     if isinstance(parent, exp.Floor) and parent.args.get("to") is not None:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from radstack.time.sql import is_utc_zone
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.timeexpr import is_utc, literal_string, optional_string, to_local, to_millis
+from serving.broker.sql.timeexpr import literal_string, optional_string, to_local, to_millis
 
 _PLAIN = {"SECOND": "second", "MINUTE": "minute", "HOUR": "hour", "DAY": "day", "DOW": "isodow",
           "ISODOW": "isodow", "DOY": "doy", "WEEK": "week", "MONTH": "month", "QUARTER": "quarter",
@@ -31,7 +32,7 @@ def extract_unit(ts: exp.Expression, unit: str, tz: str) -> exp.Expression:
     if unit in ("EPOCH", "MICROSECOND"):
         secs = exp.IntDiv(this=to_millis(ts), expression=_big(1000))
         return secs if unit == "EPOCH" else exp.IntDiv(this=secs, expression=_big(1000))
-    local = ts if is_utc(tz) else to_local(ts, tz)
+    local = ts if is_utc_zone(tz) else to_local(ts, tz)
     if unit in _PLAIN:
         return _extract(_PLAIN[unit], local)
     if unit == "MILLISECOND":

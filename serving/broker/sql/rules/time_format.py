@@ -6,10 +6,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from radstack.time.joda import joda_to_strftime, tokenize
+from radstack.time.sql import is_utc_zone
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.timeexpr import call, is_utc, optional_string, str_or_null, to_millis
+from serving.broker.sql.timeexpr import call, optional_string, str_or_null, to_millis
 
 
 def time_format(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -20,7 +21,7 @@ def time_format(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
         raise validation_error("TIME_FORMAT takes 1 to 3 arguments")
     pattern = optional_string(args[1] if len(args) > 1 else None, "TIME_FORMAT pattern")
     tz = optional_string(args[2] if len(args) > 2 else None, "TIME_FORMAT time zone") or ctx.time_zone
-    if is_utc(tz):
+    if is_utc_zone(tz):
         if pattern is None:
             return call("STRFTIME", args[0], exp.Literal.string("%Y-%m-%dT%H:%M:%S.%gZ"))
         try:

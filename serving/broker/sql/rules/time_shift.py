@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from radstack.time.sql import is_utc_zone
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
@@ -12,7 +13,6 @@ from serving.broker.sql.timeexpr import (
     from_local,
     from_millis,
     interval,
-    is_utc,
     literal_string,
     optional_string,
     parse_period,
@@ -47,7 +47,7 @@ def time_shift(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         ts, step = args[0], args[2]
         p = parse_period(literal_string(args[1], "TIME_SHIFT period"))
         tz = optional_string(args[3] if len(args) > 3 else None, "TIME_SHIFT time zone") or ctx.time_zone
-        if is_utc(tz):
+        if is_utc_zone(tz):
             return exp.paren(exp.Add(this=ts, expression=_times(step, interval(p))), copy=False)
         if not (p.is_calendar or p.weeks or p.days):
             return exp.paren(exp.Add(this=ts, expression=_times(step, interval(p))), copy=False)
