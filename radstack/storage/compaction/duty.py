@@ -1,0 +1,56 @@
+"""The coordinator's compaction pass."""
+
+from __future__ import annotations
+
+import logging
+
+from radstack.config import Settings
+from radstack.storage.compaction.config import STATE_KEY, load_compaction_configs
+from radstack.storage.compaction.run import CompactionResult, SparkCompactor, compact_datasource
+from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.metadata import MetadataStore
+from radstack.time.clock import now_millis
+
+log = logging.getLogger(__name__)
+
+
+def compaction_duty(
+    metadata: MetadataStore,
+    deep_storage: DeepStorage,
+    settings: Settings,
+    *,
+    now_ms: int | None = None,
+    force: bool = False,
+    spark_compactor: SparkCompactor | None = None,
+) -> list[CompactionResult]:
+    """The coordinator's compaction pass: every configured datasource, at most
+    ``coordinator.compaction.max_intervals_per_run`` intervals each, once per
+    ``coordinator.compaction.period_seconds``."""
+    if not bool(settings.coordinator.compaction.on):
+        return []
+    configs = load_compaction_configs(metadata)
+    if not configs:
+        return []
+    now = now_millis() if now_ms is None else now_ms
+    period_ms = int(float(settings.coordinator.compaction.period_seconds or 0) * 1000)
+    last = metadata.get_state(STATE_KEY)
+    if not force and last is not None and now - int(last) < period_ms:
+        return []
+    metadata.put_state(STATE_KEY, now)
+    max_n = int(settings.coordinator.compaction.max_intervals_per_run or 4)
+    out: list[CompactionResult] = []
+    for ds in sorted(configs):
+        try:
+            _plans, results, _errors = compact_datasource(
+                metadata,
+                deep_storage,
+                configs[ds],
+                settings=settings,
+                now_ms=now,
+                max_intervals=max_n,
+                spark_compactor=spark_compactor,
+            )
+            out += results
+        except Exception:  # noqa: BLE001 - one datasource must not stop the others
+            log.exception("compaction of %s failed", ds)
+    return out
