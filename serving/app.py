@@ -36,8 +36,8 @@ from serving.broker.api_sql import router as sql_router
 from serving.broker.service import BrokerService
 from serving.console import router as console_router
 from serving.context import ServerContext
-from serving.coordinator import run_duties
-from serving.coordinator_api import router as coordinator_router
+from serving.coordinator.api import router as coordinator_router
+from serving.coordinator.loop import run_duties
 from serving.errors import DruidError, internal_error
 from serving.jobs import BatchJobs
 from serving.lookups_api import router as lookups_router

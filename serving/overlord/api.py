@@ -13,9 +13,9 @@ from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
 from serving.auth import request_user
 from serving.errors import DruidError, invalid_input, not_found
-from serving.kill import parse_kill_task
 from serving.overlord.compact_task import parse_compact_task
 from serving.overlord.input_policy import InputForbidden, check_input_source
+from serving.overlord.kill_task import parse_kill_task
 from serving.overlord.task_spec import TaskSpecError, parse_task
 
 router = APIRouter(prefix="/druid/indexer/v1")

@@ -197,7 +197,7 @@ class TaskRunner:
         state.ingestion_state = "BUILD_SEGMENTS"
         status, error, published = "FAILED", None, None
         try:
-            run = getattr(state.spec, "run", None)  # compact / kill tasks (radstack.storage.compaction, serving.kill)
+            run = getattr(state.spec, "run", None)  # compact / kill tasks (serving/overlord/compact_task.py, kill_task.py)
             module = self.jobs.spark_task_module
             if not callable(run) and module and runs_on_spark(state.spec, self.settings):
                 # large or remote inputs (archive, hdfs, s3) run as a Spark job of the batch layer

@@ -24,7 +24,7 @@ from radstack.storage.compaction import (
 )
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.time.intervals import Interval, Period, format_instant, parse_instant
-from serving.coordinator import mark_overshadowed_unused
+from serving.coordinator.duties.overshadowed import mark_overshadowed_unused
 
 MINUTE = 60_000
 HOUR = 3_600_000

@@ -12,7 +12,9 @@ from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
 from radstack.time.intervals import Interval
-from serving.coordinator import collect_orphan_segment_files, mark_overshadowed_unused, run_duties
+from serving.coordinator.duties.orphan_files import collect_orphan_segment_files
+from serving.coordinator.duties.overshadowed import mark_overshadowed_unused
+from serving.coordinator.loop import run_duties
 
 DAY = "2024-01-01/2024-01-02"
 

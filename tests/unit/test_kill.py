@@ -17,7 +17,12 @@ from radstack.storage.publish import publish
 from radstack.storage.segment_format import segment_data_key
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.time.intervals import Interval, parse_instant
-from serving.kill import find_kill_candidates, kill_duty, kill_unused_segments, segment_folder
+from serving.coordinator.duties.kill import (
+    find_kill_candidates,
+    kill_duty,
+    kill_unused_segments,
+    segment_folder,
+)
 
 DAY = 86_400_000
 T0 = parse_instant("2024-01-01T00:00:00Z")
@@ -103,7 +108,7 @@ def test_a_segment_marked_used_during_the_kill_survives(env: Any, monkeypatch: p
     segs = [make(deep, "ds", d, "v1") for d in range(3)]
     publish(store, deep, segs)
     store.mark_unused([s.identifier for s in segs])
-    import serving.kill as kill_mod
+    import serving.coordinator.duties.kill as kill_mod
 
     real = kill_mod.find_kill_candidates
 

@@ -11,8 +11,8 @@ import pytest
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.time.intervals import Interval, parse_instant
-from serving.retention import apply_retention
-from serving.rules import RuleError, decide, matching_rule, parse_rule, parse_rules, rules_for
+from serving.coordinator.duties.retention import apply_retention
+from serving.coordinator.rules import RuleError, decide, matching_rule, parse_rule, parse_rules, rules_for
 
 NOW = parse_instant("2024-06-15T00:00:00Z")
 

@@ -42,7 +42,6 @@ from radstack.storage.compaction.config import (
     load_compaction_configs,
     save_compaction_config,
 )
-from radstack.storage.compaction.duty import compaction_duty
 from radstack.storage.compaction.plan import CompactionPlan, plan_compaction
 from radstack.storage.compaction.run import (
     CompactionResult,
@@ -73,5 +72,4 @@ __all__ = [
     "choose_runner",
     "resolve_dimensions",
     "window_period_of",
-    "compaction_duty",
 ]

@@ -192,7 +192,7 @@ class SegmentTable(MetadataConnection):
         return n
 
     def delete_unused_segments(self, ids: Iterable[str]) -> list[str]:
-        """Delete rows that are still unused (serving.kill): the ``used = false`` check is part of the
+        """Delete rows that are still unused (serving.coordinator.duties.kill): the ``used = false`` check is part of the
         DELETE itself (``RETURNING id``), so a segment marked used meanwhile is never deleted. Returns
         the ids actually deleted."""
         ids = list(dict.fromkeys(str(i) for i in ids))

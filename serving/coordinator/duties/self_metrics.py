@@ -28,6 +28,7 @@ from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
+from serving.coordinator.duties.base import Duty, DutyContext
 
 log = logging.getLogger(__name__)
 
@@ -103,3 +104,11 @@ def self_metrics_duty(metadata: MetadataStore, deep_storage: DeepStorage, settin
     metadata.put_state(STATE_KEY, now)
     ds = str(settings.coordinator.self_metrics.datasource or DATASOURCE)
     return ingest_self_metrics(metadata, deep_storage, now_ms=now, data_source=ds)
+
+
+def _run(ctx: DutyContext) -> int:
+    assert ctx.deep_storage is not None
+    return self_metrics_duty(ctx.metadata, ctx.deep_storage, ctx.settings, now_ms=ctx.now_ms)
+
+
+DUTY = Duty("self_metrics", "self_metrics_rows", _run, needs_deep_storage=True)

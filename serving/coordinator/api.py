@@ -21,8 +21,8 @@ from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
 from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, format_instant
+from serving.coordinator.duties.kill import kill_unused_segments
 from serving.errors import invalid_input, not_found
-from serving.kill import kill_unused_segments
 
 router = APIRouter(prefix="/druid/coordinator/v1")
 
@@ -259,7 +259,7 @@ def mark_all_used(data_source: str, request: Request) -> dict[str, int]:
 
 def _kill(ctx: Any, data_source: str, interval: Interval) -> int:
     """Delete unused segments inside ``interval`` from the metadata store and deep storage
-    (:func:`serving.kill.kill_unused_segments`: never a used segment or files a used one needs)."""
+    (:func:`serving.coordinator.duties.kill.kill_unused_segments`: never a used segment or files a used one needs)."""
 
     return len(kill_unused_segments(ctx.metadata, ctx.deep_storage, data_source, interval).segments)
 

@@ -1,6 +1,6 @@
 """The retention duty (Druid's ``RunRules``): apply each datasource's rules to its used segments;
 segments whose first matching rule is a drop rule are marked unused (the broker stops serving them
-at its next metadata poll; :mod:`serving.kill` may delete them later).
+at its next metadata poll; :mod:`serving.coordinator.duties.kill` may delete them later).
 
 A datasource whose rules cannot be parsed is skipped and reported, never half-applied.
 """
@@ -15,7 +15,8 @@ from radstack import metrics
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import DataSegment
 from radstack.time.clock import now_millis
-from serving.rules import RuleError, decide, rules_for
+from serving.coordinator.duties.base import Duty, DutyContext
+from serving.coordinator.rules import RuleError, decide, rules_for
 
 log = logging.getLogger(__name__)
 
@@ -79,3 +80,12 @@ def apply_retention(
             metrics.RETENTION_DROPPED.labels(ds).inc(n)
             log.info("retention: marked %d segment(s) of %s unused", n, ds)
     return report
+
+
+def _run(ctx: DutyContext) -> list[str]:
+    if not bool(ctx.settings.coordinator.retention.on):
+        return []
+    return apply_retention(ctx.metadata, now_ms=ctx.now_ms).dropped_ids
+
+
+DUTY = Duty("retention", "retention_dropped", _run)

@@ -1,4 +1,5 @@
-"""The coordinator's compaction pass."""
+"""Druid's ``CompactSegments`` duty: the compaction pass over every configured datasource
+(:mod:`radstack.storage.compaction` plans and runs each interval)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from radstack.storage.compaction.run import CompactionResult, SparkCompactor, co
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.time.clock import now_millis
+from serving.coordinator.duties.base import Duty, DutyContext
 
 log = logging.getLogger(__name__)
 
@@ -54,3 +56,12 @@ def compaction_duty(
         except Exception:  # noqa: BLE001 - one datasource must not stop the others
             log.exception("compaction of %s failed", ds)
     return out
+
+
+def _run(ctx: DutyContext) -> list[CompactionResult]:
+    assert ctx.deep_storage is not None
+    return compaction_duty(ctx.metadata, ctx.deep_storage, ctx.settings, now_ms=ctx.now_ms,
+                           spark_compactor=ctx.spark_compactor)
+
+
+DUTY = Duty("compaction", "compacted", _run, needs_deep_storage=True)
