@@ -25,26 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from batch.rebuild_job import rebuild_spec
-from radstack.config import Settings, load_settings
+from radstack.config import load_settings
 from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
 from radstack.time.intervals import condense
 
 __all__ = ["main"]
-
-
-def _uris(src: dict[str, Any], settings: Settings) -> list[str]:
-    """Spark URIs of an hdfs/s3 input source (directories are read whole)."""
-    if src["type"] == "hdfs":
-        paths = src["paths"] if isinstance(src["paths"], list) else [p for p in str(src["paths"]).split(",") if p]
-        fs = str(settings.deep_storage.hdfs_fs_url or "").rstrip("/")
-        return [p if "://" in p else f"{fs}{p}" for p in paths]
-    out = []
-    for key in ("uris", "prefixes"):
-        for u in src.get(key) or []:
-            out.append("s3a://" + u.split("://", 1)[1])
-    for o in src.get("objects") or []:
-        out.append(f"s3a://{o['bucket']}/{o['path']}")
-    return out
 
 
 def _task_spec(payload: dict[str, Any]) -> Any:
@@ -69,10 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     if not intervals:
         print("granularitySpec.intervals is required for a Spark task", file=sys.stderr)
         return 2
-    src = payload["spec"]["ioConfig"]["inputSource"]
     reader = None
-    if src["type"] != "archive":
-        uris = _uris(src, settings)
+    uris = task.get("spark_uris")  # the input source's Spark URIs (serving/overlord/input_sources/); None: the archive
+    if uris is not None:
 
         def reader(spark: Any, _storage: Any, _spec: Any, _chunks: Any) -> Any:
             return spark.read.text(uris), {}

@@ -14,7 +14,8 @@ from radstack.time.intervals import format_instant
 from serving.auth import request_user
 from serving.errors import DruidError, invalid_input, not_found
 from serving.overlord.compact_task import parse_compact_task
-from serving.overlord.input_policy import InputForbidden, check_input_source
+from serving.overlord.input_policy import InputForbidden
+from serving.overlord.input_sources import check_input_source
 from serving.overlord.kill_task import parse_kill_task
 from serving.overlord.task_spec import TaskSpecError, parse_task
 

@@ -14,14 +14,14 @@ rights:
 - ``hdfs``: paths under ``deep_storage.path`` on the deep-storage NameNode, plus ``ingestion.hdfs_paths``.
 - ``environment`` password providers: only variables listed in ``ingestion.password_env_variables``.
 
-A refusal is :class:`InputForbidden` (the API answers Druid's error JSON with 403) whose message names the
+Each type applies its part in its own module (``serving/overlord/input_sources/``); the shared checks are
+here. A refusal is :class:`InputForbidden` (the API answers Druid's error JSON with 403) whose message names the
 setting that would allow it.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import posixpath
 import socket
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,7 +32,6 @@ from radstack.config import Settings
 
 __all__ = [
     "InputForbidden",
-    "check_input_source",
     "check_local_file",
     "check_password",
     "check_url",
@@ -128,64 +127,9 @@ def check_password(value: Any, settings: Settings, field: str) -> None:
                                  "list it in ingestion.password_env_variables to allow it")
 
 
-# -- s3 / hdfs ------------------------------------------------------------------------------------
-
-
-def _check_s3(spec: Mapping[str, Any], settings: Settings) -> None:
-    ds = settings.deep_storage
-    buckets = {b for b in [ds.bucket, *settings.ingestion.s3_buckets] if b}
-    named: list[str] = []
-    if isinstance(spec.get("objects"), list):
-        named = [str(o.get("bucket", "")) for o in spec["objects"] if isinstance(o, Mapping)]
-    for key in ("uris", "prefixes"):
-        named += [urlparse(u).netloc for u in _str_list(spec.get(key))]
-    for bucket in named:
-        if bucket not in buckets:
-            raise InputForbidden(f"s3 input source: bucket {bucket!r} is not the deep-storage bucket; "
-                                 "list it in ingestion.s3_buckets to allow it")
-    endpoint = (spec.get("endpointConfig") or {}).get("url") if isinstance(spec.get("endpointConfig"), Mapping) else None
-    if endpoint and endpoint not in {e for e in [ds.endpoint_url, *settings.ingestion.s3_endpoints] if e}:
-        raise InputForbidden(f"s3 input source: endpoint {endpoint!r} is not the deep-storage endpoint; "
-                             "list it in ingestion.s3_endpoints to allow it")
-    props = spec.get("properties")
-    if isinstance(props, Mapping):
-        for k in ("accessKeyId", "secretAccessKey"):
-            check_password(props.get(k), settings, f"s3 input source: properties.{k}")
+# -- hdfs -----------------------------------------------------------------------------------------
 
 
 def hdfs_path(raw: str) -> str:
     """The path of an ``hdfs`` input entry (``hdfs://host:port/`` and ``webhdfs://`` prefixes stripped)."""
     return urlparse(raw).path if raw.startswith(("hdfs://", "webhdfs://")) else raw
-
-
-def _check_hdfs(spec: Mapping[str, Any], settings: Settings) -> None:
-    ds = settings.deep_storage
-    base = (ds.path or "/radstack") if ds.type == "hdfs" else ""
-    prefixes = [posixpath.normpath("/" + p.lstrip("/")) for p in [base, *settings.ingestion.hdfs_paths] if p]
-    for raw in _str_list(spec.get("paths")):
-        path = posixpath.normpath("/" + hdfs_path(raw).lstrip("/"))
-        if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes):
-            raise InputForbidden(f"hdfs input source: {raw!r} is outside deep storage "
-                                 f"({', '.join(prefixes) or 'not on HDFS'}); list a prefix in ingestion.hdfs_paths to allow it")
-
-
-# -- all ------------------------------------------------------------------------------------------
-
-
-def check_input_source(spec: Mapping[str, Any], settings: Settings) -> None:
-    """Refuse a (structurally valid) input source that names a place this server may not read."""
-    typ = spec.get("type")
-    if typ == "local":
-        if spec.get("files") is not None:
-            for f in _str_list(spec["files"]):
-                check_local_file(f, settings)
-        else:
-            check_local_file(str(spec.get("baseDir", "")), settings)
-    elif typ == "http":
-        for u in _str_list(spec.get("uris")):
-            check_url(u, settings)
-        check_password(spec.get("httpAuthenticationPassword"), settings, "http input source: httpAuthenticationPassword")
-    elif typ == "s3":
-        _check_s3(spec, settings)
-    elif typ == "hdfs":
-        _check_hdfs(spec, settings)

@@ -25,7 +25,7 @@ from radstack.config import Settings
 from radstack.private_files import private_dir, write_private
 from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
-from serving.overlord.input_sources import resolve_input_source
+from serving.overlord.input_sources import SOURCES, resolve_input_source, source_of
 
 __all__ = ["runs_on_spark", "run_spark_task"]
 
@@ -42,11 +42,12 @@ def _input_bytes(spec: Any, settings: Settings) -> int:
 
 def runs_on_spark(spec: Any, settings: Settings) -> bool:
     """Whether an index task should run as a Spark job (see the module docs)."""
-    src = spec.input_source or {}
-    typ = src.get("type")
-    if typ == "archive":
+    source = SOURCES.get((spec.input_source or {}).get("type"))
+    if source is None or source.spark == "never":
+        return False
+    if source.spark == "always":
         return True
-    if typ not in ("hdfs", "s3") or (spec.input_format or {}).get("type", "json") != "json":
+    if (spec.input_format or {}).get("type", "json") != "json":
         return False
     if spec.append_to_existing or not spec.data_schema.granularity.intervals:
         return False
@@ -73,7 +74,8 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
             continue
         floor = max(floor, seg.version)
     write_private(work / "settings.yaml", yaml.safe_dump(settings.to_dict()))
-    write_private(work / "task.json", json.dumps({"payload": spec.payload, "min_version": floor}))
+    uris = source_of(spec.input_source).spark_uris(spec.input_source, settings)
+    write_private(work / "task.json", json.dumps({"payload": spec.payload, "min_version": floor, "spark_uris": uris}))
     log_path = settings.logs_dir / f"task-{spec.id}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     result = work / "result.json"

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from radstack.config import Settings
-from serving.overlord.input_policy import InputForbidden, check_input_source, check_url
-from serving.overlord.input_sources import resolve_input_source
+from serving.overlord.input_policy import InputForbidden, check_url
+from serving.overlord.input_sources import check_input_source, resolve_input_source
 
 
 @pytest.fixture
