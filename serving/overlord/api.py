@@ -13,11 +13,10 @@ from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
 from serving.auth import request_user
 from serving.errors import DruidError, invalid_input, not_found
-from serving.overlord.compact_task import parse_compact_task
 from serving.overlord.input_policy import InputForbidden
 from serving.overlord.input_sources import check_input_source
-from serving.overlord.kill_task import parse_kill_task
-from serving.overlord.task_spec import TaskSpecError, parse_task
+from serving.overlord.task_spec import TaskSpecError
+from serving.overlord.task_types import parse_any_task
 
 router = APIRouter(prefix="/druid/indexer/v1")
 
@@ -38,24 +37,12 @@ async def read_json(request: Request) -> Any:
         raise invalid_input(f"the request body is not valid JSON: {e}") from e
 
 
-def _parser(body: Any) -> Any:
-    """Druid's ``compact`` and ``kill`` tasks have their own specs; everything else is an index task."""
-    typ = body.get("type") if isinstance(body, dict) else None
-    if typ == "compact":
-
-        return parse_compact_task
-    if typ == "kill":
-
-        return parse_kill_task
-    return parse_task
-
-
 @router.post("/task")
 async def submit_task(request: Request) -> dict[str, str]:
     body = await read_json(request)
     ctx = _ctx(request)
     try:
-        spec = _parser(body)(body, now_millis())
+        spec = parse_any_task(body, now_millis())
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
     input_source = getattr(spec, "input_source", None)

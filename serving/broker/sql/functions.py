@@ -12,9 +12,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.sql.errors import unknown_function, unsupported, validation_error
-from serving.broker.sql.rules.arrays import FUNCTIONS as ARRAY_FUNCTIONS
+from serving.broker.sql.rule_registry import ACCEPTED, EMITTED, EMITTED_CLASSES
 from serving.broker.sql.rules.arrays import TYPED as ARRAY_CLASSES
-from serving.broker.sql.rules.sketches import FUNCTIONS as SKETCH_FUNCTIONS
 from serving.broker.sql.udfs import UDFS
 
 ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
@@ -43,15 +42,9 @@ ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
     exp.ArrayAgg, exp.Unnest, *ARRAY_CLASSES,
 )
 
-#: Druid functions the rewrite rules translate (they arrive as anonymous calls).
-DRUID_FUNCTIONS: frozenset[str] = frozenset({
-    "TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_EXTRACT", "TIME_PARSE", "TIME_FORMAT",
-    "TIME_IN_INTERVAL", "MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS", "TIMESTAMPADD", "TIMESTAMPDIFF",
-    "DIV",
-    "EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY", "CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT",
-    "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG", "LOOKUP",
-    "JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING",
-}) | ARRAY_FUNCTIONS | SKETCH_FUNCTIONS
+#: Druid functions the rewrite rules translate (they arrive as anonymous calls): each rule module
+#: declares its own (serving/broker/sql/rule_registry.py).
+DRUID_FUNCTIONS: frozenset[str] = ACCEPTED
 
 #: Anonymous calls DuckDB evaluates with Druid's meaning, unchanged.
 PASSTHROUGH: frozenset[str] = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
@@ -64,24 +57,12 @@ UNSUPPORTED_PREFIXES: tuple[str, ...] = (
     "APPROX_COUNT_DISTINCT_BUILTIN", "TABLE_APPEND",
 )
 
-#: Function names the rewrite rules emit for DuckDB (anonymous calls in the output tree).
-OUTPUT_FUNCTIONS: frozenset[str] = frozenset({
-    "EPOCH_MS", "TIME_BUCKET", "TO_MONTHS", "MAKE_TIMESTAMP", "DATE_TRUNC", "DATE_SUB", "TIMEZONE", "STRFTIME", "TRY_STRPTIME",
-    "ARG_MIN", "ARG_MAX", "APPROX_COUNT_DISTINCT", "APPROX_QUANTILE", "CONTAINS", "LEFT", "LENGTH",
-    "TRIM", "REGEXP_MATCHES", "DRUID_TIME_EXTRACT", "FLOOR", "CEIL", "TO_JSON",
-    "STRING_AGG", "LISTAGG", "XOR", "ERROR", "OCTET_LENGTH", "ENCODE",  # last three: rules/string_limits.py
-    "JSON", "JSON_TYPE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_VALID", "JSON_OBJECT",
-    "LEN", "LIST", "LIST_FILTER", "LIST_EXTRACT", "LIST_POSITION", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_CONTAINS",
-    "ARRAY_TO_STRING", "LIST_APPEND", "LIST_PREPEND", "LIST_CONCAT", "LIST_SLICE", "STRING_SPLIT", "FLATTEN",
-}) | frozenset(UDFS) | PASSTHROUGH  # UDFS: the Python UDFs (udfs.py)
+#: Function names the rewrite rules emit for DuckDB (anonymous calls in the output tree), as each rule
+#: module declares them, plus the Python UDFs (udfs.py).
+OUTPUT_FUNCTIONS: frozenset[str] = EMITTED | frozenset(UDFS) | PASSTHROUGH
 
-#: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES` (ARG_MIN/ARG_MAX for
-#: EARLIEST/LATEST and ipRange lookups, SPLIT_PART for IPv4 addresses in lookups; the rest are the
-#: time arithmetic of radstack.time.floor as sqlglot parses it).
-OUTPUT_CLASSES: tuple[type[exp.Expression], ...] = (
-    exp.ArgMin, exp.ArgMax, exp.Interval, exp.SplitPart,
-    exp.UnixToTime, exp.DateBin, exp.ToDays, exp.Year, exp.Month,
-)
+#: Typed function nodes the rewrite rules emit besides :data:`ALLOWED_CLASSES`, as declared.
+OUTPUT_CLASSES: tuple[type[exp.Expression], ...] = EMITTED_CLASSES
 
 _OPERATORS = (exp.Binary, exp.Connector, exp.Unary)
 

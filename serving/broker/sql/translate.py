@@ -17,34 +17,18 @@ from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.dialect import parse
 from serving.broker.sql.parameters import bind_parameters
+from serving.broker.sql.rule_registry import FUNCTION_RULES
 from serving.broker.sql.rules import apply_bottom_up
-from serving.broker.sql.rules.approx import approx
 from serving.broker.sql.rules.arithmetic import arithmetic
-from serving.broker.sql.rules.arrays import arrays
-from serving.broker.sql.rules.case_to_filter import case_to_filter
 from serving.broker.sql.rules.casts import casts
 from serving.broker.sql.rules.connectors import balance_connectors
-from serving.broker.sql.rules.earliest_latest import earliest_latest
 from serving.broker.sql.rules.group_by_aliases import check_group_by_aliases
-from serving.broker.sql.rules.json_functions import json_functions
-from serving.broker.sql.rules.lookup import lookup
-from serving.broker.sql.rules.millis import millis
 from serving.broker.sql.rules.multi_value import multi_value
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.scan_order import check_scan_order
-from serving.broker.sql.rules.sketches import sketches
-from serving.broker.sql.rules.string_limits import string_limits
 from serving.broker.sql.rules.string_min_max import string_min_max
-from serving.broker.sql.rules.strings import strings
 from serving.broker.sql.rules.tables import resolve_tables
-from serving.broker.sql.rules.time_extract import time_extract
-from serving.broker.sql.rules.time_floor import time_floor
-from serving.broker.sql.rules.time_format import time_format
-from serving.broker.sql.rules.time_in_interval import time_in_interval
-from serving.broker.sql.rules.time_parse import time_parse
-from serving.broker.sql.rules.time_shift import time_shift
-from serving.broker.sql.rules.timestamp_diff import timestamp_diff
 from serving.broker.sql.rules.typing import annotate
 from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 
@@ -53,13 +37,6 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: Rules that read the annotated types (run first, before nodes are replaced).
 TYPED_RULES = [arithmetic, casts, string_min_max]
-#: Function rewrites, children before parents.
-FUNCTION_RULES = [
-    case_to_filter, time_floor, time_shift, timestamp_diff, time_extract, time_format, time_parse, time_in_interval,
-    millis, sketches, approx, earliest_latest, strings, string_limits, lookup, json_functions, arrays,
-]
-
-
 @dataclass
 class Translation:
     """The DuckDB statement for one Druid SQL query, and what must be registered to run it."""
@@ -127,7 +104,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
         system_schema = SYSTEM_SCHEMA
     tree = annotate(tree, ctx, system_schema)
     tree = apply_bottom_up(tree, TYPED_RULES, ctx)
-    tree = apply_bottom_up(tree, FUNCTION_RULES, ctx)
+    tree = apply_bottom_up(tree, FUNCTION_RULES, ctx)  # declared by the rule modules
     functions.check_output(tree)
     guard.check_read_only([tree])
     check_relations(tree, ctx.catalog.relations(ctx.datasources, ctx.system_tables, ctx.lookups))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
 
 Rule = Callable[[exp.Expression, TranslationContext], exp.Expression]
 
@@ -29,6 +30,14 @@ def apply_bottom_up(tree: exp.Expression, rules: list[Rule], ctx: TranslationCon
 
 def anonymous_name(node: exp.Expression) -> str | None:
     return str(node.name).upper() if isinstance(node, exp.Anonymous) else None
+
+
+def call_args(node: exp.Expression, counts: tuple[int, ...], name: str) -> list[exp.Expression]:
+    """The arguments of the call ``node``; Druid's 400 when there are not ``counts`` of them."""
+    args = list(node.expressions)
+    if len(args) not in counts:
+        raise validation_error(f"{name} takes {' or '.join(map(str, counts))} arguments")
+    return args
 
 
 #: Druid aggregate functions that arrive as anonymous calls.

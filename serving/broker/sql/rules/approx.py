@@ -31,3 +31,9 @@ def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         q = call("APPROX_QUANTILE", args[0], args[1])
         return exp.cast(q, exp.DataType.build("DOUBLE"))
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = approx
+ORDER = 110
+EMITS = frozenset({"APPROX_COUNT_DISTINCT", "APPROX_QUANTILE"})

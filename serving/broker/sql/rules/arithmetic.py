@@ -20,3 +20,7 @@ def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         a, b = node.expressions
         return exp.paren(exp.IntDiv(this=a, expression=b), copy=False)
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+ACCEPTS = frozenset({"DIV"})

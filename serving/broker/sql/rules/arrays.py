@@ -123,3 +123,10 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if op in ("FILTER_ONLY", "FILTER_NONE"):
         return _filter(a, _as_list(args[1]), negate=op == "FILTER_NONE")
     raise validation_error(f"{name} is not supported")  # pragma: no cover - _ARITY lists every op
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = arrays
+ORDER = 170
+ACCEPTS = FUNCTIONS
+EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_SLICE", "STRING_SPLIT"})

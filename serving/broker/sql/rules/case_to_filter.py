@@ -29,3 +29,8 @@ def case_to_filter(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         cond = exp.and_(outer.expression.this.copy() if isinstance(outer.expression, exp.Where) else
                         outer.expression.copy(), cond)
     return exp.Filter(this=exp.Count(this=exp.Star()), expression=exp.Where(this=cond))
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = case_to_filter
+ORDER = 10

@@ -34,3 +34,7 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if target in _TS and not (isinstance(src, exp.Literal) and src.is_string) and not is_timestamp(src):
         return exp.TryCast(this=src, to=node.to)
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+EMITS = frozenset({"STRFTIME"})

@@ -32,3 +32,11 @@ def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expres
             raise validation_error(f"{name} maxBytes must be a numeric literal")
         out = call("LEFT", out, max_bytes)
     return out
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = earliest_latest
+ORDER = 120
+ACCEPTS = frozenset({"EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY"})
+EMITS = frozenset({"ARG_MAX", "ARG_MIN", "LEFT"})
+EMITS_CLASSES = (exp.ArgMin, exp.ArgMax,)

@@ -125,3 +125,10 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
             raise validation_error("TO_JSON_STRING takes 1 argument")
         return _text(call("TO_JSON", args[0]))
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = json_functions
+ORDER = 160
+ACCEPTS = frozenset({"JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
+EMITS = frozenset({"JSON", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})

@@ -32,3 +32,10 @@ def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if len(args) == 3 and not isinstance(args[2], exp.Null):
         return exp.Coalesce(this=found, expressions=[exp.cast(args[2], exp.DataType.build("VARCHAR"))])
     return found
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = lookup
+ORDER = 150
+ACCEPTS = frozenset({"LOOKUP"})
+EMITS_CLASSES = (exp.SplitPart,)

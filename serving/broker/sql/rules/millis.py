@@ -25,3 +25,10 @@ def millis(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         day = Granularity.parse({"type": "period", "period": "P1D", "timeZone": ctx.time_zone})
         return exp.cast(ts_literal(day.bucket_start(ctx.now_ms)), exp.DataType.build("DATE"))
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = millis
+ORDER = 90
+ACCEPTS = frozenset({"MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS"})
+EMITS = frozenset({"EPOCH_MS"})

@@ -213,3 +213,7 @@ def _rendered(col: exp.Expression) -> exp.Expression:
     as_json = exp.cast(exp.Anonymous(this="TO_JSON", expressions=[col.copy()]), exp.DataType.build("VARCHAR"))
     one = exp.EQ(this=exp.Anonymous(this="LEN", expressions=[col.copy()]), expression=exp.Literal.number(1))
     return exp.Case(ifs=[exp.If(this=one, true=first)], default=as_json)
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+EMITS = frozenset({"LEN", "LIST_EXTRACT", "LIST_FILTER", "TO_JSON"})

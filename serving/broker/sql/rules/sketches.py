@@ -137,3 +137,10 @@ def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
     # DS_GET_QUANTILES(sketch, fraction, …)
     fractions = [exp.cast(a, exp.DataType.build("DOUBLE")) for a in args[1:]]
     return call("DRUID_QUANTILES", first, exp.Array(expressions=fractions))
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = sketches
+ORDER = 100
+ACCEPTS = FUNCTIONS
+EMITS = frozenset({"LIST"})

@@ -37,3 +37,9 @@ def string_limits(node: exp.Expression, ctx: TranslationContext) -> exp.Expressi
         over = exp.GT(this=_bigint(length.copy()), expression=cap)
         node.set("expression", _capped(length.copy(), over, ctx, "LPAD" if node.args.get("is_left") else "RPAD"))
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = string_limits
+ORDER = 140
+EMITS = frozenset({"ENCODE", "ERROR", "OCTET_LENGTH"})

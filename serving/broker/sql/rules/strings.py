@@ -8,15 +8,8 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
-
-
-def _args(node: exp.Expression, n: tuple[int, ...], name: str) -> list[exp.Expression]:
-    args = list(node.expressions)
-    if len(args) not in n:
-        raise validation_error(f"{name} takes {' or '.join(map(str, n))} arguments")
-    return args
 
 
 def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -26,27 +19,27 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if name is None:
         return node
     if name == "CONTAINS_STRING":
-        a, b = _args(node, (2,), name)
+        a, b = call_args(node, (2,), name)
         return call("CONTAINS", a, b)
     if name == "ICONTAINS_STRING":
-        a, b = _args(node, (2,), name)
+        a, b = call_args(node, (2,), name)
         return call("CONTAINS", exp.Lower(this=a), exp.Lower(this=b))
     if name == "TEXTCAT":
-        a, b = _args(node, (2,), name)
+        a, b = call_args(node, (2,), name)
         return exp.DPipe(this=a, expression=b)
     if name == "STRLEN":
-        (a,) = _args(node, (1,), name)
+        (a,) = call_args(node, (1,), name)
         return call("LENGTH", a)
     if name == "BTRIM":
-        args = _args(node, (1, 2), name)
+        args = call_args(node, (1, 2), name)
         return call("TRIM", *args)
     if name == "PARSE_LONG":
-        args = _args(node, (1, 2), name)
+        args = call_args(node, (1, 2), name)
         if len(args) == 2 and not (isinstance(args[1], exp.Literal) and str(args[1].this) == "10"):
             raise validation_error("PARSE_LONG supports radix 10 only")
         return exp.TryCast(this=args[0], to=exp.DataType.build("BIGINT"))
     if name in ("BITWISE_AND", "BITWISE_OR", "BITWISE_XOR"):
-        a, b = _args(node, (2,), name)
+        a, b = call_args(node, (2,), name)
         a = exp.cast(a, exp.DataType.build("BIGINT"))
         b = exp.cast(b, exp.DataType.build("BIGINT"))
         if name == "BITWISE_AND":
@@ -55,6 +48,13 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
             return exp.paren(exp.BitwiseOr(this=a, expression=b), copy=False)
         return call("XOR", a, b)
     if name == "LISTAGG":
-        args = _args(node, (1, 2), name)
+        args = call_args(node, (1, 2), name)
         return call("STRING_AGG", args[0], args[1] if len(args) > 1 else exp.Literal.string(","))
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = strings
+ORDER = 130
+ACCEPTS = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT", "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG"})
+EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "STRING_AGG", "TRIM", "XOR"})

@@ -57,3 +57,10 @@ def time_extract(node: exp.Expression, ctx: TranslationContext) -> exp.Expressio
         result = extract_unit(node.expression, unit, ctx.time_zone)
         return result if isinstance(result, exp.Extract) else exp.paren(result, copy=False)
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = time_extract
+ORDER = 50
+ACCEPTS = frozenset({"TIME_EXTRACT"})
+EMITS = frozenset({"CEIL", "DRUID_TIME_EXTRACT", "EPOCH_MS", "FLOOR", "TIMEZONE"})

@@ -108,3 +108,11 @@ def time_floor(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.Floor | exp.Ceil) and node.args.get("to") is not None:
         return _floor_to(node, ctx)
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = time_floor
+ORDER = 20
+ACCEPTS = frozenset({"TIME_FLOOR", "TIME_CEIL"})
+EMITS = frozenset({"DATE_TRUNC", "EPOCH_MS", "MAKE_TIMESTAMP", "TIMEZONE", "TIME_BUCKET", "TO_MONTHS"})
+EMITS_CLASSES = (exp.UnixToTime, exp.DateBin, exp.ToDays, exp.Year, exp.Month, exp.Interval,)

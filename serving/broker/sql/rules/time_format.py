@@ -31,3 +31,10 @@ def time_format(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
             pass
     ctx.udfs.add("DRUID_TIME_FORMAT")
     return call("DRUID_TIME_FORMAT", to_millis(args[0]), str_or_null(pattern), str_or_null(tz))
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = time_format
+ORDER = 60
+ACCEPTS = frozenset({"TIME_FORMAT"})
+EMITS = frozenset({"EPOCH_MS", "STRFTIME", "TIMEZONE"})

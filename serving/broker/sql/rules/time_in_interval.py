@@ -26,3 +26,9 @@ def time_in_interval(node: exp.Expression, ctx: TranslationContext) -> exp.Expre
     lower = exp.GTE(this=ts.copy(), expression=ts_literal(iv.start))
     upper = exp.LT(this=ts.copy(), expression=ts_literal(iv.end))
     return exp.paren(exp.And(this=lower, expression=upper), copy=False)
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = time_in_interval
+ORDER = 80
+ACCEPTS = frozenset({"TIME_IN_INTERVAL"})

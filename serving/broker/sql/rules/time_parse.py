@@ -33,3 +33,10 @@ def time_parse(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     ctx.udfs.add("DRUID_TIME_PARSE")
     return from_millis(call("DRUID_TIME_PARSE", exp.cast(text, exp.DataType.build("VARCHAR")),
                             str_or_null(pattern), str_or_null(tz)))
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = time_parse
+ORDER = 70
+ACCEPTS = frozenset({"TIME_PARSE"})
+EMITS = frozenset({"EPOCH_MS", "REGEXP_MATCHES", "TIMEZONE", "TRY_STRPTIME"})

@@ -68,3 +68,11 @@ def time_shift(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
             iv = unit_interval(unit)
         return exp.paren(exp.Add(this=args[2], expression=_times(args[1], iv)), copy=False)
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = time_shift
+ORDER = 30
+ACCEPTS = frozenset({"TIME_SHIFT", "TIMESTAMPADD"})
+EMITS = frozenset({"EPOCH_MS", "TIMEZONE"})
+EMITS_CLASSES = (exp.Interval,)

@@ -19,3 +19,10 @@ def timestamp_diff(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         raise validation_error("TIMESTAMPDIFF takes 3 arguments")
     unit = time_unit(args[0], "TIMESTAMPDIFF").lower()
     return call("DATE_SUB", exp.Literal.string(unit), args[1], args[2])
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = timestamp_diff
+ORDER = 40
+ACCEPTS = frozenset({"TIMESTAMPDIFF"})
+EMITS = frozenset({"DATE_SUB"})
