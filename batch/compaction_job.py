@@ -34,6 +34,7 @@ from radstack.storage.compaction import compaction_schema, resolve_dimensions
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import renumber_core
 from radstack.storage.segment_format import value_type_of
+from radstack.value_sql import sql_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -44,11 +45,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = ["SparkCompactionOutput", "compact_with_spark", "compaction_spark_session"]
-
-_SPARK_TYPES = {"string": "string", "long": "bigint", "float": "float", "double": "double", "json": "string",
-                "multi": "array<string>", "sketch": "binary", "array<string>": "array<string>",
-                "array<long>": "array<bigint>", "array<double>": "array<double>"}
-
 
 @dataclass
 class SparkCompactionOutput:
@@ -102,10 +98,10 @@ def _conform(df: DataFrame, lo: int, hi: int, dims: Sequence[tuple[str, str]],
     present = set(df.columns)
     for name, typ in dims:
         src = F.col(f"`{name}`") if name in present else F.lit(None)
-        cols.append(src.cast(_SPARK_TYPES[typ]).alias(name))
+        cols.append(src.cast(sql_type(typ, "spark")).alias(name))
     for m in metric_specs:
         src = F.col(f"`{m.name}`") if m.name in present else F.lit(None)
-        cols.append(src.cast(_SPARK_TYPES[m.value_type]).alias(m.name))
+        cols.append(src.cast(sql_type(m.value_type, "spark")).alias(m.name))
     out = df.select(*cols)
     return out.where((F.col(TIME_COLUMN) >= F.lit(lo)) & (F.col(TIME_COLUMN) < F.lit(hi)))
 

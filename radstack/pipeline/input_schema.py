@@ -20,20 +20,12 @@ __all__ = [
     "input_fields",
     "field_types",
     "json_schema_ddl",
-    "spark_type",
     "join_options",
 ]
 
 #: the columns of Spark's Kafka source
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 CORRUPT_COLUMN = "_corrupt_record"
-
-_SPARK_TYPES = {"string": "STRING", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "json": "STRING"}
-
-
-def spark_type(druid_type: str) -> str:
-    return _SPARK_TYPES[druid_type.lower()]
-
 
 def join_options(spec: DatasourceSpec) -> list[dict[str, Any]]:
     """The stream joins of a spec (``processing.joins`` entries with ``type: stream``), as dicts."""

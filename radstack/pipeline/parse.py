@@ -22,6 +22,7 @@ from radstack.pipeline.input_schema import CORRUPT_COLUMN, field_types, input_fi
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.sql_text import quote_identifier
 from radstack.time.timestamps import parse_timestamp_column
+from radstack.value_sql import numeric_cast_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -34,7 +35,6 @@ __all__ = [
     "valid_events",
     "dead_letters",
     "timestamp_sql",
-    "convert_sql",
     "q",
 ]
 
@@ -80,24 +80,6 @@ def timestamp_sql(col: str, fmt: str) -> str | None:
     if f == "ruby":
         return f"try_cast(try_cast({col} AS DOUBLE) * 1000D AS BIGINT)"
     return None
-
-
-def convert_sql(col: str, druid_type: str) -> str:
-    """Spark SQL converting a STRING column to a Druid type as the indexer does (longs: integers
-    exactly, decimals truncated toward zero); NULL when it does not convert."""
-    t = druid_type.lower()
-    if t in ("string", "json"):  # json: the field's JSON text (normalized when rolled up)
-        return col
-    if t == "long":
-        return (
-            f"(CASE WHEN trim({col}) RLIKE '^[+-]?[0-9]+$' THEN try_cast(trim({col}) AS BIGINT) "
-            f"ELSE try_cast(try_cast(trim({col}) AS DOUBLE) AS BIGINT) END)"
-        )
-    if t == "double":
-        return f"try_cast(trim({col}) AS DOUBLE)"
-    if t == "float":
-        return f"try_cast(trim({col}) AS FLOAT)"
-    raise ValueError(f"unknown type {druid_type!r}")
 
 
 def _from_json(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataFrame, str, str]:
@@ -228,14 +210,14 @@ def parse_events(
             continue
         c = q(f)
         reasons.append(
-            (f"{c} IS NOT NULL AND {convert_sql(c, t)} IS NULL",
+            (f"{c} IS NOT NULL AND {numeric_cast_sql(c, 'string', t, 'spark')} IS NULL",
              f"concat({_lit(f'field {f}: ' + chr(39))}, {c}, {_lit(chr(39) + f' is not a {t}')})")
         )
     case = "CASE " + " ".join(f"WHEN {cond} THEN {msg}" for cond, msg in reasons) + " END"
     out_cols: list[Column] = []
     for f in fields:
         t = types[f]
-        out_cols.append(F.expr(convert_sql(q(f), t)).alias(f) if t not in ("string", "json") else F.col(q(f)).alias(f))
+        out_cols.append(F.expr(numeric_cast_sql(q(f), "string", t, "spark")).alias(f) if t not in ("string", "json") else F.col(q(f)).alias(f))
     return flat.select(
         F.inline(
             F.array(

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.expressions import expression_to_sql
-from radstack.pipeline.parse import BYTES_COLUMN, convert_sql, q
+from radstack.pipeline.parse import BYTES_COLUMN, q
 from radstack.pipeline.transform import druid_types
 from radstack.sketches import aggregate
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec
@@ -40,6 +40,13 @@ from radstack.sql_text import ExpressionError
 from radstack.storage.segment_format import arrow_type
 from radstack.time.floor import floor_millis, granularity_floor_sql
 from radstack.time.granularity import Granularity
+from radstack.value_sql import (
+    array_sql,
+    json_text_sql,
+    multi_value_sql,
+    numeric_cast_sql,
+    sql_type,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -56,11 +63,6 @@ ERRORS = "__errors"
 """Input rows with a value that did not convert (stats: ``processedWithError``)."""
 DEDUP = "__dedup"
 """The event id, when copies of an event are still to be dropped."""
-
-_SPARK_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "STRING", "json": "STRING",
-                "multi": "ARRAY<STRING>", "array<string>": "ARRAY<STRING>", "array<long>": "ARRAY<BIGINT>",
-                "array<double>": "ARRAY<DOUBLE>"}
-
 
 def _floor(df: DataFrame, src: str, dst: str, gran: Granularity) -> DataFrame:
     """``df`` with ``dst`` = ``src`` floored to ``gran`` (BIGINT)."""
@@ -87,65 +89,14 @@ def _bucket_udf(gran: Granularity):  # type: ignore[no-untyped-def]
     return pandas_udf(floor, "bigint")
 
 
-def json_text_spark_sql(expr: str) -> str:
-    """Spark SQL for the stored text of a ``json`` dimension from the parsed STRING field: JSON text
-    (an object or array arrives as Spark's compact rendering of it) is kept, any other string becomes
-    a JSON string. The DuckDB twin the indexer uses: :func:`radstack.storage.indexer.json_text_sql`."""
-    quoted = f"to_json(array({expr}))"
-    return (f"CASE WHEN {expr} IS NULL THEN NULL WHEN get_json_object({expr}, '$') IS NOT NULL THEN {expr} "
-            f"ELSE substring({quoted}, 2, length({quoted}) - 2) END")
-
-
-def multi_value_spark_sql(expr: str, src: str, handling: str) -> str:
-    """Spark SQL for the stored values of a multi-value dimension (the DuckDB twin the indexer uses:
-    :func:`radstack.storage.indexer.multi_value_sql`): a JSON array's values as strings, any other value
-    as one value; NULL elements dropped; sorted / sorted without repeats / as they came; none → NULL."""
-    if src.startswith("ARRAY"):
-        values = f"transform({expr}, __v -> CAST(__v AS STRING))"
-    else:
-        text = expr if src == "STRING" else f"CAST({expr} AS STRING)"
-        values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN {text} RLIKE '^\\\\s*\\\\[' "
-                  f"AND from_json({text}, 'array<string>') IS NOT NULL THEN from_json({text}, 'array<string>') "
-                  f"ELSE array({text}) END")
-    values = f"filter({values}, __v -> __v IS NOT NULL)"
-    if handling == "SORTED_SET":
-        values = f"array_sort(array_distinct({values}))"
-    elif handling == "SORTED_ARRAY":
-        values = f"array_sort({values})"
-    return f"CASE WHEN size({values}) <= 0 THEN NULL ELSE {values} END"
-
-
-def array_spark_sql(expr: str, src: str, value_type: str) -> str:
-    """Spark SQL for the stored value of an ARRAY column (the DuckDB twin the indexer uses, with the
-    rules: :func:`radstack.storage.indexer.array_sql`): a JSON array element by element, any other
-    value as a one-element array; elements that do not convert become NULL; order, repeats and ``[]``
-    kept."""
-    element = value_type[len("array<"):-1]
-
-    def convert(v: str) -> str:
-        return f"CAST({v} AS STRING)" if element == "string" else convert_sql(f"CAST({v} AS STRING)", element)
-
-    if src.startswith("ARRAY"):
-        return f"transform({expr}, __v -> {convert('__v')})"
-    text = expr if src == "STRING" else f"CAST({expr} AS STRING)"
-    # from_json with array<string> keeps a string element's text and renders others as their JSON
-    items = f"from_json({text}, 'array<string>')"
-    return (f"CASE WHEN {text} IS NULL THEN NULL WHEN {text} RLIKE '^\\\\s*\\\\[' AND {items} IS NOT NULL "
-            f"THEN transform({items}, __v -> {convert('__v')}) ELSE array({convert(text)}) END")
-
-
 def _cast(expr: str, src: str, target: str) -> tuple[str, bool]:
     """Spark SQL casting ``expr`` (Druid type ``src``) to ``target``; True when a value can fail to
     convert (so it counts as an error)."""
     if target == "json":
-        return (json_text_spark_sql(expr) if src == "STRING" else f"to_json({expr})"), False
+        return json_text_sql(expr, src, "spark"), False
     if target == "string":
         return f"CAST({expr} AS STRING)", False
-    if src == "STRING":
-        return convert_sql(expr, target), True
-    if target == "long" and src == "DOUBLE":
-        return f"try_cast({expr} AS BIGINT)", False
-    return f"try_cast({expr} AS {_SPARK_TYPES[target]})", False
+    return numeric_cast_sql(expr, src, target, "spark"), src == "STRING"
 
 
 def rollup_rows(
@@ -173,13 +124,13 @@ def rollup_rows(
     errors: list[str] = []
     for d in dims:
         if d.name not in present:
-            cols.append(F.lit(None).cast(_SPARK_TYPES[d.value_type]).alias(d.name))
+            cols.append(F.lit(None).cast(sql_type(d.value_type, 'spark')).alias(d.name))
             continue
         if d.multi_value_handling:
-            cols.append(F.expr(multi_value_spark_sql(q(d.name), types[d.name], d.multi_value_handling)).alias(d.name))
+            cols.append(F.expr(multi_value_sql(q(d.name), types[d.name], d.multi_value_handling, "spark")).alias(d.name))
             continue
         if d.is_array:
-            cols.append(F.expr(array_spark_sql(q(d.name), types[d.name], d.type)).alias(d.name))
+            cols.append(F.expr(array_sql(q(d.name), types[d.name], d.type, "spark")).alias(d.name))
             continue
         sql, can_fail = _cast(q(d.name), types[d.name], d.type)
         cols.append(F.expr(sql).alias(d.name))
@@ -203,13 +154,13 @@ def rollup_rows(
             continue
         if m.expression is not None:
             raw = expression_to_sql(m.expression, dialect="spark", column_types=types)
-            sql = f"try_cast(({raw}) AS {_SPARK_TYPES[m.value_type]})"
+            sql = f"try_cast(({raw}) AS {sql_type(m.value_type, 'spark')})"
         elif m.field_name in present:
             sql, can_fail = _cast(q(m.field_name), types[m.field_name], m.value_type)
             if can_fail:
                 errors.append(f"({q(m.field_name)} IS NOT NULL AND {sql} IS NULL)")
         else:
-            sql = f"CAST(NULL AS {_SPARK_TYPES[m.value_type]})"
+            sql = f"CAST(NULL AS {sql_type(m.value_type, 'spark')})"
         if sql in by_sql:  # doubleSum and doubleMax of one field: shuffle the input once
             metric_inputs[m.name] = by_sql[sql]
             continue

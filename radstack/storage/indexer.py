@@ -53,6 +53,7 @@ from radstack.time.floor import floor_millis
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, condense
 from radstack.time.timestamps import parse_timestamp_column, query_arrow
+from radstack.value_sql import array_sql, json_text_sql, multi_value_sql, numeric_cast_sql, sql_type
 
 __all__ = [
     "IngestStats",
@@ -213,81 +214,6 @@ def _jsonable(row: Mapping[str, Any]) -> dict[str, Any]:
             continue
         out[k] = v if v is None or isinstance(v, str | int | float | bool) else str(v)
     return out
-
-
-def _numeric_cast_sql(expr: str, src: str, target: str) -> str:
-    """Cast ``expr`` (of Druid type ``src``) to ``long``/``float``/``double`` as Druid converts values
-    (strings: integers exactly, decimals truncated toward zero for longs; unparseable → NULL)."""
-    if target == "long":
-        if src == "long":
-            return f"TRY_CAST({expr} AS BIGINT)"
-        if src in ("double", "float"):
-            return f"TRY_CAST(trunc({expr}) AS BIGINT)"
-        s = f"trim(CAST({expr} AS VARCHAR))"
-        return (
-            f"(CASE WHEN regexp_full_match({s}, '[+-]?\\d+') THEN TRY_CAST({s} AS BIGINT) "
-            f"ELSE TRY_CAST(trunc(TRY_CAST({s} AS DOUBLE)) AS BIGINT) END)"
-        )
-    sql_t = "FLOAT" if target == "float" else "DOUBLE"
-    if src in ("long", "double", "float"):
-        return f"TRY_CAST({expr} AS {sql_t})"
-    return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS {sql_t})"
-
-
-_SQL_TYPES = {"long": "BIGINT", "float": "FLOAT", "double": "DOUBLE", "string": "VARCHAR", "json": "VARCHAR",
-              "multi": "VARCHAR[]", "array<string>": "VARCHAR[]", "array<long>": "BIGINT[]", "array<double>": "DOUBLE[]"}
-
-
-def array_sql(expr: str, src: str, value_type: str) -> str:
-    """DuckDB SQL for the stored value of an ARRAY column (``array<string|long|double>``): a list input
-    or a JSON array (the text Spark's parse stage gives for one) element by element, any other value as
-    a one-element array; elements that do not convert become NULL and stay, order and repeats are kept,
-    ``[]`` stays an empty array, NULL stays NULL — Druid's ``auto`` column cast to an ARRAY type. (The
-    Spark twin: :func:`radstack.pipeline.rollup.array_spark_sql`.)"""
-    element = value_type[len("array<"):-1]
-    sql_t = _SQL_TYPES[element]
-
-    def convert(v: str, v_src: str) -> str:
-        return f"CAST({v} AS VARCHAR)" if element == "string" else _numeric_cast_sql(v, v_src, element)
-
-    if src in ("array", "multi"):
-        return f"list_transform({expr}, lambda __v: {convert('__v', 'string')})"
-    if src != "string":
-        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE [{convert(expr, src)}] END"
-    items = f"from_json({expr}, '[\"JSON\"]')"
-    # a JSON string element is unquoted; numbers and nested values keep their JSON text
-    element_text = "CASE WHEN json_type(__v) = 'VARCHAR' THEN json_extract_string(__v, '$') ELSE CAST(__v AS VARCHAR) END"
-    as_list = f"list_transform({items}, lambda __v: {convert(element_text, 'string')})"
-    return (f"CASE WHEN {expr} IS NULL THEN NULL WHEN json_valid({expr}) AND json_type({expr}) = 'ARRAY' "
-            f"THEN CAST({as_list} AS {sql_t}[]) ELSE [{convert(expr, 'string')}] END")
-
-
-def multi_value_sql(expr: str, src: str, handling: str) -> str:
-    """DuckDB SQL for the stored values of a multi-value dimension: a list input's values as strings,
-    a JSON array's (the text Spark's parse stage gives for one), any other value as one value; NULL
-    elements dropped; sorted (``SORTED_ARRAY``), sorted without repeats (``SORTED_SET``) or as they
-    came (``ARRAY``); no values → NULL. (The Spark twin: :func:`radstack.pipeline.rollup.multi_value_spark_sql`.)"""
-    if src in ("array", "multi"):
-        values = f"list_transform({expr}, lambda __v: CAST(__v AS VARCHAR))"
-    else:
-        text = expr if src == "string" else f"CAST({expr} AS VARCHAR)"
-        values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN json_valid({text}) AND json_type({text}) = 'ARRAY' "
-                  f"THEN from_json({text}, '[\"VARCHAR\"]') ELSE [{text}] END")
-    values = f"list_filter({values}, lambda __v: __v IS NOT NULL)"
-    if handling == "SORTED_SET":
-        values = f"list_sort(list_distinct({values}))"
-    elif handling == "SORTED_ARRAY":
-        values = f"list_sort({values})"
-    return f"CASE WHEN len({values}) = 0 THEN NULL ELSE {values} END"
-
-
-def json_text_sql(expr: str, src: str) -> str:
-    """DuckDB SQL for the stored text of a ``json`` dimension: input that is JSON text is kept
-    (minified); any other string becomes a JSON string; objects, lists and numbers their JSON.
-    (The Spark twin: :func:`radstack.pipeline.rollup.json_text_spark_sql`.)"""
-    if src == "string":
-        return f"CASE WHEN json_valid({expr}) THEN CAST(json({expr}) AS VARCHAR) ELSE CAST(to_json({expr}) AS VARCHAR) END"
-    return f"CAST(to_json({expr}) AS VARCHAR)"
 
 
 def _translate_expression(expr: str, column_types: Mapping[str, str]) -> str:
@@ -453,7 +379,7 @@ def _rollup_and_sort(
     errors: list[str] = []
     for d in dims:
         if d.name not in present:
-            cols.append(f"CAST(NULL AS {_SQL_TYPES[d.value_type]}) AS {_q(d.name)}")
+            cols.append(f"CAST(NULL AS {sql_type(d.value_type)}) AS {_q(d.name)}")
         elif d.multi_value_handling:
             cols.append(f"{multi_value_sql(_q(d.name), types[d.name], d.multi_value_handling)} AS {_q(d.name)}")
         elif d.is_array:
@@ -467,7 +393,7 @@ def _rollup_and_sort(
                 expr = f"array_to_string({expr}, ',')"
             cols.append(f"CAST({expr} AS VARCHAR) AS {_q(d.name)}")
         else:
-            cast = _numeric_cast_sql(_q(d.name), types[d.name], d.type)
+            cast = numeric_cast_sql(_q(d.name), types[d.name], d.type)
             cols.append(f"{cast} AS {_q(d.name)}")
             errors.append(f"({_q(d.name)} IS NOT NULL AND {cast} IS NULL)")
     metric_inputs: list[tuple[MetricSpec, str]] = []
@@ -492,13 +418,13 @@ def _rollup_and_sort(
             continue
         if m.expression is not None:
             raw = f"({_translate_expression(m.expression, types)})"
-            cast = f"TRY_CAST({raw} AS {_SQL_TYPES[m.value_type]})"
+            cast = f"TRY_CAST({raw} AS {sql_type(m.value_type)})"
         elif m.field_name in present:
             raw = _q(m.field_name)
-            cast = _numeric_cast_sql(raw, types[m.field_name], m.value_type)
+            cast = numeric_cast_sql(raw, types[m.field_name], m.value_type)
             errors.append(f"({raw} IS NOT NULL AND {cast} IS NULL)")
         else:
-            cast = f"CAST(NULL AS {_SQL_TYPES[m.value_type]})"
+            cast = f"CAST(NULL AS {sql_type(m.value_type)})"
         cols.append(f"{cast} AS {alias}")
         metric_inputs.append((m, alias))
     err = " OR ".join(errors) if errors else "FALSE"
@@ -519,7 +445,7 @@ def _rollup_and_sort(
                 f"CASE WHEN {a} IS NULL THEN [] ELSE [{a}] END"
             out_cols.append(f"{val} AS {_q(m.name)}")
             continue
-        sql_t = _SQL_TYPES[m.value_type]
+        sql_t = sql_type(m.value_type)
         if not schema.rollup:
             val = "CAST(1 AS BIGINT)" if m.type == "count" else aliases[m.name]
         elif m.type == "count":
