@@ -175,7 +175,7 @@ def index_chunks(
     for_segments = rollup_rows(df, spec.data_schema, partitions=partitions, dedup_key=rows.dedup_key)
     res = write_segments(for_segments, spec.data_schema, deep_storage_config=deep_storage_settings,
                          version=version, stride=PARTITION_STRIDE, dedup=rows.dedup_key is not None)  # fmt: skip
-    return res.segments, res.stats.to_row_stats()
+    return res.segments, res.stats.row_stats(with_filtered=True)
 
 
 # ---- the job -----------------------------------------------------------------------------------

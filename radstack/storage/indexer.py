@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -41,6 +41,7 @@ from radstack.sketches import aggregate
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
 from radstack.sql_text import quote_identifier as _q
 from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.ingest_stats import DEFAULT_MAX_SAMPLES, IngestStats
 from radstack.storage.projections import write_projection_files
 from radstack.storage.segment_format import (
     projection_data_key,
@@ -69,7 +70,6 @@ __all__ = [
 ]
 
 DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000
-DEFAULT_MAX_SAMPLES = 20
 
 
 class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepStorage the indexer uses
@@ -77,54 +77,6 @@ class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepS
 
 
 # ---- results --------------------------------------------------------------------------------
-
-
-@dataclass
-class IngestStats:
-    """Druid's task-report row stats. ``thrown_away`` includes ``filtered`` (rows the transformSpec
-    filter rejected), as in Druid; ``processed`` counts input rows that made it into segments."""
-
-    processed: int = 0
-    processed_bytes: int = 0
-    processed_with_error: int = 0
-    unparseable: int = 0
-    thrown_away: int = 0
-    filtered: int = 0
-    unparseable_samples: list[dict[str, Any]] = field(default_factory=list)
-    max_samples: int = DEFAULT_MAX_SAMPLES
-
-    def add_sample(self, row: Mapping[str, Any], reason: str) -> None:
-        if len(self.unparseable_samples) < self.max_samples:
-            self.unparseable_samples.append({"row": dict(row), "reason": reason})
-
-    def merge(self, other: IngestStats) -> IngestStats:
-        """Add ``other`` into this one (samples stay capped); returns self."""
-        self.processed += other.processed
-        self.processed_bytes += other.processed_bytes
-        self.processed_with_error += other.processed_with_error
-        self.unparseable += other.unparseable
-        self.thrown_away += other.thrown_away
-        self.filtered += other.filtered
-        for s in other.unparseable_samples:
-            if len(self.unparseable_samples) >= self.max_samples:
-                break
-            self.unparseable_samples.append(s)
-        return self
-
-    def to_row_stats(self) -> dict[str, int]:
-        """The ``rowStats.buildSegments`` object of Druid's ingestion task report."""
-        return {
-            "processed": self.processed,
-            "processedBytes": self.processed_bytes,
-            "processedWithError": self.processed_with_error,
-            "thrownAway": self.thrown_away,
-            "unparseable": self.unparseable,
-            "filtered": self.filtered,
-        }
-
-    def unparseable_messages(self) -> list[str]:
-        """Druid's ``unparseableEvents`` strings (``reason`` + ``Event: {row}``)."""
-        return [f"{s['reason']} Event: {s['row']}" for s in self.unparseable_samples]
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from radstack.storage.ingest_stats import IngestStats
 from serving.overlord.input_sources import InputEntity, InputSpecError
-from serving.overlord.reports import RowStats
 
 FORMAT_TYPES = ("json", "csv", "tsv", "parquet")
 BATCH_ROWS = 8192
@@ -63,7 +63,7 @@ class ReadCancelled(Exception):
 
 
 class _CountingReader(io.RawIOBase):
-    def __init__(self, raw: BinaryIO, stats: RowStats, should_stop: Callable[[], bool] | None) -> None:
+    def __init__(self, raw: BinaryIO, stats: IngestStats, should_stop: Callable[[], bool] | None) -> None:
         self._raw = raw
         self._stats = stats
         self._should_stop = should_stop
@@ -102,7 +102,7 @@ def _decompressed(entity: InputEntity, raw: BinaryIO) -> BinaryIO:
 def read_batches(
     entity: InputEntity,
     fmt: Mapping[str, Any],
-    stats: RowStats,
+    stats: IngestStats,
     should_stop: Callable[[], bool] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Parse one entity into record batches, counting bytes and unparseable rows in ``stats``.
@@ -125,7 +125,7 @@ def read_batches(
 # -- json ----------------------------------------------------------------------------------------
 
 
-def _json(stream: BinaryIO, stats: RowStats) -> Iterator[pa.RecordBatch]:
+def _json(stream: BinaryIO, stats: IngestStats) -> Iterator[pa.RecordBatch]:
     rows: list[dict[str, Any]] = []
     for line in stream:
         text = line.strip()
@@ -181,7 +181,7 @@ def rows_to_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
 # -- csv / tsv -----------------------------------------------------------------------------------
 
 
-def _delimited(stream: BinaryIO, fmt: Mapping[str, Any], stats: RowStats) -> Iterator[pa.RecordBatch]:
+def _delimited(stream: BinaryIO, fmt: Mapping[str, Any], stats: IngestStats) -> Iterator[pa.RecordBatch]:
     typ = fmt["type"]
     delimiter = fmt.get("delimiter") or ("\t" if typ == "tsv" else ",")
     text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
@@ -227,7 +227,7 @@ def _columns_batch(columns: list[str], buf: list[list[str | None]]) -> pa.Record
 # -- parquet -------------------------------------------------------------------------------------
 
 
-def _parquet(entity: InputEntity, raw: BinaryIO, fmt: Mapping[str, Any], stats: RowStats) -> Iterator[pa.RecordBatch]:
+def _parquet(entity: InputEntity, raw: BinaryIO, fmt: Mapping[str, Any], stats: IngestStats) -> Iterator[pa.RecordBatch]:
     src: Any = raw
     spooled = None
     if not (hasattr(raw, "seekable") and raw.seekable()):

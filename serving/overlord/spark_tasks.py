@@ -23,6 +23,7 @@ import yaml
 
 from radstack.config import Settings
 from radstack.private_files import private_dir, write_private
+from radstack.storage.ingest_stats import IngestStats
 from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_sources import SOURCES, resolve_input_source, source_of
@@ -107,8 +108,6 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
         raise RuntimeError(f"the Spark job failed (exit {proc.returncode}); see {log_path}: …{tail}")
     out = json.loads(result.read_text())
     st = out.get("stats") or {}
-    with state.stats._lock:
-        state.stats.processed += int(st.get("processed", 0))
-        state.stats.thrown_away += int(st.get("thrownAway", 0))
-        state.stats.processed_with_error += int(st.get("processedWithError", 0))
+    state.stats.merge(IngestStats(processed=int(st.get("processed", 0)), thrown_away=int(st.get("thrownAway", 0)),
+                                  processed_with_error=int(st.get("processedWithError", 0))))
     return len(out.get("segments") or [])

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from radstack.spec import DataSchema, SpecError, parse_data_schema
+from radstack.storage.ingest_stats import INT_MAX
 from radstack.time.intervals import format_instant
 from serving.overlord.input_formats import validate_input_format
 from serving.overlord.input_sources import InputSpecError, validate_input_source
-from serving.overlord.reports import INT_MAX
 
 TASK_TYPES = ("index_parallel", "index")
 DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000

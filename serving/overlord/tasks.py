@@ -25,7 +25,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +34,7 @@ from radstack.config import Settings
 from radstack.private_files import private_dir
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
+from radstack.storage.ingest_stats import IngestStats, MaxParseExceptionsExceeded
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
@@ -43,7 +44,7 @@ from serving.jobs import BatchJobs
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_formats import ReadCancelled, read_batches
 from serving.overlord.input_sources import resolve_input_source
-from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
+from serving.overlord.reports import ingestion_report
 from serving.overlord.spark_tasks import run_spark_task, runs_on_spark
 from serving.overlord.staging import StagedInput
 from serving.overlord.task_spec import IndexTaskSpec
@@ -63,7 +64,7 @@ class TaskState:
     """What the runner knows about an active task (the metadata store has the rest)."""
 
     spec: IndexTaskSpec
-    stats: RowStats
+    stats: IngestStats
     created_ms: int
     cancel: threading.Event = field(default_factory=threading.Event)
     runner_status: str = "WAITING"  # WAITING | RUNNING
@@ -134,8 +135,8 @@ class TaskRunner:
     def submit(self, spec: IndexTaskSpec) -> str:
         if self._stopping.is_set():
             raise RuntimeError("the task runner is stopping")
-        state = TaskState(spec, RowStats(max_parse_exceptions=spec.max_parse_exceptions,
-                                         max_saved_parse_exceptions=spec.max_saved_parse_exceptions),
+        state = TaskState(spec, IngestStats(max_parse_exceptions=spec.max_parse_exceptions,
+                                            max_samples=spec.max_saved_parse_exceptions),
                           created_ms=now_millis())
         self.metadata.insert_task(spec.id, type=spec.type, datasource=spec.data_source,
                                   payload=spec.payload, status="RUNNING")
@@ -302,14 +303,9 @@ class IndexTaskRun:
                 casts[d.name] = d.type
         return casts
 
-    def _merge_stats(self, s: Any) -> None:
-        st = self.stats
-        with st._lock:
-            st.processed += int(getattr(s, "processed", 0) or 0)
-            st.thrown_away += int(getattr(s, "thrown_away", 0) or 0)
-            st.processed_with_error += int(getattr(s, "processed_with_error", 0) or 0)
-        st.add_unparseable_samples(int(getattr(s, "unparseable", 0) or 0),
-                                   list(getattr(s, "unparseable_samples", []) or []))
+    def _merge_stats(self, s: IngestStats) -> None:
+        """The indexer's counts and samples; the input bytes were counted by the reader already."""
+        self.stats.merge(replace(s, processed_bytes=0, samples=s.kept_samples()))
 
     # -- versions ----------------------------------------------------------------------------------
 

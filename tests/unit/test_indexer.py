@@ -203,14 +203,14 @@ def test_unparseable_rows_are_counted_and_sampled() -> None:
                      "country": ["a", "b", "c", "d"], "clicks": [1, 2, 3, 4]})
     pieces, _, stats = build_segment_tables(data, schema(), max_samples=1)
     assert stats.unparseable == 2 and stats.processed == 2
-    assert stats.unparseable_samples == [
-        {"row": {"ts": "yesterday", "country": "b", "clicks": 2}, "reason": "Timestamp[yesterday] is unparseable!"}
+    assert [(s["input"], s["errorType"], s["details"]) for s in stats.samples] == [
+        ('{"ts":"yesterday","country":"b","clicks":2}', "unparseable", ["Timestamp[yesterday] is unparseable!"])
     ]
     assert [r["country"] for r in rows(pieces)] == ["a", "d"]
-    assert stats.to_row_stats() == {
-        "processed": 2, "processedBytes": data.nbytes, "processedWithError": 0,
-        "thrownAway": 0, "unparseable": 2, "filtered": 0,
+    assert stats.row_stats() == {
+        "processed": 2, "processedBytes": data.nbytes, "processedWithError": 0, "thrownAway": 0, "unparseable": 2,
     }
+    assert stats.filtered == 0
 
 
 def test_missing_timestamp_column_uses_missing_value() -> None:
@@ -221,7 +221,7 @@ def test_missing_timestamp_column_uses_missing_value() -> None:
     s2 = schema(timestampSpec={"column": "nope"})
     pieces2, _, stats2 = build_segment_tables(events(), s2)
     assert pieces2 == [] and stats2.unparseable == 6
-    assert stats2.unparseable_samples[0]["reason"] == "Timestamp[null] is unparseable!"
+    assert stats2.samples[0]["details"] == ["Timestamp[null] is unparseable!"]
 
 
 def test_numeric_conversion_and_processed_with_error() -> None:
@@ -420,8 +420,7 @@ def test_ingest_stats_merge_caps_samples() -> None:
     b.add_sample({"x": 3}, "r3")
     a.merge(b)
     assert (a.processed, a.thrown_away, a.filtered, a.processed_bytes, a.unparseable) == (3, 3, 1, 10, 1)
-    assert [s["reason"] for s in a.unparseable_samples] == ["r1", "r2"]
-    assert a.unparseable_messages() == ["r1 Event: {'x': 1}", "r2 Event: {'x': 2}"]
+    assert [(s["input"], s["details"]) for s in a.samples] == [('{"x":1}', ["r1"]), ('{"x":2}', ["r2"])]
 
 
 # ---- transformSpec ---------------------------------------------------------------------------------
@@ -482,7 +481,7 @@ def test_filter_runs_on_transformed_rows_and_counts_thrown_away() -> None:
     assert stats.filtered == 1
     assert stats.thrown_away == 2  # the filtered FR row + the 23:30 row outside the intervals
     assert stats.processed == 2
-    assert stats.to_row_stats()["thrownAway"] == 2
+    assert stats.row_stats()["thrownAway"] == 2
 
 
 def test_filter_without_transforms_and_on_time() -> None:

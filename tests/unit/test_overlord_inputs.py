@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from radstack.config import Settings
+from radstack.storage.ingest_stats import IngestStats, MaxParseExceptionsExceeded
 from serving.overlord.input_formats import read_batches, rows_to_batch
 from serving.overlord.input_sources import (
     InputEntity,
@@ -18,7 +19,7 @@ from serving.overlord.input_sources import (
     resolve_input_source,
     validate_input_source,
 )
-from serving.overlord.reports import MaxParseExceptionsExceeded, RowStats, ingestion_report
+from serving.overlord.reports import ingestion_report
 from serving.overlord.staging import StagedInput
 from serving.overlord.task_spec import TaskSpecError, parse_task
 
@@ -33,7 +34,7 @@ def _rows(batches: list[pa.RecordBatch]) -> list[dict]:
 
 def test_json_lines_counts_bad_lines_and_bytes() -> None:
     data = b'{"a": 1, "b": "x"}\n\nnot json\n[1,2]\n{"a": 2, "c": {"n": 1}}\n'
-    stats = RowStats()
+    stats = IngestStats()
     rows = _rows(list(read_batches(_entity("f.json", data), {"type": "json"}, stats)))
     assert rows == [{"a": 1, "b": "x", "c": None}, {"a": 2, "b": None, "c": '{"n":1}'}]
     assert stats.unparseable == 2
@@ -44,7 +45,7 @@ def test_json_lines_counts_bad_lines_and_bytes() -> None:
 
 def test_json_gz_is_decompressed() -> None:
     raw = b'{"a": 1}\n{"a": 2}\n'
-    stats = RowStats()
+    stats = IngestStats()
     rows = _rows(list(read_batches(_entity("f.json.gz", gzip.compress(raw)), {"type": "json"}, stats)))
     assert rows == [{"a": 1}, {"a": 2}]
     assert stats.processed_bytes == len(raw)
@@ -58,7 +59,7 @@ def test_mixed_types_become_strings() -> None:
 
 def test_csv_header_skip_and_bad_rows() -> None:
     data = b"# comment line\nts,page,added\n2020-01-01T00:00:00Z,a,1\n2020-01-01T01:00:00Z,,2\nbroken,row\n"
-    stats = RowStats()
+    stats = IngestStats()
     fmt = {"type": "csv", "findColumnsFromHeader": True, "skipHeaderRows": 1}
     rows = _rows(list(read_batches(_entity("f.csv", data), fmt, stats)))
     assert rows == [
@@ -71,7 +72,7 @@ def test_csv_header_skip_and_bad_rows() -> None:
 def test_tsv_with_columns_and_custom_delimiter() -> None:
     data = b"2020-01-01|x|3\n2020-01-02|y|4\n"
     fmt = {"type": "tsv", "columns": ["ts", "d", "m"], "delimiter": "|"}
-    rows = _rows(list(read_batches(_entity("f.tsv", data), fmt, RowStats())))
+    rows = _rows(list(read_batches(_entity("f.tsv", data), fmt, IngestStats())))
     assert rows == [{"ts": "2020-01-01", "d": "x", "m": "3"}, {"ts": "2020-01-02", "d": "y", "m": "4"}]
 
 
@@ -96,7 +97,7 @@ def test_parquet_from_non_seekable_stream(tmp_path: Path) -> None:
             return len(chunk)
 
     ent = InputEntity("s3://b/in.parquet", lambda: OneWay(), None)
-    rows = _rows(list(read_batches(ent, {"type": "parquet", "binaryAsString": True}, RowStats())))
+    rows = _rows(list(read_batches(ent, {"type": "parquet", "binaryAsString": True}, IngestStats())))
     assert rows == [{"ts": "2020-01-01", "n": 5, "b": "raw"}]
 
 
@@ -140,7 +141,7 @@ def test_staging_unifies_schemas_and_casts(tmp_path: Path) -> None:
 
 
 def test_max_parse_exceptions_raises_past_the_limit() -> None:
-    stats = RowStats(max_parse_exceptions=1)
+    stats = IngestStats(max_parse_exceptions=1)
     stats.add_unparseable("a", "bad")
     with pytest.raises(MaxParseExceptionsExceeded, match=r"Max parse exceptions\[1\] exceeded"):
         stats.add_unparseable("b", "bad")
