@@ -38,3 +38,19 @@ def test_every_top_level_package_is_a_root_of_the_contracts() -> None:
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
     packages = {p.parent.name for p in ROOT.glob("*/__init__.py") if p.parent.name != "tests"}
     assert packages == set(cfg["root_packages"])
+
+
+def test_every_package_has_an_inner_layers_contract() -> None:
+    """Inside every package with modules of its own, an exhaustive layers contract orders them, so an
+    import running back up at any level (or a module nobody placed) breaks ``lint-imports``."""
+    contracts = _contracts()
+    covered = {c["containers"][0] for c in contracts.values() if c["id"].startswith("inner-")}
+    assert all(c.get("exhaustive") for c in contracts.values() if c["id"].startswith("inner-"))
+    roots = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["root_packages"]
+    packages = set()
+    for root in roots:
+        for init in (ROOT / root).rglob("__init__.py"):
+            pkg = init.parent
+            if len([p for p in pkg.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()]) > 2:
+                packages.add(".".join(pkg.relative_to(ROOT).parts))
+    assert packages <= covered, sorted(packages - covered)
