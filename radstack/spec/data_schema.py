@@ -20,11 +20,11 @@ from radstack.spec.fields import (
     parse_instant_field,
 )
 from radstack.spec.model import (
-    _AUTO_SCALARS,
-    _METRIC_TYPES_LOWER,
     ARRAY_TYPES,
+    AUTO_SCALARS,
     DIMENSION_TYPES,
     METRIC_TYPES,
+    METRIC_TYPES_LOWER,
     MULTI_VALUE_HANDLING,
     TIME_COLUMN,
     TIMESTAMP_FORMATS,
@@ -216,9 +216,9 @@ def _auto_type(raw: Any, p: str) -> str:
     key = str(raw or "").replace(" ", "").upper()
     if key in ARRAY_TYPES:
         return ARRAY_TYPES[key]
-    if key in _AUTO_SCALARS:
-        return _AUTO_SCALARS[key]
-    choices = ", ".join([*ARRAY_TYPES, *_AUTO_SCALARS])
+    if key in AUTO_SCALARS:
+        return AUTO_SCALARS[key]
+    choices = ", ".join([*ARRAY_TYPES, *AUTO_SCALARS])
     if raw is None:
         raise SpecError(
             p, f"an auto dimension needs castToType here (one of {choices}); use type json for nested data"
@@ -232,11 +232,11 @@ def _parse_metrics(raw: Any, p: str) -> list[MetricSpec]:
         mp = f"{p}[{i}]"
         m = as_mapping(mraw, mp, allow_none=False)
         typ_raw = m.get("type")
-        if not isinstance(typ_raw, str) or typ_raw.lower() not in _METRIC_TYPES_LOWER:
+        if not isinstance(typ_raw, str) or typ_raw.lower() not in METRIC_TYPES_LOWER:
             raise SpecError(
                 f"{mp}.type", f"unknown metric type {typ_raw!r}; expected one of {', '.join(METRIC_TYPES)}"
             )
-        typ = _METRIC_TYPES_LOWER[typ_raw.lower()]
+        typ = METRIC_TYPES_LOWER[typ_raw.lower()]
         name = as_name(m.get("name"), f"{mp}.name")
         field_name = m.get("fieldName")
         expression = m.get("expression")

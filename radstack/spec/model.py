@@ -22,7 +22,7 @@ ARRAY_TYPES: dict[str, str] = {
     "ARRAY<LONG>": "array<long>",
     "ARRAY<DOUBLE>": "array<double>",
 }
-_AUTO_SCALARS = {"STRING": "string", "LONG": "long", "DOUBLE": "double", "FLOAT": "float"}
+AUTO_SCALARS = {"STRING": "string", "LONG": "long", "DOUBLE": "double", "FLOAT": "float"}
 #: metric type → (Arrow/segment value type, combine kind)
 METRIC_TYPES: dict[str, tuple[str, str]] = {
     "count": ("long", "count"),
@@ -41,7 +41,7 @@ METRIC_TYPES: dict[str, tuple[str, str]] = {
     "thetaSketch": ("sketch", "sketch"),
     "quantilesDoublesSketch": ("sketch", "sketch"),
 }
-_METRIC_TYPES_LOWER = {k.lower(): k for k in METRIC_TYPES}
+METRIC_TYPES_LOWER = {k.lower(): k for k in METRIC_TYPES}
 
 
 class SpecError(ValueError):

@@ -14,6 +14,7 @@ from radstack.config import Settings
 from radstack.storage.ingest_stats import IngestStats, MaxParseExceptionsExceeded
 from serving.overlord.input_formats import read_batches, rows_to_batch
 from serving.overlord.input_sources import (
+    SOURCES,
     InputEntity,
     InputSpecError,
     resolve_input_source,
@@ -210,3 +211,13 @@ def test_a_task_context_must_be_an_object(context: object) -> None:
         "context": context}
     with pytest.raises(TaskSpecError, match="context"):
         parse_task(task, 0)
+
+
+def test_every_input_source_type_is_one_module_and_one_doc_row() -> None:
+    root = Path(__file__).resolve().parents[2]
+    modules = {p.stem for p in (root / "serving/overlord/input_sources").glob("*.py")} - {"__init__", "base"}
+    doc = (root / "docs/ingestion.md").read_text()
+    section = doc[doc.index("## Input sources"):].split("\n## ")[0]
+    rows = {line.split("`")[1] for line in section.splitlines() if line.startswith("| `")}
+    assert set(SOURCES) == modules == rows
+    assert all(SOURCES[name].type == name for name in modules)
