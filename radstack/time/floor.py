@@ -1,6 +1,7 @@
 """Flooring an instant to a granularity — :meth:`Granularity.bucket_start` — rendered for every target
 from one definition: SQL on epoch millis for DuckDB and Spark (:func:`granularity_floor_sql`,
-:func:`time_floor_sql`), SQL on a DuckDB TIMESTAMP column (:func:`timestamp_floor_sql`) and numpy
+:func:`time_floor_sql`), SQL on a DuckDB TIMESTAMP column (:func:`timestamp_floor_sql`,
+:func:`timestamp_bucket_millis_sql`) and numpy
 (:func:`floor_millis`). ``tests/unit/test_time_floor.py`` checks every target against ``bucket_start``
 on random instants, periods, origins and zones."""
 
@@ -57,7 +58,7 @@ def _mod_floor(x: str, step: int, origin: int, dialect: str) -> str:
 
 def time_floor_sql(
     ms: str,
-    period: str,
+    period: str | Period,
     origin: int | None = None,
     tz: str | None = "UTC",
     dialect: str = "duckdb",
@@ -65,13 +66,14 @@ def time_floor_sql(
     """SQL for Druid's ``timestamp_floor(ms, period, origin, tz)`` / ``TIME_FLOOR`` (epoch millis)."""
     dialect = check_dialect(dialect)
     tz = check_zone(tz)
-    p = parse_period(period)
+    p = period if isinstance(period, Period) else parse_period(period)
+    period = p.iso()
     fields = _fields(p)
     fixed = not p.is_calendar and not p.weeks and (not p.days or is_utc_zone(tz))
     if origin is None and len(fields) == 1 and fields[0][1] > 1:
         # Druid aligns several units (PT6H, P2D …) on multiples from its default origin,
         # 1970-01-01T00:00 on the zone's wall clock (PeriodGranularity).
-        origin = Granularity.parse({"type": "period", "period": period, "timeZone": tz})._default_origin()
+        origin = Granularity("period", p, tz).default_origin()
     if origin is not None:
         if fixed and p.fixed_millis > 0:
             return _mod_floor(ms, p.fixed_millis, origin, dialect)
@@ -148,7 +150,7 @@ def granularity_floor_sql(gran: Granularity, ms: str, dialect: str = "duckdb") -
     if gran.kind == "duration":
         return _mod_floor(ms, int(gran.duration or 0), int(gran.origin or 0), check_dialect(dialect))
     assert gran.period is not None
-    return time_floor_sql(ms, gran.period.iso(), gran.origin, gran.time_zone, dialect)
+    return time_floor_sql(ms, gran.period, gran.origin, gran.time_zone, dialect)
 
 
 def time_ceil_sql(
@@ -178,14 +180,11 @@ def _tiling_step(p: Period) -> str | None:
     return f"{value} {unit}" if parent % value == 0 else None
 
 
-def timestamp_floor_sql(gran: Granularity, col: str) -> str:
-    """DuckDB SQL flooring the TIMESTAMP expression ``col`` to ``gran`` (a TIMESTAMP again): ``date_trunc``
-    or ``time_bucket`` where they say it, else :func:`granularity_floor_sql` on its epoch millis."""
-    if gran.is_none:
-        return col
-    if gran.kind != "period" or gran.origin is not None:
-        return f"epoch_ms(CAST({granularity_floor_sql(gran, f'epoch_ms({col})')} AS BIGINT))"
-    assert gran.period is not None
+def _truncated_sql(gran: Granularity, col: str) -> str | None:
+    """``date_trunc`` or ``time_bucket`` of the TIMESTAMP ``col`` where they say ``gran`` (one-unit
+    periods, in any zone; sub-day steps that tile their parent field, in UTC); None elsewhere."""
+    if gran.kind != "period" or gran.origin is not None or gran.period is None:
+        return None
     unit = _TRUNC_UNITS.get(gran.period.iso())
     utc = is_utc_zone(gran.time_zone)
     if unit and utc:
@@ -194,9 +193,27 @@ def timestamp_floor_sql(gran: Granularity, col: str) -> str:
         tz = string_literal(check_zone(gran.time_zone))
         return f"timezone('UTC', timezone({tz}, date_trunc('{unit}', timezone({tz}, timezone('UTC', {col})))))"
     step = _tiling_step(gran.period)
-    if step and utc:
-        return f"time_bucket(INTERVAL '{step}', {col})"
+    return f"time_bucket(INTERVAL '{step}', {col})" if step and utc else None
+
+
+def timestamp_floor_sql(gran: Granularity, col: str) -> str:
+    """DuckDB SQL flooring the TIMESTAMP expression ``col`` to ``gran`` (a TIMESTAMP again): ``date_trunc``
+    or ``time_bucket`` where they say it, else :func:`granularity_floor_sql` on its epoch millis."""
+    if gran.is_none:
+        return col
+    truncated = _truncated_sql(gran, col)
+    if truncated is not None:
+        return truncated
     return f"epoch_ms(CAST({granularity_floor_sql(gran, f'epoch_ms({col})')} AS BIGINT))"
+
+
+def timestamp_bucket_millis_sql(gran: Granularity, col: str) -> str:
+    """DuckDB SQL for the bucket start of the TIMESTAMP ``col`` as epoch millis (BIGINT): the native
+    query bucket. The same choice as :func:`timestamp_floor_sql`, without a round trip."""
+    truncated = None if gran.is_none else _truncated_sql(gran, col)
+    if truncated is not None:
+        return f"epoch_ms({truncated})"
+    return granularity_floor_sql(gran, f"epoch_ms({col})")
 
 
 def floor_millis(values: np.ndarray, gran: Granularity) -> np.ndarray:

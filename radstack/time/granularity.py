@@ -233,7 +233,7 @@ class Granularity:
         ms = datetime_to_ms(dt)
         return ms_to_datetime((ms // step) * step).astimezone(tz)
 
-    def _default_origin(self) -> int:
+    def default_origin(self) -> int:
         """Druid's default origin: 1970-01-01T00:00 on the zone's wall clock."""
         return datetime_to_ms(datetime(1970, 1, 1, tzinfo=self.zone))
 
@@ -244,7 +244,7 @@ class Granularity:
         assert self.period is not None
         p = self.period
         has_origin = self.origin is not None
-        origin = self.origin if has_origin else self._default_origin()
+        origin = self.origin if has_origin else self.default_origin()
         secs, millis = divmod(p.millis, 1000)
         fields = [("years", p.years), ("months", p.months), ("weeks", p.weeks), ("days", p.days),
                   ("hours", p.hours), ("minutes", p.minutes), ("seconds", secs), ("millis", millis)]

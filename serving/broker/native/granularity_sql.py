@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from radstack.sql_text import ExpressionError
-from radstack.time.floor import granularity_floor_sql
+from radstack.time.floor import timestamp_bucket_millis_sql
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, format_instant
 from radstack.time.joda import format_millis
@@ -30,7 +30,7 @@ def bucket_sql(g: Granularity, cursor: duckdb.DuckDBPyConnection | None = None) 
     if g.kind == "all":
         return None
     try:
-        return granularity_floor_sql(g, TIME_MS)
+        return timestamp_bucket_millis_sql(g, '"__time"')
     except ExpressionError:
         return _udf_bucket(g, cursor)
 
