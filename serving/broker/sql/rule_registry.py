@@ -25,20 +25,20 @@ def _rule_modules() -> list[ModuleType]:
             for info in sorted(pkgutil.iter_modules(rules.__path__), key=lambda m: m.name)]
 
 
-_MODULES = _rule_modules()
-_FUNCTION_MODULES = sorted((m for m in _MODULES if hasattr(m, "FUNCTION_RULE")), key=lambda m: m.ORDER)
+RULE_MODULES = _rule_modules()
+FUNCTION_MODULES = sorted((m for m in RULE_MODULES if hasattr(m, "FUNCTION_RULE")), key=lambda m: m.ORDER)
 
 #: The function rewrites, in their declared order.
-FUNCTION_RULES: list[Rule] = [m.FUNCTION_RULE for m in _FUNCTION_MODULES]
+FUNCTION_RULES: list[Rule] = [m.FUNCTION_RULE for m in FUNCTION_MODULES]
 #: Druid functions some rule translates (anonymous calls on the way in).
-ACCEPTED: frozenset[str] = frozenset().union(*(getattr(m, "ACCEPTS", frozenset()) for m in _MODULES))
+ACCEPTED: frozenset[str] = frozenset().union(*(getattr(m, "ACCEPTS", frozenset()) for m in RULE_MODULES))
 #: DuckDB function names the rules write (anonymous calls on the way out).
-EMITTED: frozenset[str] = frozenset().union(*(getattr(m, "EMITS", frozenset()) for m in _MODULES))
+EMITTED: frozenset[str] = frozenset().union(*(getattr(m, "EMITS", frozenset()) for m in RULE_MODULES))
 #: Typed sqlglot function nodes the rules write.
 EMITTED_CLASSES: tuple[type[exp.Expression], ...] = tuple(
-    dict.fromkeys(c for m in _MODULES for c in getattr(m, "EMITS_CLASSES", ())))
+    dict.fromkeys(c for m in RULE_MODULES for c in getattr(m, "EMITS_CLASSES", ())))
 
 
 def declared_by(name: str) -> list[str]:
     """The rule modules that accept the Druid function ``name`` (for docs and tests)."""
-    return [m.__name__.rsplit(".", 1)[1] for m in _MODULES if name.upper() in getattr(m, "ACCEPTS", frozenset())]
+    return [m.__name__.rsplit(".", 1)[1] for m in RULE_MODULES if name.upper() in getattr(m, "ACCEPTS", frozenset())]
