@@ -393,7 +393,7 @@ async def set_rules(data_source: str, request: Request) -> Response:
     return Response(status_code=200)
 
 
-# -- compaction config (radstack/storage/compaction.py) ---------------------------------------------------
+# -- compaction config (radstack/storage/compaction/config.py) ---------------------------------------------------
 
 
 @router.get("/config/compaction")

@@ -157,7 +157,7 @@ def test_spark_submit_command(settings, tmp_path: Path) -> None:  # type: ignore
     import zipfile
 
     names = zipfile.ZipFile(pkg).namelist()
-    assert "batch/rebuild_job.py" in names and "radstack/storage/indexer.py" in names and "radstack/spec.py" in names
+    assert "batch/rebuild_job.py" in names and "radstack/storage/indexer.py" in names and "radstack/spec/__init__.py" in names and "radstack/time/floor.py" in names
 
 
 def test_radctl_submit_command(settings, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
