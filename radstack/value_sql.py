@@ -66,32 +66,27 @@ def multi_value_sql(expr: str, src: str, handling: str, dialect: str = "duckdb")
     sorted (``SORTED_ARRAY``), sorted without repeats (``SORTED_SET``) or as they came (``ARRAY``); no
     values → NULL."""
     kind = _kind(src)
-    if check_dialect(dialect) == "spark":
-        if kind == "array":
-            values = f"transform({expr}, __v -> CAST(__v AS STRING))"
-        else:
-            text = expr if kind == "string" else f"CAST({expr} AS STRING)"
-            values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN {text} RLIKE '^\\\\s*\\\\[' "
-                      f"AND from_json({text}, 'array<string>') IS NOT NULL THEN from_json({text}, 'array<string>') "
-                      f"ELSE array({text}) END")
-        values = f"filter({values}, __v -> __v IS NOT NULL)"
-        if handling == "SORTED_SET":
-            values = f"array_sort(array_distinct({values}))"
-        elif handling == "SORTED_ARRAY":
-            values = f"array_sort({values})"
-        return f"CASE WHEN size({values}) <= 0 THEN NULL ELSE {values} END"
+    spark = check_dialect(dialect) == "spark"
     if kind == "array":
-        values = f"list_transform({expr}, lambda __v: CAST(__v AS VARCHAR))"
+        values = (f"transform({expr}, __v -> CAST(__v AS STRING))" if spark
+                  else f"list_transform({expr}, lambda __v: CAST(__v AS VARCHAR))")
+    elif spark:
+        text = expr if kind == "string" else f"CAST({expr} AS STRING)"
+        values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN {text} RLIKE '^\\\\s*\\\\[' "
+                  f"AND from_json({text}, 'array<string>') IS NOT NULL THEN from_json({text}, 'array<string>') "
+                  f"ELSE array({text}) END")
     else:
         text = expr if kind == "string" else f"CAST({expr} AS VARCHAR)"
         values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN json_valid({text}) AND json_type({text}) = 'ARRAY' "
                   f"THEN from_json({text}, '[\"VARCHAR\"]') ELSE [{text}] END")
-    values = f"list_filter({values}, lambda __v: __v IS NOT NULL)"
+    values = (f"filter({values}, __v -> __v IS NOT NULL)" if spark
+              else f"list_filter({values}, lambda __v: __v IS NOT NULL)")
+    sort, distinct, length = ("array_sort", "array_distinct", "size") if spark else ("list_sort", "list_distinct", "len")
     if handling == "SORTED_SET":
-        values = f"list_sort(list_distinct({values}))"
+        values = f"{sort}({distinct}({values}))"
     elif handling == "SORTED_ARRAY":
-        values = f"list_sort({values})"
-    return f"CASE WHEN len({values}) = 0 THEN NULL ELSE {values} END"
+        values = f"{sort}({values})"
+    return f"CASE WHEN {length}({values}) <= 0 THEN NULL ELSE {values} END"
 
 
 def array_sql(expr: str, src: str, value_type: str, dialect: str = "duckdb") -> str:
