@@ -29,7 +29,7 @@ and the console's static shell stay open, as Druid's unsecured paths do.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,7 @@ READ_METHODS = ("GET", "HEAD", "OPTIONS")
 QUERY_PREFIXES = ("/druid/v2", "/radstack/v1/subscriptions")  # queries: checked per datasource (subscriptions: and owner)
 _DATASOURCE_PATH = re.compile(
     r"^/druid/coordinator/v1/(?:metadata/)?(?:datasources|rules|config/compaction)/(?P<ds>[^/]+)")
+_CONSOLE_DATASOURCE_PATH = re.compile(r"^/radstack/v1/timeline/(?P<ds>[^/]+)")
 
 
 def _all(types: Iterable[str], actions: Iterable[str]) -> tuple[Permission, ...]:
@@ -126,11 +127,23 @@ def required(method: str, path: str) -> tuple[str, str, str] | None:
             path == "/druid/indexer/v1/task" or path.startswith("/druid/indexer/v1/supervisor"))):
         return None
     if method.upper() in READ_METHODS:
+        m = _DATASOURCE_PATH.match(path) or _CONSOLE_DATASOURCE_PATH.match(path)
+        if m and m.group("ds") != "_default":  # one datasource's state: READ on it, as Druid's resource filter
+            return ("DATASOURCE", m.group("ds"), "READ")
         return ("STATE", "STATE", "READ")
     m = _DATASOURCE_PATH.match(path)
     if m and m.group("ds") != "_default":
         return ("DATASOURCE", m.group("ds"), "WRITE")
     return ("CONFIG", "CONFIG", "WRITE")
+
+
+def datasource_reader(scope_or_request: Any) -> Callable[[str], bool]:
+    """Whether the request's user may see a datasource (DATASOURCE READ; everyone when auth is off):
+    Druid filters its coordinator and overlord lists this way."""
+    user = request_user(scope_or_request)
+    if user is None:
+        return lambda _name: True
+    return lambda name: user.can("DATASOURCE", name, "READ")
 
 
 def query_canceller(user: User | None) -> Any:

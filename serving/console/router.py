@@ -24,7 +24,7 @@ from fastapi.responses import FileResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
 from radstack.time.intervals import Interval
-from serving.auth import request_user
+from serving.auth import datasource_reader, request_user
 from serving.console.ingestion_view import datasource_summaries, ingestion_view
 from serving.console.timeline_view import timeline_view
 from serving.errors import DruidError, invalid_input, not_found
@@ -119,7 +119,9 @@ def whoami(request: Request) -> dict[str, Any]:
 
 @router.get("/radstack/v1/datasources")
 async def datasources(request: Request) -> list[dict[str, Any]]:
-    return await run_in_threadpool(datasource_summaries, _ctx(request).metadata)
+    may_read = datasource_reader(request)
+    summaries = await run_in_threadpool(datasource_summaries, _ctx(request).metadata)
+    return [s for s in summaries if may_read(s["name"])]
 
 
 @router.get("/radstack/v1/timeline/{data_source}")
@@ -151,4 +153,8 @@ async def timeline(data_source: str, request: Request, interval: str | None = No
 
 @router.get("/radstack/v1/ingestion")
 async def ingestion(request: Request) -> dict[str, Any]:
-    return await run_in_threadpool(ingestion_view, _ctx(request))
+    may_read = datasource_reader(request)
+    view = await run_in_threadpool(ingestion_view, _ctx(request))
+    for key in ("streaming", "tasks"):  # per datasource: only those the user may read
+        view[key] = [e for e in view[key] if may_read(str(e.get("dataSource")))]
+    return view

@@ -21,6 +21,7 @@ from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
 from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, format_instant
+from serving.auth import datasource_reader
 from serving.coordinator.duties.kill import kill_unused_segments
 from serving.errors import invalid_input, not_found
 
@@ -100,7 +101,8 @@ def _intervals_desc(segments: Iterable[DataSegment]) -> list[Interval]:
 
 @router.get("/datasources")
 def datasources(request: Request) -> Any:
-    served = _served(_ctx(request))
+    may_read = datasource_reader(request)
+    served = {ds: segs for ds, segs in _served(_ctx(request)).items() if may_read(ds)}
     if _flag(request, "full"):
         return [_full(ds, segs) for ds, segs in served.items()]
     if _flag(request, "simple"):
@@ -290,9 +292,11 @@ def kill_interval(data_source: str, interval: str, request: Request) -> Response
 def metadata_datasources(request: Request) -> Any:
     ctx = _ctx(request)
     include_unused = _flag(request, "includeUnused") or _flag(request, "includeDisabled")
-    names = ctx.metadata.data_sources(used_only=not include_unused)
+    may_read = datasource_reader(request)
+    names = [ds for ds in ctx.metadata.data_sources(used_only=not include_unused) if may_read(ds)]
     if _flag(request, "full"):
-        return [_full(ds, ctx.metadata.segments(ds, used=True)) for ds in ctx.metadata.data_sources(used_only=True)]
+        return [_full(ds, ctx.metadata.segments(ds, used=True))
+                for ds in ctx.metadata.data_sources(used_only=True) if may_read(ds)]
     return names
 
 
@@ -327,7 +331,8 @@ def metadata_segment(data_source: str, segment_id: str, request: Request) -> Any
 def metadata_segments(request: Request) -> Any:
     ctx = _ctx(request)
     wanted = request.query_params.getlist("datasources")
-    used = ctx.metadata.segments(None, used=True)
+    may_read = datasource_reader(request)
+    used = [s for s in ctx.metadata.segments(None, used=True) if may_read(s.data_source)]
     if wanted:
         used = [s for s in used if s.data_source in set(wanted)]
     if not _flag(request, "includeOvershadowedStatus"):
@@ -357,7 +362,8 @@ def _rules_of(ctx: Any, ds: str) -> list[dict[str, Any]]:
 @router.get("/rules")
 def all_rules(request: Request) -> dict[str, list[dict[str, Any]]]:
     ctx = _ctx(request)
-    out = dict(ctx.metadata.all_rules())
+    may_read = datasource_reader(request)
+    out = {ds: r for ds, r in ctx.metadata.all_rules().items() if ds == "_default" or may_read(ds)}
     if not out.get("_default"):
         out["_default"] = [dict(r) for r in DEFAULT_RULES]
     return out
@@ -398,8 +404,9 @@ async def set_rules(data_source: str, request: Request) -> Response:
 
 @router.get("/config/compaction")
 def compaction_configs(request: Request) -> dict[str, Any]:
-
-    return compaction_config_document(_ctx(request).metadata)
+    may_read = datasource_reader(request)
+    doc = compaction_config_document(_ctx(request).metadata)
+    return {**doc, "compactionConfigs": [c for c in doc["compactionConfigs"] if may_read(str(c.get("dataSource")))]}
 
 
 @router.post("/config/compaction")

@@ -153,3 +153,29 @@ def test_password_hashes() -> None:
     assert verify_password("pässword", h) and not verify_password("password", h)
     assert hash_password("x") != hash_password("x")  # salted
     assert not verify_password("x", "pbkdf2_sha256$1$!!$!!")
+
+
+def test_coordinator_and_console_lists_show_only_readable_datasources(client: TestClient) -> None:
+    """Druid filters its coordinator lists by DATASOURCE READ; so do the console's overview and
+    ingestion views. One datasource's own state needs READ on it (403 otherwise)."""
+    lists = {
+        "/druid/coordinator/v1/datasources": lambda b: b,
+        "/druid/coordinator/v1/datasources?simple": lambda b: [d["name"] for d in b],
+        "/druid/coordinator/v1/metadata/datasources": lambda b: b,
+        "/druid/coordinator/v1/metadata/datasources?full": lambda b: [d["name"] for d in b],
+        "/druid/coordinator/v1/metadata/segments": lambda b: sorted({s["dataSource"] for s in b}),
+        "/radstack/v1/datasources": lambda b: [d["name"] for d in b],
+    }
+    for path, names in lists.items():
+        assert {"ads_clicks", "wiki"} <= set(names(client.get(path, headers=ADMIN).json())), path
+        seen = set(names(client.get(path, headers=ADS).json()))
+        assert "ads_clicks" in seen and all(n.startswith("ads") for n in seen), path
+    assert set(client.get("/druid/coordinator/v1/rules", headers=ADS).json()) <= {"_default", "ads_clicks"}
+    assert client.get("/druid/coordinator/v1/rules/_default", headers=ADS).status_code == 200
+    ingestion = client.get("/radstack/v1/ingestion", headers=ADS).json()
+    assert all(e["dataSource"].startswith("ads") for e in ingestion["streaming"] + ingestion["tasks"])
+    for path in ("/druid/coordinator/v1/datasources/wiki", "/druid/coordinator/v1/metadata/datasources/wiki/segments",
+                 "/druid/coordinator/v1/rules/wiki", "/radstack/v1/timeline/wiki"):
+        assert client.get(path, headers=ADS).status_code == 403, path
+        assert client.get(path.replace("wiki", "ads_clicks"), headers=ADS).status_code == 200, path
+        assert client.get(path, headers=ADMIN).status_code == 200, path
