@@ -11,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from radstack.storage.metadata import TaskExistsError
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
-from serving.auth import request_user
+from serving.auth import datasource_reader, request_user
 from serving.errors import DruidError, invalid_input, not_found
 from serving.overlord.input_policy import InputForbidden
 from serving.overlord.input_sources import check_input_source
@@ -95,33 +95,37 @@ def _status_json(ctx: Any, row: Any) -> dict[str, Any]:
     }
 
 
-def _task_row(ctx: Any, task_id: str) -> Any:
+def _task_row(ctx: Any, task_id: str, request: Request) -> Any:
+    """The task's row; with auth, READ on its datasource is needed to see it (Druid's TaskResourceFilter)."""
     row = ctx.metadata.get_task(task_id)
     if row is None:
         raise not_found(f"Cannot find any task with id: [{task_id}]")
+    user = request_user(request)
+    if user is not None:
+        user.require("DATASOURCE", [row.datasource], "READ")
     return row
 
 
 @router.get("/task/{task_id}")
 def get_task(task_id: str, request: Request) -> dict[str, Any]:
-    row = _task_row(_ctx(request), task_id)
+    row = _task_row(_ctx(request), task_id, request)
     return {"task": row.id, "payload": row.payload}
 
 
 @router.get("/task/{task_id}/status")
 def get_task_status(task_id: str, request: Request) -> dict[str, Any]:
     ctx = _ctx(request)
-    row = _task_row(ctx, task_id)
+    row = _task_row(ctx, task_id, request)
     return {"task": row.id, "status": _status_json(ctx, row)}
 
 
 @router.get("/task/{task_id}/reports")
 def get_task_reports(task_id: str, request: Request) -> dict[str, Any]:
     ctx = _ctx(request)
+    row = _task_row(ctx, task_id, request)
     live = ctx.task_runner.get(task_id)
     if live is not None:
         return live.live_report()
-    row = _task_row(ctx, task_id)
     if not row.report:
         raise not_found(f"No task reports were found for this task: [{task_id}]")
     return row.report
@@ -131,7 +135,7 @@ def get_task_reports(task_id: str, request: Request) -> dict[str, Any]:
 def shutdown_task(task_id: str, request: Request) -> dict[str, str]:
     ctx = _ctx(request)
     if not ctx.task_runner.shutdown(task_id):
-        _task_row(ctx, task_id)  # 404 for unknown ids
+        _task_row(ctx, task_id, request)  # 404 for unknown ids
         raise not_found(f"Task [{task_id}] is not running")
     return {"task": task_id}
 
@@ -149,16 +153,17 @@ def shutdown_all_tasks(data_source: str, request: Request) -> dict[str, str]:
     return {"dataSource": data_source}
 
 
-def _list(ctx: Any, state: str | None, datasource: str | None, max_: int | None, type_: str | None,
+def _list(request: Request, state: str | None, datasource: str | None, max_: int | None, type_: str | None,
           ) -> list[dict[str, Any]]:
+    """Druid's task lists, with only the tasks of datasources the user may READ."""
+    ctx, may_read = _ctx(request), datasource_reader(request)
     if state is not None and state.lower() not in TASK_STATES:
         raise invalid_input(f"Invalid task state [{state}]; valid states are {', '.join(TASK_STATES)}",
                             state=state)
     s = state.lower() if state else None
     rows = ctx.metadata.list_tasks(datasource=datasource, state="complete" if s == "complete" else
                                    ("running" if s else None))
-    if type_:
-        rows = [r for r in rows if r.type == type_]
+    rows = [r for r in rows if may_read(r.datasource) and (not type_ or r.type == type_)]
     out = [_status_json(ctx, r) for r in rows]
     if s in ("waiting", "pending"):
         out = [o for o in out if o["runnerStatusCode"] == "WAITING"]
@@ -174,25 +179,25 @@ def _list(ctx: Any, state: str | None, datasource: str | None, max_: int | None,
 @router.get("/tasks")
 def list_tasks(request: Request, state: str | None = None, datasource: str | None = None,
                max: int | None = None, type: str | None = None) -> list[dict[str, Any]]:  # noqa: A002
-    return _list(_ctx(request), state, datasource, max, type)
+    return _list(request, state, datasource, max, type)
 
 
 @router.get("/runningTasks")
 def running_tasks(request: Request, datasource: str | None = None) -> list[dict[str, Any]]:
-    return _list(_ctx(request), "running", datasource, None, None)
+    return _list(request, "running", datasource, None, None)
 
 
 @router.get("/waitingTasks")
 def waiting_tasks(request: Request, datasource: str | None = None) -> list[dict[str, Any]]:
-    return _list(_ctx(request), "waiting", datasource, None, None)
+    return _list(request, "waiting", datasource, None, None)
 
 
 @router.get("/pendingTasks")
 def pending_tasks(request: Request, datasource: str | None = None) -> list[dict[str, Any]]:
-    return _list(_ctx(request), "pending", datasource, None, None)
+    return _list(request, "pending", datasource, None, None)
 
 
 @router.get("/completeTasks")
 def complete_tasks(request: Request, datasource: str | None = None, max: int | None = None,  # noqa: A002
                    ) -> list[dict[str, Any]]:
-    return _list(_ctx(request), "complete", datasource, max, None)
+    return _list(request, "complete", datasource, max, None)

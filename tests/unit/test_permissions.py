@@ -179,3 +179,25 @@ def test_coordinator_and_console_lists_show_only_readable_datasources(client: Te
         assert client.get(path, headers=ADS).status_code == 403, path
         assert client.get(path.replace("wiki", "ads_clicks"), headers=ADS).status_code == 200, path
         assert client.get(path, headers=ADMIN).status_code == 200, path
+
+
+def test_task_lists_and_task_details_need_read_on_the_task_datasource(client: TestClient) -> None:
+    inline = {"type": "inline", "data": '{"ts": "2020-01-01T00:00:00Z", "d": "x"}'}
+
+    def task(ds: str) -> dict[str, Any]:
+        return {"type": "index_parallel", "spec": {
+            "dataSchema": {"dataSource": ds, "timestampSpec": {"column": "ts"}, "dimensionsSpec": {"dimensions": ["d"]},
+                           "granularitySpec": {"segmentGranularity": "day"}},
+            "ioConfig": {"inputSource": inline, "inputFormat": {"type": "json"}}}}
+
+    wiki_task = client.post("/druid/indexer/v1/task", json=task("wiki"), headers=ADMIN).json()["task"]
+    ads_task = client.post("/druid/indexer/v1/task", json=task("ads_more"), headers=ADMIN).json()["task"]
+    for path in ("/druid/indexer/v1/tasks", "/druid/indexer/v1/completeTasks", "/druid/indexer/v1/runningTasks"):
+        seen = {t["dataSource"] for t in client.get(path, headers=ADS).json()}
+        assert all(ds.startswith("ads") for ds in seen), path
+    admin_ids = {t["id"] for t in client.get("/druid/indexer/v1/tasks", headers=ADMIN).json()}
+    ads_ids = {t["id"] for t in client.get("/druid/indexer/v1/tasks", headers=ADS).json()}
+    assert {wiki_task, ads_task} <= admin_ids and ads_task in ads_ids and wiki_task not in ads_ids
+    for suffix in ("", "/status", "/reports"):
+        assert client.get(f"/druid/indexer/v1/task/{wiki_task}{suffix}", headers=ADS).status_code == 403, suffix
+    assert client.get(f"/druid/indexer/v1/task/{ads_task}/status", headers=ADS).status_code == 200
