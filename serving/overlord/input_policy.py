@@ -43,12 +43,6 @@ class InputForbidden(PermissionError):
     """An input source names a place this server may not read; the message says which setting allows it."""
 
 
-def _str_list(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
 # -- local ----------------------------------------------------------------------------------------
 
 

@@ -37,8 +37,3 @@ EMITTED: frozenset[str] = frozenset().union(*(getattr(m, "EMITS", frozenset()) f
 #: Typed sqlglot function nodes the rules write.
 EMITTED_CLASSES: tuple[type[exp.Expression], ...] = tuple(
     dict.fromkeys(c for m in RULE_MODULES for c in getattr(m, "EMITS_CLASSES", ())))
-
-
-def declared_by(name: str) -> list[str]:
-    """The rule modules that accept the Druid function ``name`` (for docs and tests)."""
-    return [m.__name__.rsplit(".", 1)[1] for m in RULE_MODULES if name.upper() in getattr(m, "ACCEPTS", frozenset())]
