@@ -55,6 +55,7 @@ from radstack.pipeline.rollup import rollup_rows
 from radstack.pipeline.segments import write_segments
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DatasourceSpec
+from radstack.storage.corrections import ChunkCounts, corrections, realtime_served
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import renumber_core
@@ -62,6 +63,7 @@ from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.raw_archive import archive_watermark
 from radstack.time.clock import now_millis
+from radstack.time.floor import granularity_floor_sql
 from radstack.time.intervals import Interval, Period, format_instant, parse_instant
 
 if TYPE_CHECKING:
@@ -89,6 +91,7 @@ class RebuildResult:
     stats: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     cleaned: list[str] = field(default_factory=list)
+    corrections: list[Any] = field(default_factory=list)  # CorrectionRow per chunk whose real time it replaced
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,6 +104,10 @@ class RebuildResult:
             "events": self.events,
             "stats": self.stats,
             "seconds": round(self.seconds, 3),
+            "corrections": [{"interval": Interval(c.start, c.end).iso(), "realtime_events": c.realtime_events,
+                             "batch_events": c.batch_events, "late_recovered": c.late_recovered,
+                             "duplicates_removed": c.duplicates_removed, "invalid_dropped": c.invalid_dropped}
+                            for c in self.corrections],
         }
 
 
@@ -161,13 +168,14 @@ def index_chunks(
     version: str,
     deep_storage_settings: dict[str, Any],
     partitions: int,
-) -> tuple[list[Any], dict[str, int]]:
+) -> tuple[list[Any], dict[str, int], dict[int, list[int]]]:
     """Keep the rows of ``chunks``, roll them up in Spark — one shuffle on the rollup key that also
     drops the copies of re-sent events (:func:`radstack.pipeline.rollup.rollup_rows`) — and write
     each of the ``partitions`` Spark partitions' rows of each chunk as one segment file of
     ``version`` on the executors (:func:`radstack.pipeline.segments.write_segments`), each partition
     in its own number range, to be renumbered with :func:`radstack.storage.indexer.renumber_core`;
-    nothing is published here."""
+    nothing is published here. Returns the segments, the stats and, per chunk start, the rows the
+    writers got and the events they kept (:class:`radstack.storage.corrections.ChunkCounts`)."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     lo, hi = chunks[0].start, chunks[-1].end
@@ -175,7 +183,18 @@ def index_chunks(
     for_segments = rollup_rows(df, spec.data_schema, partitions=partitions, dedup_key=rows.dedup_key)
     res = write_segments(for_segments, spec.data_schema, deep_storage_config=deep_storage_settings,
                          version=version, stride=PARTITION_STRIDE, dedup=rows.dedup_key is not None)  # fmt: skip
-    return res.segments, res.stats.row_stats(with_filtered=True)
+    return res.segments, res.stats.row_stats(with_filtered=True), res.chunk_rows
+
+
+def raw_counts(raw: DataFrame, spec: DatasourceSpec) -> dict[int, int] | None:
+    """Archived events per segment bucket start (by their event time; an invalid event by its Kafka
+    time, as the archiver filed it): one pass over the archive's ``event_time`` column, no JSON parsed.
+    ``None`` when the input has no event time (an Overlord task's files)."""
+    if "event_time" not in raw.columns:
+        return None
+    bucket = granularity_floor_sql(spec.data_schema.segment_granularity, "unix_millis(event_time)", "spark")
+    return {int(r["s"]): int(r["n"]) for r in raw.selectExpr(f"{bucket} AS s").groupBy("s").count()
+            .withColumnRenamed("count", "n").collect()}
 
 
 # ---- the job -----------------------------------------------------------------------------------
@@ -248,14 +267,23 @@ def rebuild_spec(
             raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
             rows = batch_rows(spark, raw, spec, joined=joined)
             parts = int(settings.batch.partitions or 0) or int(settings.spark.shuffle_partitions)
-            segments, stats = index_chunks(
+            segments, stats, written = index_chunks(
                 rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts
             )
             segments = renumber_core(segments, storage)
             dims = segments[0].dimensions if segments else tuple(d.name for d in spec.data_schema.dimensions)
             full = with_tombstones(datasource, chunks, segments, version, dimensions=dims,
                                    metrics=spec.data_schema.metric_names)  # fmt: skip
-            publish(md, storage, full)
+            # what this publish changes against the real-time answer, recorded in the same transaction
+            served = realtime_served(md, datasource, chunks)
+            fixes = []
+            if served:
+                archived = raw_counts(raw, spec)
+                counts = {c.start: ChunkCounts(*written.get(c.start, (0, 0)),
+                                               None if archived is None else archived.get(c.start, 0))
+                          for c in served}  # fmt: skip
+                fixes = corrections(storage, spec, served, full, counts, dedup_counted=rows.dedup_key is not None)
+            publish(md, storage, full, corrections=fixes)
         except BaseException:
             # leave nothing behind: this run's files go now (or, if we are killed, on the next run)
             for prefix in job_state.version_prefixes(datasource, chunks, version):
@@ -278,6 +306,7 @@ def rebuild_spec(
             stats=stats,
             seconds=time.monotonic() - t0,
             cleaned=cleaned,
+            corrections=fixes,
         )
     finally:
         if own_md:

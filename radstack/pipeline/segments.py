@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +56,7 @@ __all__ = [
     "write_segments",
 ]
 
-RESULT_SCHEMA = "segment STRING, processed BIGINT, processed_bytes BIGINT, unparseable BIGINT, thrown_away BIGINT, filtered BIGINT, processed_with_error BIGINT"
+RESULT_SCHEMA = "segment STRING, processed BIGINT, processed_bytes BIGINT, unparseable BIGINT, thrown_away BIGINT, filtered BIGINT, processed_with_error BIGINT, chunk_rows STRING"
 
 
 def indexer_schema(schema: DataSchema) -> DataSchema:
@@ -79,6 +79,9 @@ def interval_start_version(interval: Interval) -> str:
 class IndexedPartition:
     segments: list[DataSegment]
     stats: IngestStats
+    #: :func:`write_segments` only: segment bucket start → [rows that reached the writer, events it kept
+    #: after the dedup] (what :mod:`radstack.storage.corrections` records)
+    chunk_rows: dict[int, list[int]] = field(default_factory=dict)
 
 
 def index_table(
@@ -174,28 +177,36 @@ def index_dataframe(
 
 
 _STAT_FIELDS = ("processed", "processed_bytes", "unparseable", "thrown_away", "filtered", "processed_with_error")
-_RESULT_ARROW = pa.schema([("segment", pa.string())] + [(c, pa.int64()) for c in _STAT_FIELDS])
+_RESULT_ARROW = pa.schema([("segment", pa.string())] + [(c, pa.int64()) for c in _STAT_FIELDS]
+                          + [("chunk_rows", pa.string())])
 
 
-def _result_batch(segments: list[DataSegment], stats: IngestStats) -> pa.RecordBatch:
-    """One task's answer: a row per segment (JSON), the stats on the first row only."""
+def _result_batch(segments: list[DataSegment], stats: IngestStats,
+                  chunk_rows: Mapping[int, list[int]] | None = None) -> pa.RecordBatch:  # fmt: skip
+    """One task's answer: a row per segment (JSON), the stats and the per-chunk counts on the first row only."""
     segs: list[str | None] = [json.dumps(s.to_json()) for s in segments] or [None]
     first = [1] + [0] * (len(segs) - 1)
     cols: dict[str, list[Any]] = {"segment": segs}
     for c in _STAT_FIELDS:
         cols[c] = [getattr(stats, c) * f for f in first]
+    cols["chunk_rows"] = [json.dumps(chunk_rows or {})] + [None] * (len(segs) - 1)
     return pa.RecordBatch.from_pydict(cols, schema=_RESULT_ARROW)
 
 
 def _collect(results: DataFrame) -> IndexedPartition:
     stats = IngestStats()
     segments: list[DataSegment] = []
+    chunk_rows: dict[int, list[int]] = {}
     for r in results.collect():
         if r["segment"]:
             segments.append(DataSegment.from_json(json.loads(r["segment"])))
         for c in _STAT_FIELDS:
             setattr(stats, c, getattr(stats, c) + r[c])
-    return IndexedPartition(segments, stats)
+        for start, (written, kept) in json.loads(r["chunk_rows"] or "{}").items():
+            acc = chunk_rows.setdefault(int(start), [0, 0])
+            acc[0] += written
+            acc[1] += kept
+    return IndexedPartition(segments, stats, chunk_rows)
 
 
 ROLLUP_GROUP_ROWS = 65_536
@@ -230,12 +241,16 @@ class _PartitionWriter:
         self.arrow_schema = segment_schema(schema)
         self.segments: list[DataSegment] = []
         self.stats = IngestStats()
+        self.chunk_rows: dict[int, list[int]] = {}  # bucket start → [rows in, events out]
         self._writer: SegmentFileWriter | None = None
         self._interval: Interval | None = None
         self._piece = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Add a batch of :func:`radstack.pipeline.rollup.rollup_rows` rows, in partition order."""
+        starts, n = np.unique(batch.column(SEGMENT_START).to_numpy(zero_copy_only=False), return_counts=True)
+        for start, k in zip(starts.tolist(), n.tolist(), strict=True):
+            self.chunk_rows.setdefault(int(start), [0, 0])[0] += k
         self._pending.append(batch)
         self._pending_rows += batch.num_rows
         self._pending_bytes += batch.nbytes
@@ -268,8 +283,10 @@ class _PartitionWriter:
         st.processed_bytes += int(pc.sum(done.column(BYTES)).as_py() or 0)
         st.processed_with_error += int(pc.sum(done.column(ERRORS)).as_py() or 0)
         starts = done.column(SEGMENT_START).to_numpy()
+        events = done.column(ROWS).to_numpy(zero_copy_only=False)
         rows = done.select(self.arrow_schema.names)
         for a, b in runs(starts):
+            self.chunk_rows.setdefault(int(starts[a]), [0, 0])[1] += int(events[a:b].sum())
             self._append(int(starts[a]), rows.slice(a, b - a))
 
     def _append(self, start: int, rows: pa.Table) -> None:
@@ -346,6 +363,6 @@ def write_segments(
             w.close()
             if len(w.segments) > stride:
                 raise ValueError(f"{len(w.segments)} segments from one Spark partition, stride {stride}")
-        yield _result_batch(w.segments, w.stats)
+        yield _result_batch(w.segments, w.stats, w.chunk_rows)
 
     return _collect(df.mapInArrow(run, RESULT_SCHEMA))

@@ -56,10 +56,12 @@ def publish(
     *,
     mark_unused_ids: Iterable[str] = (),
     state: Mapping[str, Any] | None = None,
+    corrections: Sequence[Any] = (),
 ) -> None:
     """Write descriptors, then publish ``segments`` and mark ``mark_unused_ids`` unused in one
-    transaction (with ``state`` rows written in that same transaction when given). Raises (and
-    publishes nothing) when the metadata store refuses the set."""
+    transaction (with ``state`` rows and ``corrections`` — :class:`~radstack.storage.metadata.CorrectionRow`
+    — written in that same transaction when given). Raises (and publishes nothing) when the metadata
+    store refuses the set."""
     segments = list(segments)
     ids = [s.identifier for s in segments]
     if len(set(ids)) != len(ids):
@@ -67,7 +69,9 @@ def publish(
         raise ValueError(f"duplicate segment ids in one publish: {', '.join(dup)}")
     for seg in segments:
         deep_storage.put_bytes(descriptor_bytes(seg), descriptor_key(deep_storage, seg))
+    extra: dict[str, Any] = {}
     if state:
-        metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids), state=dict(state))
-    else:
-        metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids))
+        extra["state"] = dict(state)
+    if corrections:
+        extra["corrections"] = list(corrections)
+    metadata.publish(segments, mark_unused_ids=tuple(mark_unused_ids), **extra)

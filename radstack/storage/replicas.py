@@ -27,6 +27,8 @@ __all__ = [
     "choose_replicas",
     "committed_total",
     "is_realtime_segment",
+    "from_realtime_layer",
+    "HANDOFF_SUFFIX",
     "partition_range",
     "progress_key",
     "realtime_replicas",
@@ -64,6 +66,17 @@ def replica_of(segment: DataSegment) -> int:
     """The replica that wrote a real-time segment (from its partition number)."""
     pn = segment.partition_num
     return 0 if pn < _BASE else 1 + (pn - _BASE) // _SPAN
+
+
+HANDOFF_SUFFIX = "-handoff"
+"""A handoff's version: the real-time version (its interval start) plus this, so it sorts just above it."""
+
+
+def from_realtime_layer(segment: DataSegment) -> bool:
+    """Written by the real-time layer: a real-time partition or the handoff that merged them (a batch or
+    compaction version is a later instant, never the interval start)."""
+    start = format_instant(segment.interval.start)
+    return segment.version in (start, start + HANDOFF_SUFFIX)
 
 
 def is_realtime_segment(segment: DataSegment) -> bool:

@@ -21,9 +21,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema
-from radstack.storage.segments import SegmentId, segment_path
+from radstack.storage.deep_storage.base import DeepStorage
+from radstack.storage.segments import DataSegment, SegmentId, segment_path
 
 __all__ = [
+    "read_stored_segment",
     "SEGMENTS_PREFIX",
     "DATA_FILE",
     "DESCRIPTOR_FILE",
@@ -220,3 +222,18 @@ class SegmentFileWriter:
 def read_segment_table(path: str | os.PathLike[str], columns: Sequence[str] | None = None) -> pa.Table:
     """Read a segment file back (optionally only ``columns``)."""
     return pq.read_table(path, columns=list(columns) if columns is not None else None)
+
+
+def read_stored_segment(deep_storage: DeepStorage, segment: DataSegment, work_dir: Path,
+                        columns: Sequence[str] | None = None) -> pa.Table:  # fmt: skip
+    """A published segment's rows (optionally only ``columns``): read in place from a local deep storage,
+    else downloaded into ``work_dir`` and removed after reading."""
+    load_spec = segment.load_spec
+    if load_spec.get("type") == "local" and Path(str(load_spec.get("path", ""))).is_file():
+        return read_segment_table(str(load_spec["path"]), columns)
+    local = work_dir / f"{uuid.uuid4().hex}.parquet"
+    deep_storage.download(deep_storage.key_for_load_spec(load_spec), local)
+    try:
+        return read_segment_table(local, columns)
+    finally:
+        local.unlink(missing_ok=True)

@@ -34,15 +34,13 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
-from radstack.storage.replicas import replica_of
+from radstack.storage.replicas import HANDOFF_SUFFIX, replica_of
 from radstack.storage.segment_format import read_segment_table
 from radstack.time.intervals import Interval
 
 __all__ = ["HANDOFF_SUFFIX", "handoff_version", "is_realtime_version", "handoff_closed_intervals", "merge_interval"]
 
 log = logging.getLogger("radstack.streaming.handoff")
-
-HANDOFF_SUFFIX = "-handoff"
 
 
 def handoff_version(interval: Interval) -> str:

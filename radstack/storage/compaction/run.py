@@ -35,7 +35,7 @@ from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
-from radstack.storage.segment_format import arrow_type, read_segment_table
+from radstack.storage.segment_format import arrow_type, read_stored_segment
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, VisibleSegment
 from radstack.time.clock import now_millis
@@ -117,16 +117,7 @@ def new_version(metadata: MetadataStore, data_source: str, now_ms: int) -> str:
 
 def read_input_table(deep_storage: DeepStorage, visible: VisibleSegment, work_dir: Path) -> pa.Table:
     """One input segment's rows inside its visible clip, ``__time`` as int64 millis."""
-    seg = visible.segment
-    load_spec = seg.load_spec
-    if load_spec.get("type") == "local" and Path(str(load_spec.get("path", ""))).is_file():
-        table = read_segment_table(str(load_spec["path"]))
-    else:
-        key = deep_storage.key_for_load_spec(load_spec)
-        local = work_dir / f"{abs(hash(seg.identifier))}.parquet"
-        deep_storage.download(key, local)
-        table = read_segment_table(local)
-        local.unlink()
+    table = read_stored_segment(deep_storage, visible.segment, work_dir)
     t = table.column(TIME_COLUMN)
     millis = (
         t.cast(pa.timestamp("ms")).cast(pa.int64()) if pa.types.is_timestamp(t.type) else t.cast(pa.int64())

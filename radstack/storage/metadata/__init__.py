@@ -11,7 +11,7 @@ Publishing a set of segments is one transaction: readers see all of it or none o
 :class:`MetadataStore` (one Engine) is shared by every thread; each call takes its own connection.
 
 The tables are laid out in :mod:`.tables`; each one's operations live in a module of its own
-(:mod:`.segments`, :mod:`.rules`, :mod:`.tasks`, :mod:`.key_values`) and :class:`MetadataStore` joins them.
+(:mod:`.segments`, :mod:`.rules`, :mod:`.tasks`, :mod:`.key_values`, :mod:`.corrections`) and :class:`MetadataStore` joins them.
 """
 
 from radstack.storage.metadata.store import MetadataStore
@@ -19,6 +19,7 @@ from radstack.storage.metadata.tables import (
     DEFAULT_RULES,
     DEFAULT_RULES_DS,
     TASK_STATES,
+    CorrectionRow,
     MetadataError,
     SegmentExistsError,
     SegmentRow,
@@ -31,6 +32,7 @@ __all__ = [
     "DEFAULT_RULES",
     "DEFAULT_RULES_DS",
     "TASK_STATES",
+    "CorrectionRow",
     "MetadataError",
     "MetadataStore",
     "SegmentExistsError",

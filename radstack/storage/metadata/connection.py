@@ -32,7 +32,7 @@ class MetadataConnection:
         t = define_tables(self.metadata)
         self.t_segments, self.t_rules, self.t_tasks = t["segments"], t["rules"], t["tasks"]
         self.t_config, self.t_state = t["config"], t["state"]
-        self.t_subscriptions = t["subscriptions"]
+        self.t_subscriptions, self.t_corrections = t["subscriptions"], t["corrections"]
         # An in-memory SQLite database is one shared connection: serialize its use.
         self._lock: threading.Lock | None = threading.Lock() if isinstance(engine.pool, StaticPool) else None
 

@@ -13,9 +13,11 @@ from sqlalchemy.exc import IntegrityError
 from radstack.storage.metadata.connection import MetadataConnection
 from radstack.storage.metadata.tables import (
     SEQ_KEY,
+    CorrectionRow,
     SegmentExistsError,
     SegmentRow,
     chunks,
+    json_bytes,
     json_loads,
 )
 from radstack.storage.segments import DataSegment
@@ -40,11 +42,13 @@ class SegmentTable(MetadataConnection):
         *,
         mark_unused_ids: Iterable[str] = (),
         state: Mapping[str, Any] | None = None,
+        corrections: Sequence[CorrectionRow] = (),
     ) -> None:
         """Insert ``segments`` as used and mark ``mark_unused_ids`` unused, in ONE transaction. An id
         that already exists (or twice in the batch) raises :class:`SegmentExistsError` and nothing of
         this publish becomes visible. ``state`` (key → JSON value) is written to ``radstack_state`` in
-        the same transaction (e.g. the streaming job's "batch N is done" record)."""
+        the same transaction (e.g. the streaming job's "batch N is done" record), and so are
+        ``corrections`` (what this publish changed against real time)."""
         segments = list(segments)
         drop = list(dict.fromkeys(str(i) for i in mark_unused_ids))
         ids = [s.identifier for s in segments]
@@ -89,6 +93,11 @@ class SegmentTable(MetadataConnection):
                     self._upsert(
                         conn, self.t_state, {"key": key, "value": json.dumps(value), "updated": now}, ["key"]
                     )
+                if corrections:
+                    conn.execute(sa.insert(self.t_corrections), [
+                        {"dataSource": c.datasource, "start": format_instant(c.start), "end": format_instant(c.end),
+                         "version": c.version, "created_date": now, "payload": json_bytes(c.payload())}
+                        for c in corrections])  # fmt: skip
                 if rows or drop:
                     self._bump_seq(conn, now)
         except IntegrityError as e:

@@ -6,6 +6,7 @@ from contextlib import suppress
 
 from sqlalchemy.exc import IntegrityError
 
+from radstack.storage.metadata.corrections import CorrectionTable
 from radstack.storage.metadata.key_values import KeyValueTables
 from radstack.storage.metadata.rules import RuleTable
 from radstack.storage.metadata.segments import SegmentTable
@@ -16,7 +17,7 @@ from radstack.storage.metadata.tables import (
 from radstack.storage.metadata.tasks import TaskTable
 
 
-class MetadataStore(SegmentTable, RuleTable, TaskTable, KeyValueTables):
+class MetadataStore(SegmentTable, RuleTable, TaskTable, KeyValueTables, CorrectionTable):
     """Druid's metadata tables behind a small API. Thread-safe; every method is its own transaction."""
 
     def create_tables(self) -> None:

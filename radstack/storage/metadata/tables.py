@@ -56,6 +56,44 @@ class SegmentRow:
 
 
 @dataclass(frozen=True)
+class CorrectionRow:
+    """What one batch publish changed in one time chunk whose real-time segments it overshadowed: the
+    answer real time gave (``realtime_*``, from the segments it served at the swap) and the batch answer
+    (``batch_*``), with the reasons they differ the batch job counted (``None`` where it cannot tell them
+    apart: a spec with stream joins dedups before the writer sees the rows)."""
+
+    datasource: str
+    start: int  # epoch millis
+    end: int
+    version: str  # the batch version published
+    realtime_version: str  # the real-time version it overshadowed
+    realtime_events: int
+    batch_events: int
+    realtime_metrics: dict[str, float]
+    batch_metrics: dict[str, float]
+    raw_events: int | None = None  # archived events of the chunk the batch job read
+    duplicates_removed: int | None = None  # copies of an event the exact dedup dropped
+    invalid_dropped: int | None = None  # archived events that were invalid or filtered out
+    created: int = 0  # epoch millis of the publish
+    id: int | None = None
+
+    @property
+    def event_gap(self) -> int:
+        """Batch minus real time: how many events the real-time answer was missing (negative: extra)."""
+        return self.batch_events - self.realtime_events
+
+    @property
+    def late_recovered(self) -> int:
+        """Events the batch counts that real time never did (later than the window period, or lost)."""
+        return max(self.event_gap, 0)
+
+    def payload(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in (
+            "realtime_version", "realtime_events", "batch_events", "realtime_metrics", "batch_metrics",
+            "raw_events", "duplicates_removed", "invalid_dropped")}  # fmt: skip
+
+
+@dataclass(frozen=True)
 class TaskRow:
     id: str
     type: str
@@ -155,7 +193,20 @@ def define_tables(md: sa.MetaData) -> dict[str, sa.Table]:
             _col("payload", sa.LargeBinary, nullable=False),
         )
     )
+    corrections = sa.Table(  # radstack: what each batch publish changed against real time (storage/corrections.py)
+        "radstack_corrections",
+        md,
+        _col("id", sa.Integer, primary_key=True, autoincrement=True),
+        _col("dataSource", sa.String(255), nullable=False),
+        _col("start", sa.String(255), nullable=False),
+        _col("end", sa.String(255), nullable=False),
+        _col("version", sa.String(255), nullable=False),
+        _col("created_date", sa.String(255), nullable=False),
+        _col("payload", sa.LargeBinary, nullable=False),
+    )
+    sa.Index("idx_radstack_corrections_datasource_start", corrections.c.dataSource, corrections.c.start)
     return {
+        "corrections": corrections,
         "segments": segments,
         "rules": rules,
         "tasks": tasks,

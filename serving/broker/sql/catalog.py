@@ -18,6 +18,7 @@ SYSTEM_TABLES: dict[tuple[str, str], str] = {
     ("sys", "server_segments"): "__druid_sys_server_segments",
     ("sys", "tasks"): "__druid_sys_tasks",
     ("sys", "supervisors"): "__druid_sys_supervisors",
+    ("sys", "corrections"): "__druid_sys_corrections",  # radstack's own: real time vs batch per chunk
 }
 
 

@@ -105,6 +105,8 @@ def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata:
         return sys_tables.server_segments_table(broker, server.host, server.port)
     if table == "tasks":
         return sys_tables.tasks_table(metadata)
+    if table == "corrections":
+        return sys_tables.corrections_table(metadata)
     return sys_tables.supervisors_table(metadata)
 
 

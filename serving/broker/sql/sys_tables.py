@@ -35,9 +35,16 @@ SUPERVISORS = pa.schema([
     ("source", S), ("suspended", L), ("spec", S),
 ])
 
+CORRECTIONS = pa.schema([  # radstack: what each batch publish changed against real time (storage/corrections.py)
+    ("datasource", S), ("start", S), ("end", S), ("version", S), ("realtime_version", S), ("published", S),
+    ("realtime_events", L), ("batch_events", L), ("event_gap", L), ("late_recovered", L),
+    ("duplicates_removed", L), ("invalid_dropped", L), ("raw_events", L), ("realtime_metrics", S),
+    ("batch_metrics", S),
+])
+
 SCHEMAS: dict[str, pa.Schema] = {
     "segments": SEGMENTS, "servers": SERVERS, "server_segments": SERVER_SEGMENTS, "tasks": TASKS,
-    "supervisors": SUPERVISORS,
+    "supervisors": SUPERVISORS, "corrections": CORRECTIONS,
 }
 
 
@@ -134,3 +141,17 @@ def supervisors_table(metadata: MetadataStore | None) -> pa.Table:
              "source": r.topic, "suspended": int(r.suspended), "spec": orjson.dumps(r.spec).decode()}
             for r in sorted(records.values(), key=lambda r: r.id)]
     return pa.Table.from_pylist(rows, schema=SUPERVISORS)
+
+
+def corrections_table(metadata: MetadataStore | None) -> pa.Table:
+    """One row per time chunk a batch publish took over from real time: both answers and why they differ."""
+    rows = [{
+        "datasource": c.datasource, "start": format_instant(c.start), "end": format_instant(c.end),
+        "version": c.version, "realtime_version": c.realtime_version, "published": format_instant(c.created),
+        "realtime_events": c.realtime_events, "batch_events": c.batch_events, "event_gap": c.event_gap,
+        "late_recovered": c.late_recovered, "duplicates_removed": c.duplicates_removed,
+        "invalid_dropped": c.invalid_dropped, "raw_events": c.raw_events,
+        "realtime_metrics": orjson.dumps(c.realtime_metrics).decode(),
+        "batch_metrics": orjson.dumps(c.batch_metrics).decode(),
+    } for c in (metadata.corrections() if metadata is not None else [])]  # fmt: skip
+    return pa.Table.from_pylist(rows, schema=CORRECTIONS)
