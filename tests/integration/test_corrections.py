@@ -13,12 +13,14 @@ import httpx
 import orjson
 import pyarrow as pa
 import pytest
+from prometheus_client import CollectorRegistry
 
 from radstack.spec import load_datasource_spec
 from radstack.storage.indexer import index_partition
 from radstack.storage.publish import publish
 from radstack.storage.replicas import HANDOFF_SUFFIX
 from radstack.time.intervals import Interval, format_instant, parse_instant
+from serving.coordinator.duties.self_metrics import CORRECTION_FIELDS, ingest_self_metrics
 from tests.fixtures.batch import set_watermark, write_archive
 from tests.fixtures.server import running_server
 
@@ -107,18 +109,28 @@ def test_rebuild_records_exact_corrections(settings, batch_spark) -> None:  # ty
     assert [c.start for c in md.corrections("web")] == [hour0.start, hour2.start]
     again = rebuild(settings, "web", Interval(T0, T0 + 3 * HOUR), spark=batch_spark)
     assert again.corrections == [] and len(md.corrections("web")) == 2
+
+    # and kept in the self-metrics datasource, each once
+    empty = CollectorRegistry()
+    assert ingest_self_metrics(md, storage, registry=empty) == 2 * len(CORRECTION_FIELDS) + 2 * 2 * 3
+    assert ingest_self_metrics(md, storage, registry=empty) == 0
     md.close()
 
     with running_server(Path(settings.home)) as srv:
-        r = httpx.post(srv.url + "/druid/v2/sql", json={"query": (
-            "SELECT \"start\", realtime_events, batch_events, event_gap, late_recovered, duplicates_removed, "
-            "invalid_dropped, raw_events, realtime_version, JSON_VALUE(batch_metrics, '$.bytes') AS b "
-            "FROM sys.corrections WHERE datasource = 'web' ORDER BY \"start\"")})  # fmt: skip
+        sql = lambda q: httpx.post(srv.url + "/druid/v2/sql", json={"query": q})  # noqa: E731
+        r = sql("SELECT \"start\", realtime_events, batch_events, event_gap, late_recovered, duplicates_removed, "
+                "invalid_dropped, raw_events, realtime_version, JSON_VALUE(batch_metrics, '$.bytes') AS b "
+                "FROM sys.corrections WHERE datasource = 'web' ORDER BY \"start\"")
         assert r.status_code == 200, r.text
         rows = r.json()
+        m = sql("SELECT metric, SUM(value_sum) AS v FROM radstack_metrics WHERE datasource = 'web' AND metric IN "
+                "('radstack_correction_late_recovered', 'radstack_correction_duplicates_removed') GROUP BY 1 ORDER BY 1")
+        assert m.status_code == 200, m.text
     assert [(x["start"], x["realtime_events"], x["batch_events"], x["event_gap"], x["late_recovered"],
              x["duplicates_removed"], x["invalid_dropped"], x["raw_events"]) for x in rows] == [
         (format_instant(T0), 400, 425, 25, 25, 45, 4, 474),
         (format_instant(hour2.start), 300, 300, 0, 0, 20, 0, 320),
     ]  # fmt: skip
     assert float(rows[0]["b"]) == sum(e["bytes"] for e in on_time0 + late0)
+    assert [(x["metric"], x["v"]) for x in m.json()] == [
+        ("radstack_correction_duplicates_removed", 65.0), ("radstack_correction_late_recovered", 25.0)]
