@@ -97,6 +97,22 @@ def test_system_tables_show_only_permitted_datasources(client: TestClient) -> No
     assert any(r["segment_id"].startswith("wiki_") for r in _sql(client, q, READER).json())
 
 
+def test_sys_corrections_show_only_permitted_datasources(client: TestClient) -> None:
+    from radstack.storage.metadata import CorrectionRow
+
+    md = client.app.state.ctx.metadata  # type: ignore[attr-defined]
+    if not md.corrections():
+        md.publish([], corrections=[
+            CorrectionRow(ds, 0, 3_600_000, "v2", "1970-01-01T00:00:00.000Z", 5, 7, {"count": 5.0}, {"count": 7.0},
+                          raw_events=9, duplicates_removed=1, invalid_dropped=1)
+            for ds in ("ads_clicks", "wiki")])  # fmt: skip
+    q = "SELECT datasource, realtime_events, batch_events, event_gap, late_recovered FROM sys.corrections ORDER BY 1"
+    assert _sql(client, q, ADS_SYS).json() == [
+        {"datasource": "ads_clicks", "realtime_events": 5, "batch_events": 7, "event_gap": 2, "late_recovered": 2}]
+    assert [r["datasource"] for r in _sql(client, q, READER).json()] == ["ads_clicks", "wiki"]
+    assert _sql(client, q, ADS).status_code == 403  # no SYSTEM_TABLE READ at all
+
+
 def test_native_reads_only_permitted_datasources(client: TestClient) -> None:
     q = {"queryType": "timeseries", "intervals": ["2024-01-01/2024-01-03"], "granularity": "all",
          "aggregations": [{"type": "count", "name": "c"}]}

@@ -6,8 +6,9 @@ import { timelineView } from "./view-timeline.js";
 import { queryView } from "./view-query.js";
 import { ingestionView } from "./view-ingestion.js";
 import { liveView } from "./view-live.js";
+import { correctionsView } from "./view-corrections.js";
 
-const VIEWS = { datasources: datasourcesView, timeline: timelineView, query: queryView, live: liveView, ingestion: ingestionView };
+const VIEWS = { datasources: datasourcesView, timeline: timelineView, query: queryView, live: liveView, ingestion: ingestionView, corrections: correctionsView };
 export const session = { capabilities: null, user: null, isAdmin: true };
 let cleanup = null;
 
