@@ -275,7 +275,7 @@ def rebuild_spec(
             full = with_tombstones(datasource, chunks, segments, version, dimensions=dims,
                                    metrics=spec.data_schema.metric_names)  # fmt: skip
             # what this publish changes against the real-time answer, recorded in the same transaction
-            served = realtime_served(md, datasource, chunks)
+            served = realtime_served(md, datasource, chunks, streamed=bool(spec.processing.topics))
             fixes = []
             if served:
                 archived = raw_counts(raw, spec)

@@ -88,6 +88,8 @@ class QuickstartResult:
     batch: Answer
     truth: Answer
     versions: list[dict[str, Any]] = field(default_factory=list)
+    corrections: dict[str, Any] = field(default_factory=dict)  # sys.corrections, summed over the interval
+    sent: dict[str, Any] = field(default_factory=dict)  # the generator's summary (duplicates, late, …)
     seconds: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
@@ -97,6 +99,8 @@ class QuickstartResult:
             "batch": self.batch.__dict__,
             "truth": self.truth.__dict__,
             "versions": self.versions,
+            "corrections": self.corrections,
+            "sent": self.sent,
             "seconds": round(self.seconds, 1),
         }
 
@@ -206,7 +210,7 @@ def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartRe
 
     console.rule("[bold]2. Stream the ads workload (duplicates and late events included)")
     gen = _start_generator(settings, opts)
-    realtime_interval = _watch_realtime(settings, gen, console)
+    _watch_realtime(settings, gen, console)
     summary = gen.result()
     console.print(
         f"  sent {summary['sent']:,} messages: {summary['unique']:,} unique impressions, "
@@ -227,9 +231,10 @@ def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartRe
     _wait(lambda: _batch_served(settings, interval), 60, "the broker to serve the new version", console)
     after = answer(settings, interval)
     exact = truth(gen.truth_file, interval)
+    fixes = corrections(settings, interval)
 
     console.rule("[bold]5. The same query, before and after the rebuild")
-    _show_answers(console, interval, before, after, exact, realtime_interval)
+    _show_answers(console, interval, before, after, exact, fixes)
     served = versions(settings, interval)
     _show_versions(console, served)
 
@@ -240,7 +245,7 @@ def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartRe
         stack.down(settings, say=say)
     else:
         console.print("  The stack keeps running. Stop it with [bold]radctl down[/bold].")
-    result = QuickstartResult(interval, before, after, exact, served, time.monotonic() - t_start)
+    result = QuickstartResult(interval, before, after, exact, served, fixes, summary, time.monotonic() - t_start)
     console.print(f"\n  quickstart finished in {result.seconds:.0f} s")
     return result
 
@@ -395,7 +400,7 @@ def _batch_served(settings: Settings, interval: Interval) -> bool:
 
 
 def _show_answers(console: Console, interval: Interval, before: Answer, after: Answer, exact: Answer,
-                  watched: Interval) -> None:  # fmt: skip
+                  fixes: dict[str, Any]) -> None:  # fmt: skip
     t = Table(title=f"SELECT SUM(\"count\"), COUNT(*), SUM(price) FROM ads WHERE __time IN {interval.iso()}")
     t.add_column("answer")
     t.add_column("events", justify="right")
@@ -406,19 +411,37 @@ def _show_answers(console: Console, interval: Interval, before: Answer, after: A
     t.add_row("exact truth (generator log)", f"{exact.events:,}", "", f"{exact.revenue:,.2f}")
     console.print(t)
     verdict = "equal" if (after.events, after.revenue) == (exact.events, exact.revenue) else "DIFFERENT"
-    console.print(f"  The batch answer is [bold]{verdict}[/bold] to the truth; {realtime_gap(before.events, exact.events)}")
+    console.print(f"  The batch answer is [bold]{verdict}[/bold] to the truth.")
+    c = Table(title="What the rebuild corrected, recorded at the swap (SELECT … FROM sys.corrections, summed)")
+    for col in ("minutes", "real time", "exact", "gap", "late recovered", "duplicates removed", "invalid dropped"):
+        c.add_column(col, justify="right")
+    c.add_row(*(f"{int(fixes.get(k) or 0):,}" for k in ("minutes", "realtime_events", "batch_events", "event_gap",
+                                                        "late_recovered", "duplicates_removed", "invalid_dropped")))
+    console.print(c)
+    console.print(f"  {correction_line(fixes)}")
 
 
-def realtime_gap(realtime: int, truth: int) -> str:
-    """How the real-time answer compares with the truth, and the reason for that direction."""
-    gap = realtime - truth
-    if gap < 0:
-        return (f"the real-time one was {-gap:,} events below it (events later than the window period are "
-                "thrown away by the real-time layer; the rebuild reads them from the archive).")
+def correction_line(fixes: dict[str, Any]) -> str:
+    """What the corrections say about the real-time answer: the right sign and the right reason."""
+    gap = int(fixes.get("event_gap") or 0)
     if gap > 0:
-        return (f"the real-time one was {gap:,} events above it (duplicates that arrived outside the "
-                "streaming dedup window were counted twice; the rebuild dedups exactly).")
-    return "the real-time one was equal to it too."
+        return (f"The real-time answer was {gap:,} events below the exact one: events later than the window "
+                "period are thrown away by the real-time layer; the rebuild read them from the archive.")
+    if gap < 0:
+        return (f"The real-time answer was {-gap:,} events above the exact one: copies that reached it outside "
+                "the streaming dedup window were counted twice; the rebuild dedups exactly.")
+    return "The real-time answer was exact too."
+
+
+def corrections(settings: Settings, interval: Interval) -> dict[str, Any]:
+    """``sys.corrections`` of the quickstart's rebuild, summed over its minutes."""
+    rows = sql(settings,
+               'SELECT COUNT(*) AS minutes, SUM(realtime_events) AS realtime_events, SUM(batch_events) AS batch_events, '
+               'SUM(event_gap) AS event_gap, SUM(late_recovered) AS late_recovered, '
+               'SUM(duplicates_removed) AS duplicates_removed, SUM(invalid_dropped) AS invalid_dropped '
+               f"FROM sys.corrections WHERE datasource = '{DATASOURCE}' "
+               f"AND \"start\" >= '{format_instant(interval.start)}' AND \"end\" <= '{format_instant(interval.end)}'")  # fmt: skip
+    return {k: int(v or 0) for k, v in rows[0].items()}
 
 
 def _show_versions(console: Console, rows: list[dict[str, Any]]) -> None:

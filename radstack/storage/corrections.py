@@ -56,9 +56,11 @@ class Answer:
     metrics: dict[str, float]
 
 
-def realtime_served(metadata: MetadataStore, datasource: str, chunks: Sequence[Interval]) -> dict[Interval, list[DataSegment]]:
-    """Per chunk, the real-time layer's segments that serve it now (chunks served by anything else —
-    a batch version, a compaction, nothing — are left out)."""
+def realtime_served(metadata: MetadataStore, datasource: str, chunks: Sequence[Interval], *,
+                    streamed: bool = True) -> dict[Interval, list[DataSegment]]:  # fmt: skip
+    """Per chunk, the real-time layer's segments that serve it now; a chunk nothing serves maps to ``[]``
+    when the datasource is ``streamed`` (real time answered nothing there: every event was late or
+    lost). Chunks served by anything else — a batch version, a compaction, a tombstone — are left out."""
     if not chunks:
         return {}
     used = metadata.segments(datasource, interval=Interval(chunks[0].start, chunks[-1].end))
@@ -68,7 +70,10 @@ def realtime_served(metadata: MetadataStore, datasource: str, chunks: Sequence[I
     for chunk in chunks:
         holders = timeline.lookup(chunk)
         segs = [s for h in holders for s in h.segments if not s.is_tombstone]
-        if holders and segs and all(from_realtime_layer(s) for s in segs):
+        if not holders:
+            if streamed:
+                out[chunk] = []
+        elif segs and all(from_realtime_layer(s) for s in segs):
             out[chunk] = segs
     return out
 
@@ -122,15 +127,15 @@ def corrections(
     with tempfile.TemporaryDirectory(prefix="radstack-corrections-") as tmp:
         for chunk, rt in sorted(served.items(), key=lambda kv: kv[0].start):
             new = by_chunk.get(chunk)
-            if not new:
-                continue
+            if not new or (not rt and all(s.is_tombstone for s in new)):
+                continue  # not published here, or nothing on either side
             before = segments_answer(deep_storage, spec, rt, Path(tmp))
             after = segments_answer(deep_storage, spec, new, Path(tmp))
             c = counts.get(chunk.start, ChunkCounts(0, 0))
             raw = c.raw
             out.append(CorrectionRow(
                 datasource=spec.name, start=chunk.start, end=chunk.end, version=new[0].version,
-                realtime_version=max(s.version for s in rt), realtime_events=before.events,
+                realtime_version=max((s.version for s in rt), default=""), realtime_events=before.events,
                 batch_events=after.events, realtime_metrics=before.metrics, batch_metrics=after.metrics,
                 raw_events=raw,
                 duplicates_removed=c.written - c.events if dedup_counted else None,

@@ -75,20 +75,21 @@ def test_rebuild_records_exact_corrections(settings, batch_spark) -> None:  # ty
     on_time0 = _events(400, T0, 1, "a")
     late0 = _events(25, T0, 2, "late")  # reached Kafka after the window period: real time threw them away
     on_time2 = _events(300, T0 + 2 * HOUR, 3, "c")
+    only_late3 = _events(10, T0 + 3 * HOUR, 4, "d")  # hour 3: every event late, real time served nothing
     copies = on_time0[:40] + late0[:5] + on_time2[10:30]  # re-sent by the producer
     _realtime(settings, md, storage, on_time0[:250], hour0)
     _realtime(settings, md, storage, on_time0[250:], hour0, offset=1)  # a second micro-batch: another partition
     _realtime(settings, md, storage, on_time2, hour2, handoff=True)
 
-    nxt = write_archive(storage, "web", [orjson.dumps(e) for e in on_time0 + on_time2 + late0 + copies], per_file=200)
+    nxt = write_archive(storage, "web", [orjson.dumps(e) for e in on_time0 + on_time2 + late0 + only_late3 + copies], per_file=200)
     # invalid records of hour 0, filed by their Kafka time: not JSON, no timestamp, a bad one
     invalid = [b"not json", b"{broken", b'{"page": "/x"}', b'{"timestamp": "soon", "id": "x1", "page": "/x"}']
     write_archive(storage, "web", invalid, first_offset=nxt, kafka_ts=T0 + 1_000)
-    set_watermark(md, "web", T0 + 4 * HOUR)
+    set_watermark(md, "web", T0 + 5 * HOUR)
 
-    res = rebuild(settings, "web", Interval(T0, T0 + 3 * HOUR), spark=batch_spark)
+    res = rebuild(settings, "web", Interval(T0, T0 + 4 * HOUR), spark=batch_spark)
     by_start = {c.start: c for c in res.corrections}
-    assert sorted(by_start) == [hour0.start, hour2.start], "hour 1 had no real time: nothing to correct"
+    assert sorted(by_start) == [hour0.start, hour2.start, hour0.start + 3 * HOUR], "hour 1: no events at all"
 
     c0 = by_start[hour0.start]
     assert (c0.realtime_events, c0.batch_events, c0.late_recovered, c0.event_gap) == (400, 425, 25, 25)
@@ -105,14 +106,17 @@ def test_rebuild_records_exact_corrections(settings, batch_spark) -> None:  # ty
     assert c2.realtime_version == format_instant(hour2.start) + HANDOFF_SUFFIX
     assert c2.realtime_metrics == c2.batch_metrics
 
+    c3 = by_start[hour0.start + 3 * HOUR]
+    assert (c3.realtime_events, c3.batch_events, c3.late_recovered, c3.realtime_version) == (0, 10, 10, "")
+
     # stored with the publish, and a rebuild over a batch version records nothing new
-    assert [c.start for c in md.corrections("web")] == [hour0.start, hour2.start]
-    again = rebuild(settings, "web", Interval(T0, T0 + 3 * HOUR), spark=batch_spark)
-    assert again.corrections == [] and len(md.corrections("web")) == 2
+    assert [c.start for c in md.corrections("web")] == [hour0.start, hour2.start, hour0.start + 3 * HOUR]
+    again = rebuild(settings, "web", Interval(T0, T0 + 4 * HOUR), spark=batch_spark)
+    assert again.corrections == [] and len(md.corrections("web")) == 3
 
     # and kept in the self-metrics datasource, each once
     empty = CollectorRegistry()
-    assert ingest_self_metrics(md, storage, registry=empty) == 2 * len(CORRECTION_FIELDS) + 2 * 2 * 3
+    assert ingest_self_metrics(md, storage, registry=empty) == 3 * len(CORRECTION_FIELDS) + 3 * 2 * 3 - 3  # hour 3: no real-time metrics
     assert ingest_self_metrics(md, storage, registry=empty) == 0
     md.close()
 
@@ -130,7 +134,8 @@ def test_rebuild_records_exact_corrections(settings, batch_spark) -> None:  # ty
              x["duplicates_removed"], x["invalid_dropped"], x["raw_events"]) for x in rows] == [
         (format_instant(T0), 400, 425, 25, 25, 45, 4, 474),
         (format_instant(hour2.start), 300, 300, 0, 0, 20, 0, 320),
+        (format_instant(hour0.start + 3 * HOUR), 0, 10, 10, 10, 0, 0, 10),
     ]  # fmt: skip
     assert float(rows[0]["b"]) == sum(e["bytes"] for e in on_time0 + late0)
     assert [(x["metric"], x["v"]) for x in m.json()] == [
-        ("radstack_correction_duplicates_removed", 65.0), ("radstack_correction_late_recovered", 25.0)]
+        ("radstack_correction_duplicates_removed", 65.0), ("radstack_correction_late_recovered", 35.0)]

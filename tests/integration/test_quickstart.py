@@ -46,6 +46,14 @@ def test_quickstart_short(tmp_path: Path) -> None:
     # late events were thrown away by the real-time path: it undercounts until the rebuild
     assert result["realtime"]["events"] < result["truth"]["events"]
     assert result["versions"] and not any(v["realtime"] for v in result["versions"])
+    # the rebuild's corrections (sys.corrections) account for the difference exactly
+    fixes, sent = result["corrections"], result["sent"]
+    assert fixes["minutes"] > 0
+    assert fixes["realtime_events"] == result["realtime"]["events"]
+    assert fixes["batch_events"] == result["truth"]["events"]
+    assert fixes["late_recovered"] == fixes["event_gap"] == result["truth"]["events"] - result["realtime"]["events"]
+    assert fixes["late_recovered"] <= sent["late"]  # only events later than the window period were lost
+    assert fixes["duplicates_removed"] == sent["duplicates"] and fixes["invalid_dropped"] == 0
     # the output is narration, not JVM logs
     assert "WARN" not in out.stdout and "log4j" not in out.stdout + out.stderr
     assert "The batch answer is equal to the truth" in " ".join(out.stdout.split())

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from operations.quickstart import realtime_gap
+from operations.quickstart import correction_line
 
 
 def test_below_the_truth_blames_late_events() -> None:
-    text = realtime_gap(9_342, 10_000)
+    text = correction_line({"realtime_events": 9_342, "batch_events": 10_000, "event_gap": 658})
     assert "658 events below" in text and "window period" in text and "+658" not in text
 
 
 def test_above_the_truth_blames_duplicates() -> None:
-    text = realtime_gap(10_012, 10_000)
-    assert "12 events above" in text and "duplicates" in text
+    text = correction_line({"realtime_events": 10_012, "batch_events": 10_000, "event_gap": -12})
+    assert "12 events above" in text and "dedup" in text
 
 
 def test_equal() -> None:
-    assert "equal" in realtime_gap(5, 5)
+    assert "exact too" in correction_line({"event_gap": 0})
 
 
 def test_the_jvm_noise_filter_keeps_every_other_line() -> None:

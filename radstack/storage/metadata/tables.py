@@ -66,7 +66,7 @@ class CorrectionRow:
     start: int  # epoch millis
     end: int
     version: str  # the batch version published
-    realtime_version: str  # the real-time version it overshadowed
+    realtime_version: str  # the real-time version it overshadowed ("" where real time had nothing)
     realtime_events: int
     batch_events: int
     realtime_metrics: dict[str, float]
