@@ -54,6 +54,7 @@ __all__ = [
     "chunk_summaries",
     "group_chunks",
     "AirflowClient",
+    "dag_overview",
     "AirflowError",
 ]
 
@@ -377,6 +378,53 @@ class AirflowClient:
 
     def run_state(self, dag_id: str, run_id: str) -> str:
         return str(self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")["state"])
+
+    def dag(self, dag_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/api/v2/dags/{dag_id}"))
+
+    def dag_runs(self, dag_id: str, *, limit: int = 1, states: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+        """The newest runs first (``states``: only those)."""
+        params: list[tuple[str, Any]] = [("limit", limit), ("order_by", "-run_after")]
+        params += [("state", st) for st in states]
+        return list(self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns", params=params)["dag_runs"])
+
+    def task_states(self, dag_id: str, run_id: str) -> dict[str, str | None]:
+        tis = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances")["task_instances"]
+        return {str(t["task_id"]): t.get("state") for t in tis}
+
+
+def dag_overview(settings: Settings, client: AirflowClient, datasources: list[str]) -> list[dict[str, Any]]:
+    """Per datasource's DAG: paused or not, the last run (state, interval), the next scheduled interval and
+    the runs in flight with their progress (tasks finished of all) — what ``radctl status`` shows."""
+    out = []
+    for ds in datasources:
+        dag = dag_id(settings, ds)
+        row: dict[str, Any] = {"datasource": ds, "dag_id": dag}
+        try:
+            info = client.dag(dag)
+        except AirflowError as e:
+            row["error"] = "not parsed yet" if "404" in str(e) else str(e)
+            out.append(row)
+            continue
+        row["paused"] = bool(info.get("is_paused"))
+        if info.get("next_dagrun_data_interval_start"):
+            row["next"] = f"{info['next_dagrun_data_interval_start']}/{info.get('next_dagrun_data_interval_end')}"
+        last = client.dag_runs(dag, limit=1)
+        if last:
+            r = last[0]
+            row["last"] = {"run_id": r["dag_run_id"], "state": r["state"], "conf": r.get("conf") or {},
+                           "interval": (r.get("conf") or {}).get("interval")
+                           or f"{r.get('data_interval_start')}/{r.get('data_interval_end')}",
+                           "end_date": r.get("end_date")}  # fmt: skip
+        running = []
+        for r in client.dag_runs(dag, limit=50, states=("queued", "running")):
+            tasks = client.task_states(dag, r["dag_run_id"])
+            done = sum(1 for st in tasks.values() if st in ("success", "skipped", "failed", "upstream_failed"))
+            running.append({"run_id": r["dag_run_id"], "state": r["state"], "interval": (r.get("conf") or {}).get("interval"),
+                            "tasks_done": done, "tasks": len(tasks)})  # fmt: skip
+        row["running"] = running
+        out.append(row)
+    return out
 
 
 def dag_id(settings: Settings, datasource: str) -> str:

@@ -103,7 +103,8 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
         catchup=False,
         max_active_runs=4,
         tags=["radstack", "batch", name],
-        default_args={"retries": 1, "retry_delay": dt.timedelta(minutes=2)},
+        default_args={"retries": int(settings.airflow.task_retries),
+                      "retry_delay": dt.timedelta(seconds=float(settings.airflow.retry_delay_seconds))},
         params={},
     ) as dag:
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from operations import airflow_local
 from operations.kafka_broker import KafkaBroker, metadata_ok
 from operations.processes import (
     http_ok,
@@ -61,6 +62,7 @@ class ProcessSpec:
     log_name: str | None = None  # stdout/stderr file under logs/ (default <name>.log)
     ready_timeout: Callable[[Any], float] = lambda s: 60.0
     stop_timeout: float = 30.0
+    env: Callable[[Any], dict[str, str]] | None = None  # added to the stack's environment
 
 
 def _kafka_broker(s: Any) -> Any:
@@ -141,6 +143,17 @@ PROCESSES: list[ProcessSpec] = [
         )
         for r in range(MAX_REPLICAS)
     ],
+    ProcessSpec(  # the batch layer's scheduler and UI (operations/airflow_local.py)
+        name="airflow",
+        enabled=lambda s: bool(s.airflow.embedded) or pid_file(s, "airflow").exists(),
+        prepare=lambda s: airflow_local.prepare(s),
+        argv=airflow_local.command,
+        env=airflow_local.environment,
+        port=lambda s: int(s.airflow.port),
+        health=airflow_local.healthy,
+        ready_timeout=lambda s: float(s.airflow.start_timeout_seconds),
+        stop_timeout=30.0,
+    ),
 ]
 
 
@@ -259,7 +272,10 @@ def start_one(settings: Settings, spec: ProcessSpec, say: Callable[[str], None] 
             )
     t0 = time.monotonic()
     if spec.prepare is not None:
-        spec.prepare(settings)
+        try:
+            spec.prepare(settings)
+        except Exception as e:  # noqa: BLE001 - reported as this process's failure, the rest keeps going
+            return Outcome(spec.name, "failed", f"could not be prepared: {e}")
     argv = spec.argv(settings)
     with open(log, "ab") as out:
         out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
@@ -271,7 +287,7 @@ def start_one(settings: Settings, spec: ProcessSpec, say: Callable[[str], None] 
             stderr=subprocess.STDOUT,
             start_new_session=True,
             cwd=str(settings.home),
-            env=_child_env(settings),
+            env={**_child_env(settings), **(spec.env(settings) if spec.env is not None else {})},
         )
     PidRecord(spec.name, proc.pid, process_start_time(proc.pid), argv, port, time.time(), str(log)).write(pf)
     deadline = t0 + spec.ready_timeout(settings)
@@ -325,13 +341,15 @@ def _describe(o: Outcome) -> str:
     return f"{o.name}: {o.message or o.state}"
 
 
-def down(settings: Settings, say: Callable[[str], None] = lambda m: None) -> list[Outcome]:
-    """Stop every process that has a pid file, in reverse table order (then any unknown pid files)."""
+def down(settings: Settings, say: Callable[[str], None] = lambda m: None,
+         only: list[str] | None = None) -> list[Outcome]:  # fmt: skip
+    """Stop every process that has a pid file (or those in ``only``), in reverse table order (then any
+    unknown pid files)."""
     out: list[Outcome] = []
-    known = [p.name for p in PROCESSES]
+    known = [p.name for p in PROCESSES if not only or p.name in only]
     extra = (
-        sorted(f.stem for f in settings.run_dir.glob("*.pid") if f.stem not in known)
-        if settings.run_dir.exists()
+        sorted(f.stem for f in settings.run_dir.glob("*.pid") if f.stem not in {p.name for p in PROCESSES})
+        if settings.run_dir.exists() and not only
         else []
     )
     timeouts = {p.name: p.stop_timeout for p in PROCESSES}

@@ -255,13 +255,22 @@ class BatchSettings(Section):
 
 
 class AirflowSettings(Section):
-    url: str = Field("", description="REST API of Airflow 3; empty → `radctl backfill` runs locally")
+    url: str = Field("", description="REST API of Airflow 3; empty → the embedded Airflow when it runs, else `radctl backfill` runs locally")
+    embedded: bool = Field(False, description=(
+        "`radctl up` also starts Airflow 3 from the checkout's .venv-airflow on 127.0.0.1:{airflow.port}, with "
+        "radstack's DAGs, its database in {home}/airflow and a generated admin password (`radctl up --airflow` "
+        "does it once without this)"))
+    port: int = Field(8280, description="the embedded Airflow's API server and UI port (loopback only)")
+    venv: str = Field("", description="the embedded Airflow's virtualenv; empty → .venv-airflow of the checkout (`make airflow`)")
+    start_timeout_seconds: float = Field(300, description="how long `radctl up` waits for the embedded Airflow to be healthy")
     username: str = Field("", description="Airflow user")
     password: str = Field("", description="Airflow password")
     dag_prefix: str = Field("radstack_rebuild_", description="DAG id prefix, one DAG per datasource")
     schedule_delay: str = Field("PT30M",
                                 description="scheduled runs start this long after a segment interval ends (windowPeriod + archiver lag)")
     wait_timeout_seconds: float = Field(3600, description="how long `radctl backfill` waits for the DAG runs")
+    task_retries: int = Field(1, ge=0, description="retries of a DAG's rebuild task before its run fails (clear it in the UI to run it again)")
+    retry_delay_seconds: float = Field(120, ge=0, description="wait before such a retry")
 
 
 class StreamingSettings(Section):

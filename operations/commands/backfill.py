@@ -32,6 +32,7 @@ from batch.backfill import (
     run_local,
 )
 from batch.planning import NotClosedError
+from operations import airflow_local
 from radstack.config import ConfigError, load_settings
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
@@ -46,7 +47,7 @@ class Via(StrEnum):
 def backfill(
     interval: str = typer.Option(..., "--interval", "-i", help="ISO-8601 interval: START/END or START/PERIOD (2026-11-20/P1D)."),
     datasource: str = typer.Option(None, "--datasource", "-d", help="Datasource to rebuild (default: every datasource with topics)."),
-    via: Via = typer.Option(Via.auto, "--via", help="airflow (REST API), local (Spark here); auto: airflow when airflow.url is set."),
+    via: Via = typer.Option(Via.auto, "--via", help="airflow (REST API), local (Spark here); auto: airflow when airflow.url is set or the embedded Airflow runs."),
     wait: bool = typer.Option(False, "--wait", help="With --via airflow: wait for the DAG runs and print the summary."),
     force: bool = typer.Option(False, "--force", help="Rebuild even if the interval is not closed (window period / archiver watermark)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON lines on stdout."),
@@ -55,7 +56,7 @@ def backfill(
     """Rebuild closed intervals from the raw archive; the new version overshadows the real-time data."""
 
     try:
-        settings = load_settings(config)
+        settings = airflow_local.connected(load_settings(config))  # the embedded Airflow, when it runs
         plan = plan_backfill(settings, interval, datasource)
     except (BackfillError, ConfigError) as e:
         console.print(f"[red]error:[/red] {e}")

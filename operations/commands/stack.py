@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from operations import stack
+from operations import airflow_local, stack
 from operations.kafka_broker import KafkaBroker
 from operations.processes import port_in_use
 from radstack.config import load_settings
@@ -37,11 +37,12 @@ def _names(text: str | None) -> list[str] | None:
 def up(
     only: str = typer.Option(None, help="Comma-separated processes to start (default: all)."),
     skip: str = typer.Option(None, help="Comma-separated processes not to start, e.g. serve."),
+    with_airflow: bool = typer.Option(False, "--airflow", help="Also start the embedded Airflow 3 (airflow.embedded)."),
     config: Path = CONFIG_OPT,
 ) -> None:
     """Start the embedded stack in the background (Kafka, receiver, serving, …); idempotent."""
 
-    settings = _settings(config)
+    settings = _with_airflow(_settings(config), with_airflow)
     console.print(f"radstack home: {settings.home}")
     try:
         outcomes = stack.up(settings, _names(only), _names(skip), say=console.print)
@@ -54,6 +55,20 @@ def up(
         )
         raise typer.Exit(1)
     console.print(f"[green]up[/green]; logs in {settings.logs_dir}, pid files in {settings.run_dir}")
+    if any(o.name == "airflow" and o.state in ("started", "already-running") for o in outcomes):
+        _print_airflow_login(settings)
+
+
+def _with_airflow(settings, on: bool):  # type: ignore[no-untyped-def]
+    """``settings`` with ``airflow.embedded`` switched on for this command."""
+    if not on or settings.airflow.embedded:
+        return settings
+    return settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
+
+
+def _print_airflow_login(settings) -> None:  # type: ignore[no-untyped-def]
+    console.print(f"Airflow UI: {airflow_local.url(settings)}  user [bold]{airflow_local.USER}[/bold], password in "
+                  f"{airflow_local.airflow_home(settings) / 'passwords.json'} (`radctl airflow status --show-password`)")
 
 
 def down(config: Path = CONFIG_OPT) -> None:
@@ -76,9 +91,10 @@ def status(
     settings = _settings(config)
     st = stack.status(settings, with_kafka=not no_kafka)
     bad = any(p.state == "crashed" or (p.state == "running" and not p.healthy) for p in st.processes)
+    airflow = airflow_local.overview(settings) if _airflow_wanted(settings, st) else None
     if as_json:
 
-        typer.echo(orjson.dumps({**st.as_dict(), "streaming": streaming_status(settings)},
+        typer.echo(orjson.dumps({**st.as_dict(), "streaming": streaming_status(settings), "airflow": airflow},
                                 option=orjson.OPT_INDENT_2).decode())
     else:
         t = Table(title=f"radstack processes ({settings.home})")
@@ -140,7 +156,74 @@ def status(
                     console.print(g)
                 else:
                     console.print("no consumer groups")
+        if airflow is not None:
+            _print_airflow(airflow)
     if bad:
+        raise typer.Exit(3)
+
+
+def _airflow_wanted(settings, st) -> bool:  # type: ignore[no-untyped-def]
+    return bool(settings.airflow.url) or any(p.name == "airflow" for p in st.processes)
+
+
+def _print_airflow(view: dict, show_password: str | None = None) -> None:  # type: ignore[type-arg]
+    who = f"user {view['user']}" + (f", password {show_password}" if show_password else
+                                    (f", password in {view['password_file']}" if view.get("password_file") else ""))
+    console.print(f"airflow {view['url']} ({'embedded' if view['embedded'] else 'airflow.url'}; {who})"
+                  + (f": [yellow]{view['error']}[/yellow]" if view.get("error") else ""))
+    if not view.get("dags"):
+        return
+    t = Table(title="batch layer (Airflow DAGs)")
+    for col in ("datasource", "dag", "paused", "last run", "state", "next interval", "running (tasks done)"):
+        t.add_column(col)
+    for d in view["dags"]:
+        if d.get("error"):
+            t.add_row(d["datasource"], d["dag_id"], "-", "-", f"[yellow]{d['error']}[/yellow]", "-", "-")
+            continue
+        last = d.get("last") or {}
+        state = last.get("state") or "-"
+        colour = {"success": "green", "failed": "red", "running": "cyan", "queued": "cyan"}.get(state)
+        running = ", ".join(f"{r['interval'] or r['run_id']} ({r['tasks_done']}/{r['tasks']})" for r in d["running"]) or "-"
+        t.add_row(d["datasource"], d["dag_id"], "yes" if d.get("paused") else "no", last.get("interval") or "-",
+                  f"[{colour}]{state}[/]" if colour else state, d.get("next") or "-", running)
+    console.print(t)
+
+
+airflow_app = typer.Typer(help="The embedded Airflow 3 (the batch layer's scheduler and UI).", no_args_is_help=True)
+
+
+@airflow_app.command("up")
+def airflow_up(config: Path = CONFIG_OPT) -> None:
+    """Start the embedded Airflow alone (installs .venv-airflow on first use); idempotent."""
+    settings = _with_airflow(_settings(config), True)
+    outcomes = stack.up(settings, only=["airflow"], say=console.print)
+    if any(o.state == "failed" for o in outcomes):
+        raise typer.Exit(1)
+    _print_airflow_login(settings)
+
+
+@airflow_app.command("down")
+def airflow_down(config: Path = CONFIG_OPT) -> None:
+    """Stop the embedded Airflow (the rest of the stack keeps running)."""
+    if not stack.down(_settings(config), say=console.print, only=["airflow"]):
+        console.print("airflow is not running")
+
+
+@airflow_app.command("status")
+def airflow_status(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    show_password: bool = typer.Option(False, "--show-password", help="Print the embedded admin password."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Where Airflow is, who signs in, and each datasource's DAG: last and next run, runs in flight.
+    Exit 3 when it does not answer."""
+    settings = _settings(config)
+    view = airflow_local.overview(settings)
+    if as_json:
+        typer.echo(orjson.dumps(view, option=orjson.OPT_INDENT_2).decode())
+    else:
+        _print_airflow(view, airflow_local.admin_password(settings) if show_password and view["embedded"] else None)
+    if view.get("error"):
         raise typer.Exit(3)
 
 
