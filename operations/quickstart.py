@@ -33,7 +33,7 @@ from rich.table import Table
 
 from batch.backfill import check_plan_closed, plan_backfill, run_local
 from batch.planning import NotClosedError
-from operations import stack
+from operations import airflow_local, stack
 from operations.stack import probe_host
 from radstack.config import Settings, load_settings
 from radstack.time.clock import now_millis
@@ -72,6 +72,7 @@ class QuickstartOptions:
     seed: int = 42
     down: bool = False  # stop the stack at the end
     config: Path | None = None
+    airflow: bool = False  # last step: start the embedded Airflow (its UI reprocesses intervals)
 
 
 @dataclass
@@ -91,6 +92,7 @@ class QuickstartResult:
     corrections: dict[str, Any] = field(default_factory=dict)  # sys.corrections, summed over the interval
     sent: dict[str, Any] = field(default_factory=dict)  # the generator's summary (duplicates, late, …)
     seconds: float = 0.0
+    airflow_seconds: float | None = None  # --airflow: how long the embedded Airflow took to be healthy
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,6 +104,7 @@ class QuickstartResult:
             "corrections": self.corrections,
             "sent": self.sent,
             "seconds": round(self.seconds, 1),
+            "airflow_seconds": None if self.airflow_seconds is None else round(self.airflow_seconds, 1),
         }
 
 
@@ -240,12 +243,19 @@ def run(opts: QuickstartOptions, console: Console | None = None) -> QuickstartRe
 
     console.rule("[bold]6. Query it yourself")
     _show_how_to(console, settings)
+    airflow_seconds = None
+    if opts.airflow and not opts.down:
+        console.rule("[bold]7. Reprocess from the Airflow UI")
+        airflow_seconds = _start_airflow(settings, console)
+    elif not opts.down:
+        console.print("  Airflow UI for reprocessing: [bold]radctl airflow up[/bold] (~20 s; or `radctl quickstart --airflow`)")
     if opts.down:
         console.rule("[bold]Stopping the stack (--down)")
         stack.down(settings, say=say)
     else:
         console.print("  The stack keeps running. Stop it with [bold]radctl down[/bold].")
-    result = QuickstartResult(interval, before, after, exact, served, fixes, summary, time.monotonic() - t_start)
+    result = QuickstartResult(interval, before, after, exact, served, fixes, summary, time.monotonic() - t_start,
+                              airflow_seconds)
     console.print(f"\n  quickstart finished in {result.seconds:.0f} s")
     return result
 
@@ -454,6 +464,22 @@ def _show_versions(console: Console, rows: list[dict[str, Any]]) -> None:
             state = "batch (tombstone: no data)"
         t.add_row(r["start"][11:16], r["version"], str(r["segments"]), str(r["rows"]), state)
     console.print(t)
+
+
+def _start_airflow(settings: Settings, console: Console) -> float:
+    """Start the embedded Airflow (installing its virtualenv the first time); returns the seconds it took."""
+    t0 = time.monotonic()
+    on = settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
+    with console.status("starting Airflow 3 (a few minutes the first time: it installs .venv-airflow) …"):
+        [outcome] = stack.up(on, only=["airflow"])
+    if outcome.state == "failed":
+        raise QuickstartError(f"Airflow did not start: {outcome.message}")
+    seconds = time.monotonic() - t0
+    console.print(f"""  Airflow is up in {seconds:.0f} s: {airflow_local.url(on)}  user [bold]{airflow_local.USER}[/bold],
+             password: radctl airflow status --show-password
+  Reprocess: open DAG radstack_rebuild_{DATASOURCE}, Trigger, conf {{"interval": "<START/END>"}}; or
+             radctl backfill --interval <START/END> --datasource {DATASOURCE}   (goes through Airflow now)""")
+    return seconds
 
 
 def _show_how_to(console: Console, settings: Settings) -> None:
