@@ -20,6 +20,7 @@ from operations.processes import free_port
 from radstack.config import load_settings
 from radstack.time.intervals import format_instant, parse_instant
 from tests.fixtures.batch import set_watermark, write_archive
+from tests.fixtures.sockets import listening
 from tests.integration.test_airflow_dags import SPEC
 
 pytestmark = pytest.mark.slow
@@ -38,6 +39,9 @@ def airflow_embedded(radstack_home: Path) -> Iterator[str]:
     settings = settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
     [outcome] = stack.up(settings, only=["airflow"])
     assert outcome.state == "started", outcome.message
+    assert outcome.pid is not None
+    # its only open port is the API server's, on loopback (no log servers on every interface)
+    assert listening(outcome.pid) == {("127.0.0.1", int(settings.airflow.port))}
     try:
         yield airflow_local.url(settings)
     finally:
