@@ -32,16 +32,20 @@ HOUR = 3_600_000
 
 @pytest.fixture
 def airflow_embedded(radstack_home: Path) -> Iterator[str]:
-    """The embedded Airflow of this home (``radctl airflow up``'s process, on a free port)."""
+    """The embedded Airflow of this home on a free port, started as a user does: ``radctl up --airflow``
+    (here with ``--only airflow``: no Kafka or streaming needed)."""
     (radstack_home / "radstack.yaml").write_text(
         f"airflow: {{port: {free_port()}}}\nspark: {{shuffle_partitions: 2}}\n")
     settings = load_settings(env={"RADSTACK_HOME": str(radstack_home)})
-    settings = settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
-    [outcome] = stack.up(settings, only=["airflow"])
-    assert outcome.state == "started", outcome.message
-    assert outcome.pid is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
+    env["RADSTACK_HOME"] = str(radstack_home)
+    up = subprocess.run([sys.executable, "-m", "operations", "up", "--airflow", "--only", "airflow"], env=env,
+                        capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "Airflow UI: " + airflow_local.url(settings) in up.stdout
+    pid = int(orjson.loads((settings.run_dir / "airflow.pid").read_text())["pid"])
     # its only open port is the API server's, on loopback (no log servers on every interface)
-    assert listening(outcome.pid) == {("127.0.0.1", int(settings.airflow.port))}
+    assert listening(pid) == {("127.0.0.1", int(settings.airflow.port))}
     try:
         yield airflow_local.url(settings)
     finally:
@@ -89,6 +93,10 @@ def test_backfill_via_airflow_rest(radstack_home: Path, airflow_embedded: str) -
     assert dag["dag_id"] == "radstack_rebuild_web" and not dag["paused"] and dag["next"]
     # the backfill's runs are done; only the schedule's own latest interval may still wait for its data
     assert all(r["run_id"].startswith("scheduled__") and r["tasks"] == 3 for r in dag["running"]), dag["running"]
+
+    shown = subprocess.run([sys.executable, "-m", "operations", "airflow", "status", "--show-password"], env=env,
+                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert f"password {airflow_local.admin_password(settings)}" in " ".join(shown.stdout.split())
 
     # a wrong password for a configured Airflow is a clear error, exit 3
     bad = dict(env, RADSTACK_AIRFLOW__URL=airflow_embedded, RADSTACK_AIRFLOW__USERNAME="admin",

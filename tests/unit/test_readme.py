@@ -24,9 +24,11 @@ COVERAGE: dict[str, list[str]] = {
     "radctl down": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
     "radctl generate ads": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
     "radctl backfill --interval": [TOUR, "tests/integration/test_batch_e2e.py"],
-    "radctl backfill --via airflow": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
     "radctl quickstart --down": [QUICKSTART],
     "curl -s localhost:8888/druid/v2/sql": [TOUR],
+    "radctl up --airflow": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
+    "radctl airflow up": ["tests/browser/test_airflow_ui.py::test_rebuild_from_the_airflow_ui"],
+    "radctl airflow status --show-password": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
     "radctl cluster up": ["tests/cluster/test_cluster.py::test_cli_up_status_down_frees_every_port"],
     "make test-cluster": ["tests/cluster/test_cluster.py"],
 }
