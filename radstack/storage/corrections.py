@@ -59,8 +59,10 @@ class Answer:
 def realtime_served(metadata: MetadataStore, datasource: str, chunks: Sequence[Interval], *,
                     streamed: bool = True) -> dict[Interval, list[DataSegment]]:  # fmt: skip
     """Per chunk, the real-time layer's segments that serve it now; a chunk nothing serves maps to ``[]``
-    when the datasource is ``streamed`` (real time answered nothing there: every event was late or
-    lost). Chunks served by anything else — a batch version, a compaction, a tombstone — are left out."""
+    when the datasource is ``streamed`` and real time serves some other chunk of ``chunks`` (real time
+    answered nothing there: every event was late or lost). Chunks served by anything else — a batch
+    version, a compaction, a tombstone — are left out, and so is everything when real time serves none
+    of them (a backfill of history replaces no real time: nothing to record, nothing to count)."""
     if not chunks:
         return {}
     used = metadata.segments(datasource, interval=Interval(chunks[0].start, chunks[-1].end))
@@ -75,7 +77,7 @@ def realtime_served(metadata: MetadataStore, datasource: str, chunks: Sequence[I
                 out[chunk] = []
         elif segs and all(from_realtime_layer(s) for s in segs):
             out[chunk] = segs
-    return out
+    return out if any(out.values()) else {}
 
 
 def segments_answer(deep_storage: DeepStorage, spec: DatasourceSpec, segments: Sequence[DataSegment],
