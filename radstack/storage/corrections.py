@@ -86,14 +86,13 @@ def segments_answer(deep_storage: DeepStorage, spec: DatasourceSpec, segments: S
     as its aggregator combines; events are the ``count`` metrics (rows when the spec has none)."""
     metrics = [m for m in spec.data_schema.metrics if m.kind in ("count", "sum", "min", "max")]
     counts = [m.name for m in metrics if m.kind == "count"]
-    events = 0
+    rows = 0
     values: dict[str, float] = {}
     for seg in segments:
         if seg.is_tombstone:
             continue
         table = read_stored_segment(deep_storage, seg, work_dir, [m.name for m in metrics if m.name in seg.metrics])
-        events += sum(int(pc.sum(table.column(c)).as_py() or 0) for c in counts if c in table.column_names) \
-            if counts else table.num_rows
+        rows += table.num_rows
         for m in metrics:
             if m.name not in table.column_names or table.num_rows == 0:
                 continue
@@ -105,6 +104,7 @@ def segments_answer(deep_storage: DeepStorage, spec: DatasourceSpec, segments: S
                 if v is not None:
                     old = values.get(m.name)
                     values[m.name] = v if old is None else (min if m.kind == "min" else max)(old, v)
+    events = int(sum(values.get(c, 0) for c in counts)) if counts else rows
     return Answer(events, {k: float(v) for k, v in sorted(values.items())})
 
 
