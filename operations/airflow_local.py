@@ -27,7 +27,7 @@ from radstack.config import REPO_ROOT, Settings
 from radstack.datasources import load_catalog
 from radstack.private_files import private_dir, write_private
 
-__all__ = ["USER", "airflow_home", "venv_dir", "url", "admin_password", "environment", "prepare", "command",
+__all__ = ["USER", "with_embedded", "airflow_home", "venv_dir", "url", "admin_password", "environment", "prepare", "command",
            "healthy", "connected", "overview"]
 
 USER = "admin"
@@ -36,6 +36,13 @@ _HEALTHY = ("metadatabase", "scheduler", "dag_processor", "triggerer")
 
 class AirflowSetupError(RuntimeError):
     """The embedded Airflow cannot be prepared (no virtualenv and no way to make one)."""
+
+
+def with_embedded(settings: Settings) -> Settings:
+    """``settings`` with ``airflow.embedded`` on (``--airflow``, ``radctl airflow up``)."""
+    if settings.airflow.embedded:
+        return settings
+    return settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
 
 
 def airflow_home(settings: Settings) -> Path:

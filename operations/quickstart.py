@@ -469,7 +469,7 @@ def _show_versions(console: Console, rows: list[dict[str, Any]]) -> None:
 def _start_airflow(settings: Settings, console: Console) -> float:
     """Start the embedded Airflow (installing its virtualenv the first time); returns the seconds it took."""
     t0 = time.monotonic()
-    on = settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
+    on = airflow_local.with_embedded(settings)
     with console.status("starting Airflow 3 (a few minutes the first time: it installs .venv-airflow) …"):
         [outcome] = stack.up(on, only=["airflow"])
     if outcome.state == "failed":

@@ -42,7 +42,8 @@ def up(
 ) -> None:
     """Start the embedded stack in the background (Kafka, receiver, serving, …); idempotent."""
 
-    settings = _with_airflow(_settings(config), with_airflow)
+    settings = _settings(config)
+    settings = airflow_local.with_embedded(settings) if with_airflow else settings
     console.print(f"radstack home: {settings.home}")
     try:
         outcomes = stack.up(settings, _names(only), _names(skip), say=console.print)
@@ -57,13 +58,6 @@ def up(
     console.print(f"[green]up[/green]; logs in {settings.logs_dir}, pid files in {settings.run_dir}")
     if any(o.name == "airflow" and o.state in ("started", "already-running") for o in outcomes):
         _print_airflow_login(settings)
-
-
-def _with_airflow(settings, on: bool):  # type: ignore[no-untyped-def]
-    """``settings`` with ``airflow.embedded`` switched on for this command."""
-    if not on or settings.airflow.embedded:
-        return settings
-    return settings.model_copy(update={"airflow": settings.airflow.model_copy(update={"embedded": True})})
 
 
 def _print_airflow_login(settings) -> None:  # type: ignore[no-untyped-def]
@@ -195,7 +189,7 @@ airflow_app = typer.Typer(help="The embedded Airflow 3 (the batch layer's schedu
 @airflow_app.command("up")
 def airflow_up(config: Path = CONFIG_OPT) -> None:
     """Start the embedded Airflow alone (installs .venv-airflow on first use); idempotent."""
-    settings = _with_airflow(_settings(config), True)
+    settings = airflow_local.with_embedded(_settings(config))
     outcomes = stack.up(settings, only=["airflow"], say=console.print)
     if any(o.state == "failed" for o in outcomes):
         raise typer.Exit(1)
