@@ -28,6 +28,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
+from batch.backfill import AirflowClient
 from operations import airflow_local, stack
 from operations.processes import free_port
 from radstack.config import Settings, load_settings
@@ -81,23 +82,8 @@ def airflow(radstack_home: Path) -> Iterator[Settings]:
         stack.down(settings, only=["airflow"])
 
 
-class AirflowApi:
-    def __init__(self, settings: Settings) -> None:
-        self.url = airflow_local.url(settings)
-        token = httpx.post(f"{self.url}/auth/token", json={"username": airflow_local.USER,
-                                                            "password": airflow_local.admin_password(settings)}).json()
-        self.headers = {"Authorization": f"Bearer {token['access_token']}"}
-
-    def get(self, path: str) -> Any:
-        r = httpx.get(self.url + path, headers=self.headers, timeout=10)
-        r.raise_for_status()
-        return r.json()
-
-    def task_state(self, run_id: str, task: str) -> str | None:
-        return self.get(f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/{task}").get("state")
-
-    def run_state(self, run_id: str) -> str:
-        return str(self.get(f"/api/v2/dags/{DAG}/dagRuns/{run_id}")["state"])
+def _task_state(api: AirflowClient, run_id: str, task: str) -> str | None:
+    return api.request("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/{task}").get("state")
 
 
 def _events(n: int, start: int, seed: int, prefix: str) -> list[dict[str, Any]]:
@@ -126,8 +112,8 @@ def test_rebuild_from_the_airflow_ui(airflow: Settings, radstack_home: Path, con
     schema = load_datasource_spec(radstack_home / "datasources" / "web.yaml").data_schema
     hour = Interval(T0, T0 + HOUR)
     on_time, late = _events(400, T0, 1, "e"), _events(30, T0, 2, "late")
-    api = AirflowApi(settings)
-    wait(lambda: api.get(f"/api/v2/dags/{DAG}"), 120, "the DAG processor to parse radstack_rebuild_web")
+    api = AirflowClient(airflow_local.url(settings), airflow_local.USER, str(airflow_local.admin_password(settings)))
+    wait(lambda: api.dag(DAG), 120, "the DAG processor to parse radstack_rebuild_web")
 
     with running_server(radstack_home) as srv:
         ctx = srv.ctx
@@ -163,12 +149,12 @@ def test_rebuild_from_the_airflow_ui(airflow: Settings, radstack_home: Path, con
             submit = css(d, "[data-testid=trigger-dag-submit]")[0]
             d.execute_script("arguments[0].scrollIntoView({block: 'center'})", submit)
             submit.click()
-            wait(lambda: api.get(f"/api/v2/dags/{DAG}/dagRuns/{run_id}"), 30, "the triggered run")
+            wait(lambda: api.run_state(DAG, run_id), 30, "the triggered run")
 
             # the rebuild fails on the corrupt archive file
-            wait(lambda: api.run_state(run_id) == "failed", 300, "the run to fail", every=2)
-            assert api.task_state(run_id, "wait_for_archive") == "success"
-            assert api.task_state(run_id, "rebuild") == "failed"
+            wait(lambda: api.run_state(DAG, run_id) == "failed", 300, "the run to fail", every=2)
+            assert _task_state(api, run_id, "wait_for_archive") == "success"
+            assert _task_state(api, run_id, "rebuild") == "failed"
             d.get(f"{api.url}/dags/{DAG}/runs/{run_id}/tasks/rebuild")
             wait(lambda: "failed" in d.find_element(By.TAG_NAME, "body").text.lower(), 30, "the failed task page")
             d.save_screenshot(str(console_artifacts / "airflow-failed.png"))
@@ -181,9 +167,9 @@ def test_rebuild_from_the_airflow_ui(airflow: Settings, radstack_home: Path, con
                            "the Clear dialog")  # fmt: skip
             d.save_screenshot(str(console_artifacts / "airflow-clear-dialog.png"))
             confirm[-1].click()
-            wait(lambda: api.run_state(run_id) == "success", 300, "the cleared run to succeed", every=2)
-            assert api.task_state(run_id, "rebuild") == "success" and api.task_state(run_id, "verify") == "success"
-            tries = api.get(f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/rebuild")["try_number"]
+            wait(lambda: api.run_state(DAG, run_id) == "success", 300, "the cleared run to succeed", every=2)
+            assert _task_state(api, run_id, "rebuild") == "success" and _task_state(api, run_id, "verify") == "success"
+            tries = api.request("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/rebuild")["try_number"]
             assert tries == 2, "the cleared task ran a second time"
             d.get(f"{api.url}/dags/{DAG}/runs/{run_id}")
             wait(lambda: "success" in d.find_element(By.TAG_NAME, "body").text.lower(), 30, "the run page")
@@ -198,6 +184,7 @@ def test_rebuild_from_the_airflow_ui(airflow: Settings, radstack_home: Path, con
             d.save_screenshot(str(console_artifacts / "airflow-console-timeline.png"))
         finally:
             d.quit()
+            api.close()
         assert sql('SELECT SUM("count") AS n FROM web')[0]["n"] == len(on_time) + len(late)
         [fix] = sql("SELECT realtime_events, batch_events, late_recovered, duplicates_removed FROM sys.corrections")
         assert fix == {"realtime_events": 400, "batch_events": 430, "late_recovered": 30, "duplicates_removed": 25}
