@@ -93,6 +93,7 @@ class ChunkResult:
     seconds: float = 0.0  # local: the wall time of the group's rebuild (shared by its chunks)
     group: Interval | None = None  # local: the interval the Spark job rebuilt (this chunk's group)
     group_chunks: int = 1  # local: how many chunks that job rebuilt
+    stages: dict[str, float] = field(default_factory=dict)  # local: the group's rebuild, seconds per step
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -109,6 +110,7 @@ class ChunkResult:
             "run_id": self.run_id,
             "seconds": round(self.seconds, 3),
             "group": self.group.iso() if self.group is not None else "",
+            "stages": {k: round(v, 3) for k, v in self.stages.items()},
         }
 
 
@@ -312,14 +314,14 @@ def run_local(
                     if progress:
                         progress(res)
                 t0 = time.monotonic()
-                status, error = "published", ""
+                status, error, stages = "published", "", {}
                 try:
-                    rebuild(settings, ds, whole, spark=spark, force=True, metadata=md, deep_storage=storage)
+                    stages = rebuild(settings, ds, whole, spark=spark, force=True, metadata=md, deep_storage=storage).stages
                 except Exception as e:  # noqa: BLE001 - reported for the group's chunks; the next group still runs
                     status, error = "failed", f"{type(e).__name__}: {e}"
                 seconds = time.monotonic() - t0
                 for res, (rows, events, versions) in zip(batch, chunk_summaries(md, storage, spec, group), strict=True):
-                    res.status, res.error, res.seconds = status, error, seconds
+                    res.status, res.error, res.seconds, res.stages = status, error, seconds, stages
                     res.rows, res.events = rows, events
                     res.version = ", ".join(versions)  # after a publish: the group's one new version
                     results.append(res)

@@ -75,6 +75,11 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RebuildResult", "rebuild", "rebuild_spec", "closed_checks", "read_inputs", "index_chunks", "main"]
 
+STAGES = ("prepare", "spark_start", "index", "renumber", "corrections", "publish")
+"""The steps :attr:`RebuildResult.stages` times: checks, clean-up and registration in the metadata store;
+starting Spark (when the caller gave no session); the Spark job (read, parse, roll up, write segment
+files); renumbering each chunk's core set; recording what the publish corrects; the publish."""
+
 PARTITION_STRIDE = 1_000_000
 """Partition ``p`` of the Spark job numbers its segments from ``p * PARTITION_STRIDE`` (renumbered later)."""
 
@@ -92,6 +97,7 @@ class RebuildResult:
     seconds: float = 0.0
     cleaned: list[str] = field(default_factory=list)
     corrections: list[Any] = field(default_factory=list)  # CorrectionRow per chunk whose real time it replaced
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per step of the job (:data:`STAGES`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +110,7 @@ class RebuildResult:
             "events": self.events,
             "stats": self.stats,
             "seconds": round(self.seconds, 3),
+            "stages": {k: round(v, 3) for k, v in self.stages.items()},
             "corrections": [{"interval": Interval(c.start, c.end).iso(), "realtime_events": c.realtime_events,
                              "batch_events": c.batch_events, "late_recovered": c.late_recovered,
                              "duplicates_removed": c.duplicates_removed, "invalid_dropped": c.invalid_dropped}
@@ -200,6 +207,19 @@ def raw_counts(raw: DataFrame, spec: DatasourceSpec) -> dict[int, int] | None:
 # ---- the job -----------------------------------------------------------------------------------
 
 
+class _Stopwatch:
+    """Seconds per named step, each from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.laps: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        self.laps[name] = now - self._last
+        self._last = now
+
+
 InputReader = Callable[["SparkSession", Any, DatasourceSpec, list[Interval]], tuple["DataFrame", dict[str, "DataFrame"]]]
 
 
@@ -239,6 +259,7 @@ def rebuild_spec(
     ``min_version``."""
 
     t0 = time.monotonic()
+    stages = _Stopwatch()
     started = now_millis()
     version = format_instant(started)
     if min_version and version <= min_version:
@@ -257,6 +278,7 @@ def rebuild_spec(
             md, storage, datasource, stale_seconds=float(settings.batch.stale_job_seconds)
         )
         job_state.register(md, datasource, version, chunks)
+        stages.lap("prepare")
         try:
             if spark is None:
 
@@ -264,16 +286,19 @@ def rebuild_spec(
                     settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
                     extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
                 )  # fmt: skip
+                stages.lap("spark_start")
             raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
             rows = batch_rows(spark, raw, spec, joined=joined)
             parts = int(settings.batch.partitions or 0) or int(settings.spark.shuffle_partitions)
             segments, stats, written = index_chunks(
                 rows, spec, chunks, version=version, deep_storage_settings=settings.deep_storage, partitions=parts
             )
+            stages.lap("index")
             segments = renumber_core(segments, storage)
             dims = segments[0].dimensions if segments else tuple(d.name for d in spec.data_schema.dimensions)
             full = with_tombstones(datasource, chunks, segments, version, dimensions=dims,
                                    metrics=spec.data_schema.metric_names)  # fmt: skip
+            stages.lap("renumber")
             # what this publish changes against the real-time answer, recorded in the same transaction
             served = realtime_served(md, datasource, chunks, streamed=bool(spec.processing.topics))
             fixes = []
@@ -283,7 +308,9 @@ def rebuild_spec(
                                                None if archived is None else archived.get(c.start, 0))
                           for c in served}  # fmt: skip
                 fixes = corrections(storage, spec, served, full, counts, dedup_counted=rows.dedup_key is not None)
+            stages.lap("corrections")
             publish(md, storage, full, corrections=fixes)
+            stages.lap("publish")
         except BaseException:
             # leave nothing behind: this run's files go now (or, if we are killed, on the next run)
             for prefix in job_state.version_prefixes(datasource, chunks, version):
@@ -307,6 +334,7 @@ def rebuild_spec(
             seconds=time.monotonic() - t0,
             cleaned=cleaned,
             corrections=fixes,
+            stages=stages.laps,
         )
     finally:
         if own_md:

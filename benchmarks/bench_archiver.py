@@ -1,16 +1,19 @@
-"""Archiver throughput vs a bare confluent-kafka consumer that discards messages, in one run.
+"""Archiver throughput vs a confluent-kafka consumer that reads the fields an archive must keep, in one run.
 
     .venv/bin/python benchmarks/bench_archiver.py [--events 1000000] [--partitions 4] [--rounds 3]
         [--fetch-queue-backoff-ms MS]
 
 Starts an embedded Apache Kafka broker in a temp dir, produces N ~200-byte JSON events, then consumes
-them ``--rounds`` times each, alternating, with fresh consumer groups: (1) bare — consume and drop;
-(2) the archiver writing Parquet files to local deep storage (flush every ``--max-records`` per
-partition, default 250k: with fewer events than partitions × that, every flush happens at the end).
+them ``--rounds`` times each, alternating, with fresh consumer groups: (1) the baseline of
+``vs_consumer_reading_fields`` — a consumer that reads every message's value, key, partition, offset and
+timestamp (what an archive must keep) and drops them; (2) bare — consume, read the value, drop (the
+baseline before 2026-11-27, kept for history); (3) the archiver writing Parquet files to local deep
+storage (flush every ``--max-records`` per partition, default 250k: with fewer events than partitions
+× that, every flush happens at the end).
 Both consumers use the archiver's fetch settings (``realtime.archiver.archiver.FETCH_SETTINGS``;
 ``--fetch-queue-backoff-ms 1000`` gives both librdkafka's default, the setting before 2026-11-26).
-Prints events/s for each round, the ratio of each pair and the median ratio, plus the archive size in
-Parquet vs gzip'd JSON lines of the same values (the format choice).
+Prints events/s for each round, the ratios and their medians (JSON on the last line), plus the archive
+size in Parquet vs gzip'd JSON lines of the same values (the format choice).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import resource
 import statistics
 import tempfile
 import time
@@ -56,7 +60,26 @@ def produce(bootstrap: str, topic: str, n: int) -> None:
     p.flush(120)
 
 
-def bare_consume(bootstrap: str, topic: str, n: int, fetch: dict[str, Any]) -> float:
+def _read_fields(msgs: list[Any]) -> int:
+    """The baseline's per-message work: every field an archive keeps, read and dropped."""
+    got = 0
+    for m in msgs:
+        if m.error() is None:
+            got += 1
+            m.value(), m.key(), m.partition(), m.offset(), m.timestamp()
+    return got
+
+
+def _read_value(msgs: list[Any]) -> int:
+    got = 0
+    for m in msgs:
+        if m.error() is None:
+            got += 1
+            m.value()
+    return got
+
+
+def bare_consume(bootstrap: str, topic: str, n: int, fetch: dict[str, Any], read: Any = _read_value) -> float:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{time.time_ns()}", "auto.offset.reset": "earliest",
                   "enable.auto.commit": False, "isolation.level": "read_committed", **fetch})
     c.subscribe([topic])
@@ -66,10 +89,7 @@ def bare_consume(bootstrap: str, topic: str, n: int, fetch: dict[str, Any]) -> f
         msgs = c.consume(10_000, 1.0)
         if msgs and t0 is None:
             t0 = time.perf_counter()
-        for m in msgs:
-            if m.error() is None:
-                got += 1
-                m.value()
+        got += read(msgs)
     dt = time.perf_counter() - (t0 or time.perf_counter())
     c.close()
     return n / dt
@@ -89,6 +109,11 @@ def archive(bootstrap: str, topic: str, n: int, root: Path, max_records: int, fe
     dt = time.perf_counter() - first[0] - 3  # the idle wait at the end is not work
     assert stats.records == n, (stats.records, n)
     return n / dt
+
+
+def peak_rss_mb() -> int:
+    """Peak resident memory of this process (the consumers and the archiver run in it)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
 def main() -> None:
@@ -113,26 +138,36 @@ def main() -> None:
             t0 = time.perf_counter()
             produce(broker.bootstrap_servers, topic, args.events)
             print(f"produced {args.events:,} events in {time.perf_counter() - t0:.1f}s; fetch settings {fetch}")
-            ratios = []
+            ratios: dict[str, list[float]] = {"vs_consumer_reading_fields": [], "vs_bare_consumer": []}
             for r in range(args.rounds):
-                # both with the start-up heap frozen, as `radctl archiver` runs (operations.heap)
+                # all with the start-up heap frozen, as `radctl archiver` runs (operations.heap)
+                with frozen_startup_heap():
+                    fields = bare_consume(broker.bootstrap_servers, topic, args.events, fetch, _read_fields)
                 with frozen_startup_heap():
                     bare = bare_consume(broker.bootstrap_servers, topic, args.events, fetch)
                 root = Path(tmp) / f"deep-{r}"
                 with frozen_startup_heap():
                     arch = archive(broker.bootstrap_servers, topic, args.events, root, args.max_records, fetch)
-                ratios.append(arch / bare)
-                print(f"round {r + 1}: bare consumer {bare:10,.0f} events/s   archiver {arch:10,.0f} events/s   "
+                ratios["vs_consumer_reading_fields"].append(arch / fields)
+                ratios["vs_bare_consumer"].append(arch / bare)
+                print(f"round {r + 1}: consumer reading fields {fields:10,.0f} events/s   bare consumer {bare:10,.0f} "
+                      f"events/s   archiver {arch:10,.0f} events/s   archiver/fields = {arch / fields:.2f}   "
                       f"archiver/bare = {arch / bare:.2f}", flush=True)
             files = list(root.rglob("*.parquet"))
             pq_bytes = sum(f.stat().st_size for f in files)
             values = pads.dataset([str(f) for f in files]).to_table(columns=["value"]).column("value").to_pylist()
             gz_bytes = len(gzip.compress(b"\n".join(values), 6))
-            print(f"median archiver/bare = {statistics.median(ratios):.2f} over {args.rounds} rounds "
-                  f"(baseline: a bare confluent-kafka consumer with the same fetch settings; max_records "
-                  f"{args.max_records:,})")
+            medians = {k: round(statistics.median(v), 2) for k, v in ratios.items()}
+            print(f"median archiver / consumer reading fields = {medians['vs_consumer_reading_fields']}, archiver / "
+                  f"bare consumer = {medians['vs_bare_consumer']} over {args.rounds} rounds (baselines: confluent-kafka "
+                  f"consumers with the same fetch settings; max_records {args.max_records:,})")
             print(f"archive size  : parquet(zstd, with Kafka coordinates) {pq_bytes / 1e6:.1f} MB, "
                   f"json-lines.gz (values only) {gz_bytes / 1e6:.1f} MB, files {len(files)}")
+            print(json.dumps({"events": args.events, "partitions": args.partitions, "max_records": args.max_records,
+                              "baseline": "a confluent-kafka consumer reading value, key, partition, offset "
+                                          "and timestamp of every message", **medians,
+                              "rounds": {k: [round(x, 3) for x in v] for k, v in ratios.items()},
+                              "parquet_mb": round(pq_bytes / 1e6, 1), "peak_rss_mb": peak_rss_mb()}))
         finally:
             broker.stop()
 

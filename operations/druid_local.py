@@ -106,7 +106,7 @@ SERVICES: tuple[ServiceSpec, ...] = (
     }),
 )
 #: The query path sized to answer fast rather than to start fast (``LocalDruid(tuned=True)``, used by
-#: ``benchmarks/bench_vs_druid.py``): processing threads for every core, bigger buffers and heaps. With
+#: ``benchmarks/bench_vs_druid.py`` and ``bench_batch.py --vs-druid``): processing threads for every core, bigger buffers and heaps. With
 #: it the JVMs also run with the full JIT and G1 instead of C1 only and the serial collector.
 TUNED: dict[str, tuple[str, str | None, dict[str, str]]] = {
     "broker": ("1g", "768m", {"druid.processing.numThreads": str(os.cpu_count() or 2),
@@ -114,6 +114,8 @@ TUNED: dict[str, tuple[str, str | None, dict[str, str]]] = {
                               "druid.broker.http.numConnections": "20"}),
     "historical": ("2g", "1g", {"druid.processing.numThreads": str(os.cpu_count() or 2),
                                 "druid.processing.buffer.sizeBytes": "100000000"}),
+    # ingestion (benchmarks/bench_batch.py --vs-druid): a heap for maxRowsInMemory rows and the merge
+    "indexer": ("3g", "1g", {"druid.processing.numThreads": str(os.cpu_count() or 2)}),
 }
 ROUTER = ServiceSpec("router", "256m", None, {
     "druid.service": "druid/router",
