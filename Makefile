@@ -65,7 +65,7 @@ airflow: $(AIRFLOW_STAMP)
 test: system venv jvm airflow
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 # The reliability suite alone (~12 min; RADSTACK_SOAK=1 for the long version, RADSTACK_RELIABILITY_SEED=random
 # for a fresh corpus). `make test` runs it too; its figures are printed at the end of the run.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from operator import itemgetter, methodcaller
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from confluent_kafka import Message
 
 from radstack.storage.raw_archive import HOUR_MS, data_key
 from radstack.time.timestamps import parse_timestamp_column, query_arrow, string_millis_sql, utc_connection
@@ -73,11 +74,14 @@ def write_parquet(table: pa.Table, path: str | os.PathLike[str], compression: st
     pq.write_table(table, path, compression=compression, use_dictionary=_DICTIONARY_COLUMNS)
 
 
-_VALUE = methodcaller("value")
-_TIMESTAMP = methodcaller("timestamp")
-_OFFSET = methodcaller("offset")
-_KEY = methodcaller("key")
-_HEADERS = methodcaller("headers")
+# confluent-kafka's accessors as the method descriptors themselves: ``map(Message.value, msgs)`` calls
+# the C function per record, where ``methodcaller("value")`` looks the method up by name and binds it
+# first — three to four times the cost per call (bench_archiver.py, docs/benchmarks.md "Archiver")
+_VALUE = Message.value
+_TIMESTAMP = Message.timestamp
+_OFFSET = Message.offset
+_KEY = Message.key
+_HEADERS = Message.headers
 _FIRST = itemgetter(0)
 _SECOND = itemgetter(1)
 
@@ -107,30 +111,34 @@ class ColumnBuffer:
         return self.count
 
     def extend(self, msgs: list[Any]) -> None:
+        """Append consumed records (confluent-kafka ``Message`` objects of this partition, in offset order)."""
         if not msgs:
             return
         n = len(msgs)
-        values = list(map(_VALUE, msgs))
-        offsets = list(map(_OFFSET, msgs))
+        values = pa.array(list(map(_VALUE, msgs)), pa.binary())
+        first, last = msgs[0].offset(), msgs[-1].offset()
+        # a partition's offsets only grow: first..last with n records has no gap, so nothing to read
+        offsets = (pa.array(np.arange(first, last + 1, dtype=np.int64)) if last - first == n - 1
+                   else pa.array(list(map(_OFFSET, msgs)), pa.int64()))  # fmt: skip
         headers = list(map(_HEADERS, msgs))
-        # each (type, stamp) pair is freed at once (see the class's note on the garbage collector)
-        types = list(map(_FIRST, map(_TIMESTAMP, msgs)))
-        stamps = list(map(_SECOND, map(_TIMESTAMP, msgs)))
+        stamps_typed = list(map(_TIMESTAMP, msgs))  # (type, millis) pairs, let go at the end of the call
+        types = pa.array(list(map(_FIRST, stamps_typed)), pa.int8())
+        stamps = pa.array(list(map(_SECOND, stamps_typed)), pa.int64())
+        del stamps_typed
         c = self.chunks
-        c["value"].append(pa.array(values, pa.binary()))
-        c["offset"].append(pa.array(offsets, pa.int64()))
+        c["value"].append(values)
+        c["offset"].append(offsets)
         c["key"].append(pa.array(list(map(_KEY, msgs)), pa.binary()))
         c["headers"].append(_headers_array(headers) if any(headers) else pa.nulls(n, _HEADERS_TYPE))
-        c["timestamp_type"].append(pa.array(types, pa.int8()))
-        c["kafka_ts"].append(pa.array(stamps, pa.int64()))
+        c["timestamp_type"].append(types)
+        c["kafka_ts"].append(stamps)
         if self.count == 0:
-            self.first_offset = offsets[0]
-        self.last_offset = offsets[-1]
+            self.first_offset = first
+        self.last_offset = last
         self.count += n
-        self.nbytes += sum(map(len, filter(None, values))) + 24 * n
-        low = min(stamps)
-        if low < 0 or 0 in types:  # some records without a timestamp: leave them out of the minimum
-            low = min((t for tt, t in zip(types, stamps, strict=True) if tt != 0 and t >= 0), default=None)
+        self.nbytes += (pc.sum(pc.binary_length(values)).as_py() or 0) + 24 * n
+        # records without a timestamp (NOT_AVAILABLE, type 0, or a negative stamp) do not count
+        low = pc.min(pc.if_else(pc.and_(pc.not_equal(types, 0), pc.greater_equal(stamps, 0)), stamps, None)).as_py()
         if low is not None:
             self.min_kafka_ts = low if self.min_kafka_ts is None else min(low, self.min_kafka_ts)
 

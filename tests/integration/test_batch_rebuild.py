@@ -114,6 +114,12 @@ def test_rebuild_exact_dedup_late_tombstones_versions(web, batch_spark) -> None:
     whole = Interval(T0, T0 + 3 * HOUR)
 
     res = rebuild(settings, "web", whole, spark=batch_spark)
+    from batch.rebuild_job import STAGES
+
+    # every step timed, in order (no Spark start: the session was given), and they add up to the job
+    assert list(res.stages) == [s for s in STAGES if s != "spark_start"]
+    assert all(v >= 0 for v in res.stages.values()) and sum(res.stages.values()) <= res.seconds + 0.01
+    assert res.to_json()["stages"].keys() == res.stages.keys()
     assert [c.iso() for c in res.chunks] == [
         f"{format_instant(T0 + i * HOUR)}/{format_instant(T0 + (i + 1) * HOUR)}" for i in range(3)
     ]
@@ -261,6 +267,8 @@ def test_local_backfill_one_job_per_group_of_chunks(web, batch_spark, monkeypatc
         assert len({r.version for r in g}) == 1 and len({r.seconds for r in g}) == 1
         assert {r.group for r in g} == {Interval(g[0].interval.start, g[-1].interval.end)}
         assert {r.group_chunks for r in g} == {30}
+        assert len({tuple(r.stages.items()) for r in g}) == 1 and "index" in g[0].stages  # the group's rebuild
+        assert g[0].to_json()["stages"].keys() == g[0].stages.keys()
         versions.append(g[0].version)
     assert versions == sorted(versions) and len(set(versions)) == 4 and versions[0] > first.version
 
