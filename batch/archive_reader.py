@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from batch.storage_conf import storage_spark_conf
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.raw_archive import HOUR_MS, hour_dir, topic_prefix
+from radstack.storage.raw_archive import HOUR_MS, hour_dir, parse_data_name, topic_prefix
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval
 
@@ -30,6 +30,8 @@ __all__ = [
     "HOUR_MS",
     "archive_hours",
     "archive_paths",
+    "archive_hour_files",
+    "archived_records_at_most",
     "spark_archive_schema",
     "read_archive",
     "storage_spark_conf",
@@ -56,20 +58,40 @@ def archive_hours(interval: Interval) -> list[int]:
     return [h.start for h in _HOUR.iterate(interval)]
 
 
-def archive_paths(deep_storage: DeepStorage, topic: str, interval: Interval) -> list[str]:
-    """URIs of the existing hour folders of ``topic`` that hold events of ``interval``."""
+def archive_hour_files(deep_storage: DeepStorage, topic: str, interval: Interval) -> dict[str, list[str]]:
+    """The existing hour folders of ``topic`` that hold events of ``interval`` (deep-storage keys, in
+    order), each with the keys of the files in it (none listed: the folder is left out)."""
     wanted = {hour_dir(topic, h) for h in archive_hours(interval)}
     days = sorted({w.rsplit("/", 1)[0] for w in wanted})
     present_days = {d.rstrip("/") for d in deep_storage.list_dirs(topic_prefix(topic))}
-    out: list[str] = []
+    out: dict[str, list[str]] = {}
     for day in days:
         if day not in present_days:
             continue
         for hour in deep_storage.list_dirs(day + "/"):
             hour = hour.rstrip("/")
-            if hour in wanted and deep_storage.list(hour + "/"):
-                out.append(deep_storage.uri(hour))
-    return sorted(out)
+            if hour in wanted and (files := deep_storage.list(hour + "/")):
+                out[hour] = files
+    return dict(sorted(out.items()))
+
+
+def archive_paths(deep_storage: DeepStorage, topic: str, interval: Interval) -> list[str]:
+    """URIs of the existing hour folders of ``topic`` that hold events of ``interval``."""
+    return sorted(deep_storage.uri(hour) for hour in archive_hour_files(deep_storage, topic, interval))
+
+
+def archived_records_at_most(deep_storage: DeepStorage, topics: Mapping[str, Interval]) -> int:
+    """An upper bound of the records archived for each topic's interval, from the file names alone (each
+    names its flush's offset range; a flush spread over several event hours names its whole range in
+    each hour's file): what the rebuild may read, known before Spark starts."""
+    total = 0
+    for topic, interval in topics.items():
+        for files in archive_hour_files(deep_storage, topic, interval).values():
+            for key in files:
+                flush = parse_data_name(key)
+                if flush is not None:
+                    total += flush.last - flush.first + 1
+    return total
 
 
 def spark_archive_schema() -> Any:

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from batch import job_state
-from batch.archive_reader import read_archive, storage_spark_conf
+from batch.archive_reader import archived_records_at_most, read_archive, storage_spark_conf
 from batch.planning import (
     BackfillPlanError,
     ClosedCheck,
@@ -207,6 +207,19 @@ def raw_counts(raw: DataFrame, spec: DatasourceSpec) -> dict[int, int] | None:
 # ---- the job -----------------------------------------------------------------------------------
 
 
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+"""JVM option of a small rebuild's Spark (``batch.quick_jit_max_records``): HotSpot's C1 compiler only."""
+
+
+def _small_job(settings: Settings, storage: DeepStorage, spec: DatasourceSpec, chunks: list[Interval]) -> bool:
+    """Whether the rebuild of ``chunks`` reads at most ``batch.quick_jit_max_records`` archived records."""
+    limit = int(settings.batch.quick_jit_max_records)
+    if limit <= 0:
+        return False
+    whole = Interval(chunks[0].start, chunks[-1].end)
+    return archived_records_at_most(storage, dict.fromkeys(spec.processing.topics, whole)) <= limit
+
+
 class _Stopwatch:
     """Seconds per named step, each from the end of the one before."""
 
@@ -281,10 +294,11 @@ def rebuild_spec(
         stages.lap("prepare")
         try:
             if spark is None:
-
+                small = reader is None and _small_job(settings, storage, spec, chunks)
                 spark = build_spark_session(
                     settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
                     extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
+                    java_options=QUICK_JIT if small else "",
                 )  # fmt: skip
                 stages.lap("spark_start")
             raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)

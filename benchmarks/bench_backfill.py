@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -53,6 +54,8 @@ def main() -> int:
     ap.add_argument("--hourly", action="store_true",
                     help="one hour of the ads example (HOUR segments), 100k events unless --events says otherwise")
     ap.add_argument("--rounds", type=int, default=1, help="backfills to run, one after the other (--force)")
+    ap.add_argument("--vs-full-jit", action="store_true",
+                    help="each round also runs the backfill with batch.quick_jit_max_records 0 (C2 too), alternating")
     a = ap.parse_args()
     if a.hourly:
         a.minutes, a.data_minutes = 60, 60
@@ -103,31 +106,36 @@ def main() -> int:
     t = time.monotonic()
     subprocess.run([sys.executable, "-c", "import operations.cli"], cwd=a.repo, env=env, check=True)
     imports_s = time.monotonic() - t
-    rounds = []
+    rounds: list[dict[str, Any]] = []
+    full_jit: list[dict[str, Any]] = []
     for r in range(a.rounds):
-        t = time.monotonic()
-        proc = subprocess.run([*argv, *(["--force"] if r else [])], cwd=a.repo, env=env, capture_output=True,
-                              text=True, check=False)  # fmt: skip
-        wall = time.monotonic() - t
-        (work / "stdout.txt").write_text(proc.stdout)
-        (work / "stderr.txt").write_text(proc.stderr)
-        if proc.returncode != 0:
-            print(proc.stdout[-3000:] + proc.stderr[-3000:], file=sys.stderr)
-            return proc.returncode
-        chunks = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        assert len(chunks) == a.minutes // (60 if a.hourly else 1), (len(chunks), a.minutes)
-        assert {c["status"] for c in chunks} == {"published"}
-        events_out = sum(c["batch_events"] for c in chunks)
-        assert events_out == a.events, (events_out, a.events)
-        stages = {}
-        for c in {c["group"]: c for c in chunks}.values():  # one rebuild per group
-            for k, v in c.get("stages", {}).items():
-                stages[k] = stages.get(k, 0.0) + v
-        rounds.append({"wall_s": round(wall, 2), "stages": {k: round(v, 2) for k, v in stages.items()},
-                       "rest_s": round(wall - imports_s - sum(stages.values()), 2)})
-        print(f"round {r + 1}: {len(chunks)} chunk(s), {events_out:,} events in {wall:.1f} s: python + imports "
-              f"{imports_s:.1f} s, " + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items())
-              + f", the rest {rounds[-1]['rest_s']:.1f} s", flush=True)
+        runs = [("", rounds), *([("full JIT", full_jit)] if a.vs_full_jit else [])]
+        for label, sink in runs if r % 2 == 0 else runs[::-1]:
+            extra = {"RADSTACK_BATCH__QUICK_JIT_MAX_RECORDS": "0"} if label else {}
+            t = time.monotonic()
+            proc = subprocess.run([*argv, *(["--force"] if r or label else [])], cwd=a.repo, env={**env, **extra},
+                                  capture_output=True, text=True, check=False)  # fmt: skip
+            wall = time.monotonic() - t
+            (work / "stdout.txt").write_text(proc.stdout)
+            (work / "stderr.txt").write_text(proc.stderr)
+            if proc.returncode != 0:
+                print(proc.stdout[-3000:] + proc.stderr[-3000:], file=sys.stderr)
+                return proc.returncode
+            chunks = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            assert len(chunks) == a.minutes // (60 if a.hourly else 1), (len(chunks), a.minutes)
+            assert {c["status"] for c in chunks} == {"published"}
+            events_out = sum(c["batch_events"] for c in chunks)
+            assert events_out == a.events, (events_out, a.events)
+            stages: dict[str, float] = {}
+            for c in {c["group"]: c for c in chunks}.values():  # one rebuild per group
+                for k, v in c.get("stages", {}).items():
+                    stages[k] = stages.get(k, 0.0) + v
+            sink.append({"wall_s": round(wall, 2), "stages": {k: round(v, 2) for k, v in stages.items()},
+                         "rest_s": round(wall - imports_s - sum(stages.values()), 2)})
+            print(f"round {r + 1}{' (' + label + ')' if label else ''}: {len(chunks)} chunk(s), {events_out:,} events "
+                  f"in {wall:.1f} s: python + imports {imports_s:.1f} s, "
+                  + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()) + f", the rest {sink[-1]['rest_s']:.1f} s",
+                  flush=True)  # fmt: skip
     versions = {c["version"] for c in chunks}
     table = [ln for ln in proc.stdout.splitlines() if not ln.startswith("{")]
     best = min(rounds, key=lambda x: x["wall_s"])
@@ -137,6 +145,8 @@ def main() -> int:
         "stderr_lines": len(proc.stderr.splitlines()), "summary_lines": len(table),
         "data_chunks": sum(1 for c in chunks if c["batch_rows"]), "python_imports_s": round(imports_s, 2),
         "rounds": rounds,
+        **({"full_jit_wall_s": min(x["wall_s"] for x in full_jit), "full_jit_rounds": full_jit,
+            "vs_full_jit": round(best["wall_s"] / min(x["wall_s"] for x in full_jit), 2)} if full_jit else {}),
     }  # fmt: skip
     print(f"{len(chunks)} chunks in {best['wall_s']:.1f} s (best of {a.rounds}), {len(versions)} version(s), "
           f"{out['stderr_lines']} stderr lines, {out['summary_lines']} summary lines", flush=True)

@@ -252,6 +252,10 @@ class BatchSettings(Section):
         1440, description="`radctl backfill --via local`: consecutive chunks rebuilt by one Spark job (one version, one publish)")
     deploy_mode: str = Field("client", description="spark-submit deploy mode on a cluster")
     py_files: str = Field("", description="wheel/zip of radstack for the executors; empty → built into {home}/dist")
+    quick_jit_max_records: int = Field(250_000, ge=0, description=(
+        "a local rebuild that may read at most this many archived records (counted from the archive's file "
+        "names) starts its JVM with the C1 JIT only: an hourly job is done before C2's compiling pays off "
+        "(100 k events: 20 s → 13 s; docs/benchmarks.md); 0 → always the full JIT"))
 
 
 class AirflowSettings(Section):
