@@ -208,6 +208,36 @@ def test_archive_paths_lists_existing_hours(tmp_path: Path) -> None:
     assert archive_paths(ds, "other", Interval(h, h + HOUR)) == []
 
 
+def test_archived_records_bound_and_the_quick_jit_choice(tmp_path: Path) -> None:
+    """The records a rebuild may read, from the file names alone (a flush spread over two hours names
+    its whole range in both); a rebuild at most ``batch.quick_jit_max_records`` gets the C1 JIT only."""
+    from batch.archive_reader import archived_records_at_most
+    from batch.rebuild_job import _small_job
+    from radstack.config import load_settings
+    from radstack.datasources import get_spec
+    from radstack.storage.deep_storage.local import LocalDeepStorage
+    from radstack.storage.raw_archive import data_key
+
+    ds = LocalDeepStorage(tmp_path / "deep")
+    h = parse_instant("2026-11-20T10:00:00Z")
+    ds.put_bytes(b"x", data_key("web", 0, 0, 99, h))  # 100 records
+    ds.put_bytes(b"x", data_key("web", 1, 50, 249, h))  # 200, spread over this hour …
+    ds.put_bytes(b"x", data_key("web", 1, 50, 249, h + HOUR))  # … and the next
+    ds.put_bytes(b"x", data_key("web", 0, 100, 109, h - HOUR))  # an hour not asked for
+    ds.put_bytes(b"not a data file", "raw/web/dt=2026-11-20/hour=10/_manifest.json")
+    assert archived_records_at_most(ds, {"web": Interval(h, h + HOUR)}) == 300
+    assert archived_records_at_most(ds, {"web": Interval(h, h + 2 * HOUR)}) == 500
+    assert archived_records_at_most(ds, {"web": Interval(h, h + HOUR), "other": Interval(h, h + HOUR)}) == 300
+
+    settings = load_settings(env={"RADSTACK_HOME": str(tmp_path / "home")})
+    _write_spec(settings)
+    spec = get_spec(settings, "web")
+    hour = [Interval(h, h + HOUR)]
+    for limit, small in ((300, True), (299, False), (0, False)):
+        s2 = settings.model_copy(update={"batch": settings.batch.model_copy(update={"quick_jit_max_records": limit})})
+        assert _small_job(s2, ds, spec, hour) is small, limit
+
+
 def _write_spec(settings) -> None:  # type: ignore[no-untyped-def]
     d = settings.datasources_dir
     d.mkdir(parents=True, exist_ok=True)
