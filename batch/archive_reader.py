@@ -77,7 +77,7 @@ def archive_hour_files(deep_storage: DeepStorage, topic: str, interval: Interval
 
 def archive_paths(deep_storage: DeepStorage, topic: str, interval: Interval) -> list[str]:
     """URIs of the existing hour folders of ``topic`` that hold events of ``interval``."""
-    return sorted(deep_storage.uri(hour) for hour in archive_hour_files(deep_storage, topic, interval))
+    return [deep_storage.uri(hour) for hour in archive_hour_files(deep_storage, topic, interval)]
 
 
 def archived_records_at_most(deep_storage: DeepStorage, topics: Mapping[str, Interval]) -> int:

@@ -137,8 +137,7 @@ class ColumnBuffer:
         self.last_offset = last
         self.count += n
         self.nbytes += (pc.sum(pc.binary_length(values)).as_py() or 0) + 24 * n
-        # records without a timestamp (NOT_AVAILABLE, type 0, or a negative stamp) do not count
-        low = pc.min(pc.if_else(pc.and_(pc.not_equal(types, 0), pc.greater_equal(stamps, 0)), stamps, None)).as_py()
+        low = pc.min(kafka_millis(types, stamps)).as_py()  # records without a Kafka time do not count
         if low is not None:
             self.min_kafka_ts = low if self.min_kafka_ts is None else min(low, self.min_kafka_ts)
 
@@ -161,6 +160,12 @@ def _headers_array(hs: list[list[tuple[str, bytes | None]] | None]) -> pa.Array:
     return pa.array([[{"key": k, "value": v} for k, v in h] if h else None for h in hs], type=_HEADERS_TYPE)
 
 
+def kafka_millis(types: pa.Array | pa.ChunkedArray, stamps: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """Each record's Kafka time in millis, null where it has none: timestamp type NOT_AVAILABLE (0) or a
+    negative stamp (what confluent-kafka's ``Message.timestamp()`` gives then)."""
+    return pc.if_else(pc.or_(pc.equal(types, 0), pc.less(stamps, 0)), pa.scalar(None, pa.int64()), stamps)
+
+
 def to_table(
     buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp_format: str = "auto"
 ) -> pa.Table:
@@ -169,10 +174,7 @@ def to_table(
     values = buf.column("value")
     event_ms, valid_json = extract_event_time(values, timestamp_field, timestamp_format)
     ts_types = buf.column("timestamp_type")
-    stamps = buf.column("kafka_ts")
-    # NOT_AVAILABLE (type 0) or a negative stamp: the record has no Kafka time
-    no_ts = pc.or_(pc.equal(ts_types, 0), pc.less(stamps, 0))
-    kafka_ms = pc.if_else(no_ts, pa.scalar(None, pa.int64()), stamps)
+    kafka_ms = kafka_millis(ts_types, buf.column("kafka_ts"))
     from_kafka = pc.is_null(event_ms)
     # Records without a Kafka timestamp (-1 / NOT_AVAILABLE) and no event time fall back to 0 (1970):
     # they stay archived and visible instead of being dropped.
