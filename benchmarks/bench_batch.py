@@ -51,10 +51,19 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from batch.archive_reader import archive_paths  # noqa: E402
+from batch.rebuild_job import rebuild  # noqa: E402
+from operations.druid_local import LocalDruid, ensure_druid_jars  # noqa: E402
+from radstack.config import load_settings  # noqa: E402
+from radstack.datasources import get_spec  # noqa: E402
+from radstack.pipeline.spark_session import build_spark_session  # noqa: E402
+from radstack.storage.deep_storage import open_deep_storage  # noqa: E402
+from radstack.storage.deep_storage.local import LocalDeepStorage  # noqa: E402
 from radstack.storage.raw_archive import data_key  # noqa: E402
 from radstack.time.intervals import Interval, parse_instant  # noqa: E402
 from realtime.archiver.records import SCHEMA  # noqa: E402
 from realtime.generators.ads import ADVERTISERS, CITIES, GENDERS, PUBLISHERS  # noqa: E402
+from serving.druid_cluster.submit import OverlordClient  # noqa: E402
 
 DAY = parse_instant("2026-11-20T00:00:00Z")
 HOUR = 3_600_000
@@ -64,7 +73,6 @@ TOPIC = "impressions"
 def write_archive(root: Path | Any, events: int, duplicates: float, seed: int = 7, per_file: int = 250_000) -> int:
     """Write ``events`` unique impressions (+ duplicates) spread over DAY into a local folder (or any deep
     storage, e.g. HDFS for bench_cluster); returns records written."""
-    from radstack.storage.deep_storage.local import LocalDeepStorage
 
     storage = LocalDeepStorage(root) if isinstance(root, Path) else root
     rng = np.random.default_rng(seed)
@@ -195,7 +203,6 @@ class MemorySampler(threading.Thread):
 
 
 def make_settings(home: Path, a: argparse.Namespace) -> Any:
-    from radstack.config import load_settings
 
     parts = a.partitions or (os.cpu_count() or 1) * 2
     return load_settings(env={"RADSTACK_HOME": str(home)},
@@ -207,9 +214,6 @@ class Session:
     """One Spark driver over the archive: the session, the day's archive paths, and the two jobs."""
 
     def __init__(self, settings: Any, work: Path) -> None:
-        from batch.archive_reader import archive_paths
-        from radstack.pipeline.spark_session import build_spark_session
-        from radstack.storage.deep_storage import open_deep_storage
 
         self.settings, self.work = settings, work
         t = time.monotonic()
@@ -230,7 +234,6 @@ class Session:
 
     def run(self, job: str) -> tuple[float, int, Any]:
         """Seconds, rolled-up rows and (for the rebuild) its result, of one run of ``job``."""
-        from batch.rebuild_job import rebuild
 
         t = time.monotonic()
         if job == "plain":
@@ -263,11 +266,6 @@ def cold_run(a: argparse.Namespace, work: Path, job: str) -> dict[str, Any]:
 def vs_druid(settings: Any, records: int, rebuild_s: float, work: Path) -> dict[str, Any]:
     """Druid 33's ``index_parallel`` over the archive's JSON values (JSON lines files) with the ``ads``
     dataSchema: its rows/s from the task's own duration, against the cold rebuild's."""
-    from batch.archive_reader import archive_paths
-    from operations.druid_local import LocalDruid, ensure_druid_jars
-    from radstack.datasources import get_spec
-    from radstack.storage.deep_storage import open_deep_storage
-    from serving.druid_cluster.submit import OverlordClient
 
     ensure_druid_jars()
     day = Interval(DAY, DAY + 24 * HOUR)
