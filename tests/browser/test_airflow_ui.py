@@ -95,7 +95,15 @@ def _events(n: int, start: int, seed: int, prefix: str) -> list[dict[str, Any]]:
 def _paste_json(driver: Any, text: str) -> None:
     """Replace the text of the trigger form's Monaco editor with ``text``: select all, delete, then paste
     (typed keys would meet Monaco's bracket and quote completion)."""
-    css(driver, "[role=dialog] .monaco-editor")[-1].click()
+    def focus_editor() -> bool:  # the Advanced Options panel may still be opening: not interactable yet
+        editor = css(driver, "[role=dialog] .monaco-editor")[-1]
+        if not editor.is_displayed() or editor.size["height"] == 0:
+            return False
+        driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", editor)
+        editor.click()
+        return True
+
+    wait(focus_editor, 15, "the trigger form's JSON editor")
     ActionChains(driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys(Keys.DELETE).perform()
     driver.execute_script(
         "const dt = new DataTransfer(); dt.setData('text/plain', arguments[0]);"
