@@ -27,6 +27,7 @@ expressed that way and is hashed as UTF-8: counted consistently here, but not bi
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -218,12 +219,13 @@ def count(data: bytes | None) -> int | None:
 
 
 def quantile(data: bytes | None, fraction: float) -> float | None:
-    """The value at ``fraction`` (0–1) of a serialized quantiles sketch (NULL when it is empty)."""
+    """The value at ``fraction`` (0–1) of a serialized quantiles sketch (NaN when it saw no value, as in
+    Druid; NULL without a sketch)."""
     if data is None:
         return None
     sk = ds.quantiles_doubles_sketch.deserialize(bytes(data))
     if sk.is_empty():
-        return None
+        return math.nan
     return float(sk.get_quantile(fraction))
 
 

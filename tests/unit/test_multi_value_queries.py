@@ -104,9 +104,14 @@ def test_unnest(env: Any) -> None:
 
 
 def test_unknown_mv_function_is_unsupported(env: Any) -> None:
+    # not a Druid function: Druid's 400 (the registry of Druid's functions decides, not a name prefix)
     with pytest.raises(DruidError) as e:
         rows(env, "SELECT MV_NOSUCH(tags) FROM pages")
-    assert e.value.status == 501
+    assert e.value.status == 400 and "No match found for function signature MV_NOSUCH" in e.value.message
+    # a Druid function this broker refuses: 501 naming it
+    with pytest.raises(DruidError) as e:
+        rows(env, "SELECT ARRAY_TO_MV(MV_TO_ARRAY(tags)) FROM pages")
+    assert e.value.status == 501 and "ARRAY_TO_MV" in e.value.message
 
 
 # ---- native -------------------------------------------------------------------------------------

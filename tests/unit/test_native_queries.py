@@ -239,7 +239,11 @@ def test_scan_list_all_columns(wiki: Any) -> None:
     assert out == [{"segmentId": SEG1,
                     "columns": ["__time", "page", "user", "country", "ns", "count", "added", "delta"],
                     "events": [{"__time": 1704067200000, "page": "Main", "user": "alice", "country": "US",
-                                "ns": 0, "count": 2, "added": 15, "delta": 1.0}]}]
+                                "ns": 0, "count": 2, "added": 15, "delta": 1.0}],
+                    "rowSignature": [{"name": "__time", "type": "LONG"}, {"name": "page", "type": "STRING"},
+                                     {"name": "user", "type": "STRING"}, {"name": "country", "type": "STRING"},
+                                     {"name": "ns", "type": "LONG"}, {"name": "count", "type": "LONG"},
+                                     {"name": "added", "type": "LONG"}, {"name": "delta", "type": "DOUBLE"}]}]
 
 
 def test_scan_batches_offset_order_compacted(wiki: Any) -> None:
@@ -250,7 +254,9 @@ def test_scan_batches_offset_order_compacted(wiki: Any) -> None:
     out = run(wiki, queryType="scan", columns=["__time", "user", "nope"], resultFormat="compactedList",
               order="descending", limit=1)
     assert out == [{"segmentId": SEG2, "columns": ["__time", "user", "nope"],
-                    "events": [[1704171600000, "alice", None]]}]
+                    "events": [[1704171600000, "alice", None]],
+                    "rowSignature": [{"name": "__time", "type": "LONG"}, {"name": "user", "type": "STRING"},
+                                     {"name": "nope", "type": "STRING"}]}]  # as Druid 33 sends it
 
 
 # ---- search, timeBoundary, segmentMetadata, dataSourceMetadata ----------------------------------------------

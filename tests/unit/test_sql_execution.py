@@ -214,3 +214,25 @@ def test_java_number_rendering() -> None:
     assert [java_double(x) for x in (1.0, 0.25, 1e7, 12345678.9, 0.001, 0.0001, -2.5e-7, 1e21, 0.0)] == [
         "1.0", "0.25", "1.0E7", "1.23456789E7", "0.001", "1.0E-4", "-2.5E-7", "1.0E21", "0.0"]
     assert java_float(0.10000000149011612) == "0.1"
+
+
+def test_druid_type_rules_safe_divide_distinct_aggregates_pi_and_integer_lengths(wiki: Any) -> None:
+    # SAFE_DIVIDE over two LONGs is a LONG (56 // 7), NULL for a zero divisor; a DOUBLE makes it DOUBLE
+    safe = "SELECT SAFE_DIVIDE(SUM(added), COUNT(*)), SAFE_DIVIDE(SUM(added), 0), SAFE_DIVIDE(SUM(delta), 2) FROM wiki"
+    assert body(wiki, safe, "array").strip() == "[[8,null,3.875]]"
+    # DISTINCT string and array aggregates give their values sorted, as Druid does
+    _, rows = run(wiki, "SELECT STRING_AGG(DISTINCT \"user\", ','), LISTAGG(DISTINCT page, '|'), "
+                        "ARRAY_AGG(DISTINCT page) FROM wiki")
+    assert rows == [("alice,bob,carol,dave", "Help|Main|Talk", ["Help", "Main", "Talk"])]
+    # PI is niladic; lengths, positions and MOD by an INTEGER literal are INTEGER; CEIL of a LONG stays LONG
+    res = execute(wiki.service, "SELECT PI * 2 AS p, LENGTH(page) AS n, STRPOS(page, 'a') AS i, MOD(added, 3) AS m, "
+                                "CEIL(added) AS c, GREATEST(added, 1) AS g FROM wiki", metadata=wiki.metadata)
+    try:
+        assert [c.sql_type for c in res.columns] == ["DOUBLE", "INTEGER", "INTEGER", "INTEGER", "BIGINT", "BIGINT"]
+    finally:
+        res.close()
+
+
+def test_non_finite_doubles_are_json_strings_as_in_druid(wiki: Any) -> None:
+    out = body(wiki, "SELECT CAST('NaN' AS DOUBLE) AS a, CAST('-Infinity' AS DOUBLE) AS b FROM wiki LIMIT 1", "object")
+    assert out.strip() == '[{"a":"NaN","b":"-Infinity"}]'

@@ -1,6 +1,6 @@
 """``scan``: raw rows, batched per segment.
 
-Result: ``[{"segmentId","columns","events"}]`` with ``events`` as objects (``list``) or arrays
+Result: ``[{"segmentId","columns","events","rowSignature"}]`` with ``events`` as objects (``list``) or arrays
 (``compactedList``), ``__time`` in epoch millis, ``batchSize`` rows per batch at most. ``order`` none
 reads segment by segment; ``ascending``/``descending`` sort by ``__time`` across segments.
 """
@@ -53,6 +53,7 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
         columns = seen
     select = ", ".join(f"{ctx.col(c)} AS {q(c)}" for c in columns)
     types = [ctx.col_type(c) for c in columns]
+    signature = [{"name": c, "type": t} for c, t in zip(columns, types, strict=True)]  # Druid 33 sends it
     where = ctx.where()
     ds_by_chunk = {id(c): ds for ds in ctx.datasources for c in ds.chunks}
 
@@ -71,7 +72,7 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
                 ]
             else:
                 events = [[render(v, t) for t, v in zip(types, r, strict=False)] for r in part]
-            out.append({"segmentId": seg_id, "columns": columns, "events": events})
+            out.append({"segmentId": seg_id, "columns": columns, "events": events, "rowSignature": signature})
 
     if order == "none":
         skip = offset

@@ -12,6 +12,7 @@ from sqlglot.dialects.dialect import NormalizationStrategy
 from sqlglot.dialects.druid import Druid
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.parsers.druid import DruidParser
+from sqlglot.tokens import TokenType
 
 from serving.broker.sql.errors import parse_error
 
@@ -20,7 +21,14 @@ def _anonymous(name: str):  # type: ignore[no-untyped-def]
     return lambda args: exp.Anonymous(this=name, expressions=args)
 
 
+def _pi(parser: DruidParser) -> exp.Expression:
+    """``PI`` is niladic in Druid (Calcite), as ``CURRENT_DATE`` is; ``PI()`` is read too."""
+    parser._match_pair(TokenType.L_PAREN, TokenType.R_PAREN)
+    return exp.Pi()
+
+
 class DruidSqlParser(DruidParser):
+    NO_PAREN_FUNCTION_PARSERS = {**DruidParser.NO_PAREN_FUNCTION_PARSERS, "PI": _pi}
     FUNCTIONS = {
         **DruidParser.FUNCTIONS,
         "TIMESTAMPADD": _anonymous("TIMESTAMPADD"),

@@ -2,8 +2,8 @@
 
 Typed sqlglot function nodes must be one of :data:`ALLOWED_CLASSES`; anonymous calls must be a Druid
 function that a rewrite rule translates (:data:`DRUID_FUNCTIONS`) or one DuckDB runs with Druid's meaning
-(:data:`PASSTHROUGH`). Known Druid functions this broker does not implement answer 501; anything else is
-Druid's "No match found for function signature" (400). The translated DuckDB tree is checked again
+(:data:`PASSTHROUGH`). Any other function of Druid 33's SQL reference (:mod:`serving.broker.sql.function_reference`) answers
+501 naming it; anything else is Druid's "No match found for function signature" (400). The translated DuckDB tree is checked again
 against :data:`OUTPUT_FUNCTIONS`, so nothing touching files, settings or extensions can reach DuckDB.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.sql.errors import unknown_function, unsupported, validation_error
+from serving.broker.sql.function_reference import FUNCTIONS as DRUID_REFERENCE
 from serving.broker.sql.rule_registry import ACCEPTED, EMITTED, EMITTED_CLASSES
 from serving.broker.sql.rules.arrays import TYPED as ARRAY_CLASSES
 from serving.broker.sql.udfs import UDFS
@@ -49,14 +50,6 @@ DRUID_FUNCTIONS: frozenset[str] = ACCEPTED
 #: Anonymous calls DuckDB evaluates with Druid's meaning, unchanged.
 PASSTHROUGH: frozenset[str] = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
 
-#: Druid functions (or prefixes) that exist in Druid but not here: 501.
-UNSUPPORTED_PREFIXES: tuple[str, ...] = (
-    "MV_", "ARRAY_", "JSON_", "DS_", "HLL_SKETCH_",
-    "THETA_SKETCH_", "TDIGEST_", "BLOOM_FILTER", "IPV4_", "IPV6_", "NESTED_", "TO_JSON", "PARSE_JSON",
-    "DECODE_BASE64", "HUMAN_READABLE", "SPLIT_PART", "STRING_FORMAT", "TIME_PARSE_",
-    "APPROX_COUNT_DISTINCT_BUILTIN", "TABLE_APPEND",
-)
-
 #: Function names the rewrite rules emit for DuckDB (anonymous calls in the output tree), as each rule
 #: module declares them, plus the Python UDFs (udfs.py).
 OUTPUT_FUNCTIONS: frozenset[str] = EMITTED | frozenset(UDFS) | PASSTHROUGH
@@ -80,12 +73,16 @@ def check_input(tree: exp.Expression) -> None:
             name = _name(node)
             if name in DRUID_FUNCTIONS or name in PASSTHROUGH:
                 continue
-            if name.startswith(UNSUPPORTED_PREFIXES):
-                raise unsupported(f"SQL function {name} is not supported by this broker")
-            raise unknown_function(name, len(node.expressions))
+            _refuse(name, len(node.expressions))
         if isinstance(node, ALLOWED_CLASSES):
             continue
-        raise unknown_function(_name(node), len([a for a in node.args.values() if a is not None]))
+        _refuse(_name(node), len([a for a in node.args.values() if a is not None]))
+
+
+def _refuse(name: str, nargs: int) -> None:
+    if name in DRUID_REFERENCE:
+        raise unsupported(f"SQL function {name} is not supported by this broker")
+    raise unknown_function(name, nargs)
 
 
 def check_output(tree: exp.Expression) -> None:

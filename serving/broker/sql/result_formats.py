@@ -116,6 +116,8 @@ def _json_value(v: Any, float32: bool) -> str:
     if v is False:
         return "false"
     if isinstance(v, float):
+        if not math.isfinite(v):  # Jackson, as Druid configures it, writes NaN and ±Infinity as strings
+            return f'"{java_double(v)}"'
         return java_float(v) if float32 else java_double(v)
     if isinstance(v, int):
         return str(v)

@@ -26,6 +26,7 @@ from serving.broker.sql.rules.group_by_aliases import check_group_by_aliases
 from serving.broker.sql.rules.multi_value import multi_value
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
+from serving.broker.sql.rules.result_types import result_types
 from serving.broker.sql.rules.scan_order import check_scan_order
 from serving.broker.sql.rules.string_min_max import string_min_max
 from serving.broker.sql.rules.tables import resolve_tables
@@ -36,7 +37,7 @@ from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: Rules that read the annotated types (run first, before nodes are replaced).
-TYPED_RULES = [arithmetic, casts, string_min_max]
+TYPED_RULES = [arithmetic, casts, string_min_max, result_types]
 @dataclass
 class Translation:
     """The DuckDB statement for one Druid SQL query, and what must be registered to run it."""

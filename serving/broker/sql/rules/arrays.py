@@ -27,6 +27,7 @@ from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.type_rules import druid_type
 
 _ARITY: dict[str, tuple[int, ...]] = {
     "LENGTH": (1,), "OFFSET": (2,), "ORDINAL": (2,), "OFFSET_OF": (2,), "ORDINAL_OF": (2,), "CONTAINS": (2,),
@@ -64,6 +65,22 @@ def _as_list(e: exp.Expression) -> exp.Expression:
     return e if isinstance(e, exp.Array) else exp.Array(expressions=[e])
 
 
+def _values(e: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    """An argument where Druid expects an array or multi-value string: a single-valued STRING is the
+    array of its one value there (NULL stays NULL), as Druid reads a plain string column. A multi-value
+    column (typed VARCHAR in the catalog, a list in DuckDB) is already a list."""
+    if druid_type(e) != "STRING":
+        return e
+    if isinstance(e, exp.Column) and e.name in _multi_value_columns(ctx):
+        return e
+    missing = exp.If(this=exp.Is(this=e.copy(), expression=exp.null()), true=exp.cast(exp.null(), "VARCHAR[]"))
+    return exp.Case(ifs=[missing], default=exp.Array(expressions=[e.copy()]))
+
+
+def _multi_value_columns(ctx: TranslationContext) -> set[str]:
+    return {c.name for cols in ctx.catalog.datasources.values() for c in cols if c.multi_value}
+
+
 def _filter(values: exp.Expression, keep: exp.Expression, negate: bool) -> exp.Expression:
     test: exp.Expression = call("LIST_CONTAINS", keep, exp.column(_VAR))
     if negate:
@@ -92,6 +109,19 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     op = name.split("_", 1)[1]
     if len(args) not in _ARITY[op]:
         raise validation_error(f"{name} takes {' or '.join(map(str, _ARITY[op]))} arguments")
+    concat_list = False
+    if op == "PREPEND":  # MV_PREPEND(value, array)
+        args[1] = _values(args[1], ctx)
+    elif op == "CONCAT":
+        second = _values(args[1], ctx)
+        concat_list = second is not args[1]  # a string made a list already: not wrapped again
+        args = [_values(args[0], ctx), second]
+    elif op in ("OVERLAP", "FILTER_ONLY", "FILTER_NONE", "CONTAINS", "OFFSET_OF", "ORDINAL_OF", "APPEND"):
+        args[0] = _values(args[0], ctx)
+        if op == "OVERLAP":
+            args[1] = _values(args[1], ctx)
+    else:
+        args[0] = _values(args[0], ctx)
     a = args[0]
     if op == "LENGTH":
         return call("LEN", a)
@@ -116,7 +146,7 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if op == "PREPEND":  # MV_PREPEND(value, array)
         return call("LIST_PREPEND", a, args[1])
     if op == "CONCAT":
-        return call("LIST_CONCAT", a, _as_list(args[1]))
+        return call("LIST_CONCAT", a, args[1] if concat_list else _as_list(args[1]))
     if op == "SLICE":
         end = args[2] if len(args) == 3 else call("LEN", a.copy())
         return call("LIST_SLICE", a, _plus(args[1], 1), end)

@@ -123,7 +123,9 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     if name == "TO_JSON_STRING":
         if len(args) != 1:
             raise validation_error("TO_JSON_STRING takes 1 argument")
-        return _text(call("TO_JSON", args[0]))
+        # a JSON null (JSON_QUERY of a null member) is SQL NULL in Druid, not the text 'null'
+        json_null = exp.EQ(this=call("JSON_TYPE", call("TO_JSON", args[0].copy())), expression=exp.Literal.string("NULL"))
+        return exp.Case(ifs=[exp.If(this=json_null, true=exp.null())], default=_text(call("TO_JSON", args[0])))
     return node
 
 

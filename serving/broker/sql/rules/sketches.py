@@ -111,7 +111,11 @@ def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
         merge = _is_sketch(first)
         sketch = call("DRUID_QUANTILES_MERGE" if merge else "DRUID_QUANTILES_BUILD",
                       _collected(first, None if merge else "DOUBLE"), k)
-        return call("DRUID_QUANTILE", sketch, exp.cast(args[1], exp.DataType.build("DOUBLE"))) if has_fraction else sketch
+        if not has_fraction:
+            return sketch
+        # a group with no value: Druid's empty sketch answers NaN
+        value = call("DRUID_QUANTILE", sketch, exp.cast(args[1], exp.DataType.build("DOUBLE")))
+        return exp.Coalesce(this=value, expressions=[exp.cast(exp.Literal.string("NaN"), exp.DataType.build("DOUBLE"))])
     if name == "HLL_SKETCH_ESTIMATE":
         rounded = len(args) > 1 and isinstance(args[1], exp.Boolean) and bool(args[1].this)
         return _estimate(first, rounded)

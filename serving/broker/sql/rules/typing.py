@@ -29,13 +29,3 @@ def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[
     except Exception as e:  # noqa: BLE001 - qualification is best effort; DuckDB binds the rest
         log.debug("could not qualify %s: %s", tree.sql(), e)
         return tree
-
-
-def is_integer(node: exp.Expression | None) -> bool:
-    t = getattr(node, "type", None)
-    return t is not None and t.this in exp.DataType.INTEGER_TYPES
-
-
-def is_timestamp(node: exp.Expression | None) -> bool:
-    t = getattr(node, "type", None)
-    return t is not None and t.this in (exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ, exp.DType.DATETIME)

@@ -1,0 +1,98 @@
+"""Druid's SQL type rules, in one place (the rewrite rules and the function registry use these).
+
+- **Arithmetic**: ``+ - * /`` and ``MOD``/``SAFE_DIVIDE`` over integer operands stay LONG, and division
+  truncates toward zero (Calcite); any DOUBLE/FLOAT/DECIMAL operand makes the result DOUBLE.
+- **CAST**: floating → integer truncates toward zero (Java), TIMESTAMP ↔ BIGINT is epoch millis,
+  TIMESTAMP → VARCHAR is ``yyyy-MM-dd HH:mm:ss``, a string that is not a time → TIMESTAMP is NULL.
+- **Result types of functions**: the rule each function of Druid's reference names
+  (:data:`serving.broker.sql.function_reference.RETURN_RULES`), computed by :func:`result_type`.
+- **DISTINCT aggregates** that build strings or arrays (``STRING_AGG``/``LISTAGG``/``ARRAY_AGG(DISTINCT …)``)
+  give their values in ascending order, as Druid's sorted sets do (:data:`SORTED_DISTINCT`).
+- **NULL vs ''**: SQL-compatible null handling (Druid 33's only mode): ``''`` is a value, NULL is not.
+
+Types are read from sqlglot's annotation (``rules/typing.py`` annotates the tree before any rule runs).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+INTEGER = exp.DataType.INTEGER_TYPES
+FLOATING = frozenset({exp.DType.DOUBLE, exp.DType.FLOAT, exp.DType.DECIMAL})
+TEXT = frozenset({exp.DType.VARCHAR, exp.DType.TEXT, exp.DType.CHAR, exp.DType.NVARCHAR, exp.DType.NCHAR})
+TIMESTAMPS = frozenset({exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ, exp.DType.DATETIME})
+
+#: Aggregates whose DISTINCT form gives its values sorted in Druid.
+SORTED_DISTINCT = frozenset({"STRING_AGG", "LISTAGG", "ARRAY_AGG", "ARRAY_CONCAT_AGG"})
+
+
+def _type(node: exp.Expression | None) -> exp.DType | None:
+    t = getattr(node, "type", None)
+    return None if t is None else t.this
+
+
+def is_integer(node: exp.Expression | None) -> bool:
+    return _type(node) in INTEGER
+
+
+def is_floating(node: exp.Expression | None) -> bool:
+    return _type(node) in FLOATING
+
+
+def is_timestamp(node: exp.Expression | None) -> bool:
+    return _type(node) in TIMESTAMPS
+
+
+def druid_type(node: exp.Expression | None) -> str | None:
+    """LONG, DOUBLE, STRING, TIMESTAMP, BOOLEAN or ARRAY for an annotated node; None when unknown."""
+    t = _type(node)
+    if t in INTEGER:
+        return "LONG"
+    if t in FLOATING:
+        return "DOUBLE"
+    if t in TEXT:
+        return "STRING"
+    if t in TIMESTAMPS:
+        return "TIMESTAMP"
+    if t == exp.DType.BOOLEAN:
+        return "BOOLEAN"
+    if t == exp.DType.ARRAY:
+        return "ARRAY"
+    return None
+
+
+def integer_arithmetic(*operands: exp.Expression) -> bool:
+    """Whether Druid computes over these operands as LONG (every one an integer)."""
+    return all(is_integer(o) for o in operands)
+
+
+def numeric(*operands: exp.Expression) -> str:
+    return "LONG" if integer_arithmetic(*operands) else "DOUBLE"
+
+
+def result_type(rule: str, args: list[exp.Expression]) -> str | None:
+    """The Druid type a function's result takes under ``rule`` (None: the arguments' types are unknown)."""
+    if rule == "INTEGER":
+        return "LONG"
+    if rule == "ARG2":
+        return druid_type(args[1]) if len(args) > 1 else None
+    fixed = {"LONG", "DOUBLE", "STRING", "BOOLEAN", "TIMESTAMP", "JSON", "COMPLEX"}
+    if rule in fixed:
+        return rule
+    if rule == "STRING_ARRAY":
+        return "ARRAY"
+    if rule in ("ARRAY", "ARG_ELEMENT"):
+        return "ARRAY" if rule == "ARRAY" else None
+    if rule in ("NUMERIC", "SUM"):
+        numbers = [a for a in args if druid_type(a) in ("LONG", "DOUBLE")]
+        return numeric(*numbers) if numbers else None
+    kinds = {druid_type(a) for a in args if not isinstance(a, exp.Null)}
+    if rule == "ARG":
+        return druid_type(args[0]) if args else None
+    if rule == "COMMON":
+        if kinds <= {"LONG"}:
+            return "LONG" if kinds else None
+        if kinds <= {"LONG", "DOUBLE"}:
+            return "DOUBLE"
+        return "STRING" if "STRING" in kinds else None
+    return None
