@@ -37,3 +37,17 @@ def test_wrong_argument_counts_are_druid_400s(sql: str) -> None:
     with pytest.raises(DruidError) as ei:
         translate(sql, CATALOG)
     assert ei.value.status == 400
+
+
+def _java_shift_left(x: int | None, n: int | None) -> int | None:
+    if x is None or n is None:
+        return None
+    v = (x << (n & 63)) & (2**64 - 1)  # a Java long wraps around
+    return v - 2**64 if v >= 2**63 else v
+
+
+def test_shift_left_wraps_around_as_java_does(con: duckdb.DuckDBPyConnection) -> None:
+    sql = translate("SELECT x, n, BITWISE_SHIFT_LEFT(x, n) FROM t", CATALOG).sql
+    got = {(x, n): s for x, n, s in con.execute(sql).fetchall()}
+    assert got == {(x, n): _java_shift_left(x, n) for x, n in ROWS}
+    assert got[(9_223_372_036_854_775_807, 62)] == -4611686018427387904 and got[(-8, 1)] == -16

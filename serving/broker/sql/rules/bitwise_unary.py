@@ -1,5 +1,6 @@
-"""``BITWISE_COMPLEMENT(x)`` and ``BITWISE_SHIFT_RIGHT(x, n)``: Java's ``~x`` and ``x >> n`` on longs (the
-shift count taken modulo 64, as Java does; NULL in, NULL out)."""
+"""``BITWISE_COMPLEMENT(x)``, ``BITWISE_SHIFT_RIGHT(x, n)`` and ``BITWISE_SHIFT_LEFT(x, n)``: Java's ``~x``,
+``x >> n`` and ``x << n`` on longs (the shift count taken modulo 64, a left shift wrapping around in two's
+complement as Java's does, where DuckDB's ``<<`` refuses overflow and negative numbers; NULL in, NULL out)."""
 
 from __future__ import annotations
 
@@ -22,10 +23,21 @@ def bitwise_unary(node: exp.Expression, ctx: TranslationContext) -> exp.Expressi
         x, n = call_args(node, (2,), name)
         count = exp.paren(exp.BitwiseAnd(this=_long(n), expression=exp.Literal.number(63)), copy=False)
         return exp.paren(exp.BitwiseRightShift(this=_long(x), expression=count), copy=False)
+    if name == "BITWISE_SHIFT_LEFT":
+        x, n = call_args(node, (2,), name)
+        count = exp.paren(exp.BitwiseAnd(this=_long(n), expression=exp.Literal.number(63)), copy=False)
+        power = exp.BitwiseLeftShift(this=exp.cast(exp.Literal.number(1), "HUGEINT"), expression=count)
+        product = exp.Mul(this=exp.cast(x, "HUGEINT"), expression=exp.paren(power, copy=False))
+        two64 = exp.Literal.number(2**64)
+        low = exp.Mod(this=exp.paren(exp.Add(this=exp.Mod(this=exp.paren(product), expression=two64),
+                                             expression=two64.copy())), expression=two64.copy())  # [0, 2^64)
+        signed = exp.Case(ifs=[exp.If(this=exp.GTE(this=low.copy(), expression=exp.Literal.number(2**63)),
+                                      true=exp.Sub(this=low.copy(), expression=two64.copy()))], default=low)
+        return exp.cast(signed, "BIGINT")
     return node
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = bitwise_unary
 ORDER = 135
-ACCEPTS = frozenset({"BITWISE_COMPLEMENT", "BITWISE_SHIFT_RIGHT"})
+ACCEPTS = frozenset({"BITWISE_COMPLEMENT", "BITWISE_SHIFT_RIGHT", "BITWISE_SHIFT_LEFT"})
