@@ -236,3 +236,26 @@ def test_druid_type_rules_safe_divide_distinct_aggregates_pi_and_integer_lengths
 def test_non_finite_doubles_are_json_strings_as_in_druid(wiki: Any) -> None:
     out = body(wiki, "SELECT CAST('NaN' AS DOUBLE) AS a, CAST('-Infinity' AS DOUBLE) AS b FROM wiki LIMIT 1", "object")
     assert out.strip() == '[{"a":"NaN","b":"-Infinity"}]'
+
+
+def test_regexp_extract_group_and_no_match_and_sum_case_under_is_null(wiki: Any) -> None:
+    # the third argument is the capture group; no match is NULL (DuckDB would give '')
+    _, rows = run(wiki, "SELECT page, REGEXP_EXTRACT(page, 'a(l)k', 1), REGEXP_EXTRACT(page, 'M(a)(i)n', 2), "
+                        "REGEXP_EXTRACT(page, '[A-Z]') FROM wiki GROUP BY 1 ORDER BY 1")
+    assert rows == [("Help", None, None, "H"), ("Main", None, "i", "M"), ("Talk", "l", None, "T")]
+    # Calcite folds the CASE to 0 under WHERE page IS NULL, so the SUM over no rows stays NULL; elsewhere
+    # it is a filtered count, 0 over no rows
+    _, rows = run(wiki, "SELECT SUM(CASE WHEN page = 'Main' THEN 1 ELSE 0 END) FROM wiki WHERE (page IS NULL AND added > 0)")
+    assert rows == [(None,)]
+    _, rows = run(wiki, "SELECT SUM(CASE WHEN page = 'Main' THEN 1 ELSE 0 END) FROM wiki WHERE added > 1000")
+    assert rows == [(0,)]
+
+
+def test_multi_value_functions_read_a_plain_string_as_one_value(wiki: Any) -> None:
+    _, rows = run(wiki, "SELECT MV_LENGTH(country), MV_CONTAINS(country, 'US'), MV_CONTAINS(country, NULL), "
+                        "MV_TO_STRING(MV_APPEND(country, 'x'), ','), ARRAY_SLICE(MV_TO_ARRAY(page), 0, 2) "
+                        "FROM wiki WHERE \"user\" = 'carol'")
+    assert rows == [(None, False, True, None, ["Main", None])]
+    # grouping by a function that makes a multi-value string explodes its values, as Druid does
+    _, rows = run(wiki, "SELECT STRING_TO_MV(page, 'a'), COUNT(*) FROM wiki GROUP BY 1 ORDER BY 1")
+    assert rows == [("Help", 1), ("M", 4), ("T", 2), ("in", 4), ("lk", 2)]

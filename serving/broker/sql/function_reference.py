@@ -18,7 +18,8 @@ Return-type rules (:mod:`serving.broker.sql.type_rules` applies them): ``INTEGER
 Template placeholders: ``{n}`` a number (LONG or DOUBLE column, literal or NULL), ``{l}`` a LONG,
 ``{d}`` a DOUBLE, ``{s}`` a string (column, literal or NULL), ``{c}`` a string column, ``{t}`` a timestamp,
 ``{i}`` a small integer literal, ``{p}`` an ISO period, ``{u}`` a time unit keyword, ``{a}`` a string
-array, ``{x}`` any scalar.
+array, ``{v}`` a string literal (Druid plans the element argument of array functions as a constant: a
+column there fails inside Druid 33 with a 500), ``{x}`` any scalar.
 """
 
 from __future__ import annotations
@@ -162,16 +163,16 @@ THETA_SKETCH_INTERSECT | sketch | THETA_SKETCH_INTERSECT([size], expr0, expr1, .
 THETA_SKETCH_NOT | sketch | THETA_SKETCH_NOT([size], expr0, expr1, ...) | COMPLEX | THETA_SKETCH_ESTIMATE(THETA_SKETCH_NOT(DS_THETA({c}), DS_THETA({c}))) | druid-datasketches
 THETA_SKETCH_UNION | sketch | THETA_SKETCH_UNION([size], expr0, expr1, ...) | COMPLEX | THETA_SKETCH_ESTIMATE(THETA_SKETCH_UNION(DS_THETA({c}), DS_THETA({c}))) | druid-datasketches
 ARRAY | array | ARRAY[expr1, expr2, ...] | ARRAY | ARRAY[{s}, 'x']
-ARRAY_APPEND | array | ARRAY_APPEND(arr1, expr) | ARRAY | ARRAY_APPEND({a}, {s})
+ARRAY_APPEND | array | ARRAY_APPEND(arr1, expr) | ARRAY | ARRAY_APPEND({a}, {v})
 ARRAY_CONCAT | array | ARRAY_CONCAT(arr1, arr2) | ARRAY | ARRAY_CONCAT({a}, {a})
-ARRAY_CONTAINS | array | ARRAY_CONTAINS(arr, expr) | BOOLEAN | ARRAY_CONTAINS({a}, {s})
+ARRAY_CONTAINS | array | ARRAY_CONTAINS(arr, expr) | BOOLEAN | ARRAY_CONTAINS({a}, {v})
 ARRAY_LENGTH | array | ARRAY_LENGTH(arr) | INTEGER | ARRAY_LENGTH({a})
-ARRAY_OFFSET | array | ARRAY_OFFSET(arr, long) | ARG_ELEMENT | ARRAY_OFFSET({a}, {i})
-ARRAY_OFFSET_OF | array | ARRAY_OFFSET_OF(arr, expr) | INTEGER | ARRAY_OFFSET_OF({a}, {s})
-ARRAY_ORDINAL | array | ARRAY_ORDINAL(arr, long) | ARG_ELEMENT | ARRAY_ORDINAL({a}, {i})
-ARRAY_ORDINAL_OF | array | ARRAY_ORDINAL_OF(arr, expr) | INTEGER | ARRAY_ORDINAL_OF({a}, {s})
+ARRAY_OFFSET | array | ARRAY_OFFSET(arr, long) | ARG_ELEMENT | ARRAY_OFFSET(MV_TO_ARRAY({c}), {i})
+ARRAY_OFFSET_OF | array | ARRAY_OFFSET_OF(arr, expr) | INTEGER | ARRAY_OFFSET_OF(MV_TO_ARRAY({c}), {v})
+ARRAY_ORDINAL | array | ARRAY_ORDINAL(arr, long) | ARG_ELEMENT | ARRAY_ORDINAL(MV_TO_ARRAY({c}), {i})
+ARRAY_ORDINAL_OF | array | ARRAY_ORDINAL_OF(arr, expr) | INTEGER | ARRAY_ORDINAL_OF(MV_TO_ARRAY({c}), {v})
 ARRAY_OVERLAP | array | ARRAY_OVERLAP(arr1, arr2) | BOOLEAN | ARRAY_OVERLAP({a}, {a})
-ARRAY_PREPEND | array | ARRAY_PREPEND(expr, arr) | ARRAY | ARRAY_PREPEND({s}, {a})
+ARRAY_PREPEND | array | ARRAY_PREPEND(expr, arr) | ARRAY | ARRAY_PREPEND({v}, {a})
 ARRAY_QUANTILE | array | ARRAY_QUANTILE(<ARRAY>, <NUMERIC>) | DOUBLE | ARRAY_QUANTILE(ARRAY[{n}, 1, 2], 0.5)
 ARRAY_SLICE | array | ARRAY_SLICE(arr, start, end) | ARRAY | ARRAY_SLICE({a}, 0, {i})
 ARRAY_TO_MV | array | ARRAY_TO_MV(arr) | STRING | ARRAY_TO_MV({a})
@@ -180,14 +181,14 @@ SCALAR_IN_ARRAY | array | SCALAR_IN_ARRAY(expr, arr) | BOOLEAN | SCALAR_IN_ARRAY
 STRING_TO_ARRAY | array | STRING_TO_ARRAY(str1, str2) | STRING_ARRAY | STRING_TO_ARRAY({s}, 'o')
 MV_APPEND | multi_value | MV_APPEND(arr1, expr) | STRING | MV_TO_STRING(MV_APPEND({c}, 'z'), ',')
 MV_CONCAT | multi_value | MV_CONCAT(arr1, arr2) | STRING | MV_TO_STRING(MV_CONCAT({c}, {c}), ',')
-MV_CONTAINS | multi_value | MV_CONTAINS(arr, expr) | BOOLEAN | MV_CONTAINS({c}, {s})
+MV_CONTAINS | multi_value | MV_CONTAINS(arr, expr) | BOOLEAN | MV_CONTAINS({c}, {v})
 MV_FILTER_NONE | multi_value | MV_FILTER_NONE(expr, arr) | STRING | MV_FILTER_NONE({c}, ARRAY['bing.com', 'Berlin', 'Druid'])
 MV_FILTER_ONLY | multi_value | MV_FILTER_ONLY(expr, arr) | STRING | MV_FILTER_ONLY({c}, ARRAY['bing.com', 'Berlin', 'Druid'])
 MV_LENGTH | multi_value | MV_LENGTH(arr) | INTEGER | MV_LENGTH({c})
 MV_OFFSET | multi_value | MV_OFFSET(arr, long) | STRING | MV_OFFSET({c}, 0)
-MV_OFFSET_OF | multi_value | MV_OFFSET_OF(arr, expr) | INTEGER | MV_OFFSET_OF({c}, {s})
+MV_OFFSET_OF | multi_value | MV_OFFSET_OF(arr, expr) | INTEGER | MV_OFFSET_OF({c}, {v})
 MV_ORDINAL | multi_value | MV_ORDINAL(arr, long) | STRING | MV_ORDINAL({c}, 1)
-MV_ORDINAL_OF | multi_value | MV_ORDINAL_OF(arr, expr) | INTEGER | MV_ORDINAL_OF({c}, {s})
+MV_ORDINAL_OF | multi_value | MV_ORDINAL_OF(arr, expr) | INTEGER | MV_ORDINAL_OF({c}, {v})
 MV_OVERLAP | multi_value | MV_OVERLAP(arr1, arr2) | BOOLEAN | MV_OVERLAP({c}, ARRAY['bing.com', 'Berlin', 'Druid'])
 MV_PREPEND | multi_value | MV_PREPEND(expr, arr) | STRING | MV_TO_STRING(MV_PREPEND('a', {c}), ',')
 MV_SLICE | multi_value | MV_SLICE(arr, start, end) | STRING | MV_TO_STRING(MV_SLICE({c}, 0, 1), ',')

@@ -23,7 +23,7 @@ IMPLEMENTED, REFUSED = "implemented", "refused"
 #: What a placeholder of a call template stands for in a probe (the corpus draws its own).
 PROBE_ARGUMENTS = {
     "n": '"bids"', "l": '"bids"', "d": '"price"', "s": '"publisher"', "c": '"publisher"', "t": "__time",
-    "i": "2", "p": "'PT1H'", "u": "HOUR", "a": "ARRAY['bing.com', 'x']", "x": '"publisher"',
+    "i": "2", "p": "'PT1H'", "u": "HOUR", "a": "ARRAY['bing.com', 'x']", "v": "'bing.com'", "x": '"publisher"',
 }
 PLACEHOLDER = re.compile(r"\{([a-z])\}")
 

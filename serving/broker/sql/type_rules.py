@@ -8,6 +8,9 @@
   (:data:`serving.broker.sql.function_reference.RETURN_RULES`), computed by :func:`result_type`.
 - **DISTINCT aggregates** that build strings or arrays (``STRING_AGG``/``LISTAGG``/``ARRAY_AGG(DISTINCT …)``)
   give their values in ascending order, as Druid's sorted sets do (:data:`SORTED_DISTINCT`).
+- **DECIMAL**: a decimal literal and arithmetic over it are DECIMAL (:func:`is_decimal`); ``FLOOR``,
+  ``CEIL``, ``TRUNCATE`` and ``SAFE_DIVIDE`` of DECIMALs stay DECIMAL, ``SUM``, ``GREATEST`` and ``LEAST``
+  of floating values are DOUBLE (a DECIMAL is a DOUBLE on the wire: only the SQL type name differs).
 - **NULL vs ''**: SQL-compatible null handling (Druid 33's only mode): ``''`` is a value, NULL is not.
 
 Types are read from sqlglot's annotation (``rules/typing.py`` annotates the tree before any rule runs).
@@ -41,6 +44,30 @@ def is_floating(node: exp.Expression | None) -> bool:
 
 def is_timestamp(node: exp.Expression | None) -> bool:
     return _type(node) in TIMESTAMPS
+
+
+def is_decimal(node: exp.Expression | None) -> bool:
+    """Whether Calcite types ``node`` DECIMAL: a decimal literal (``0.5``), or arithmetic over decimal
+    literals and integers (``added * 0.5``); a DOUBLE column or CAST makes it DOUBLE. (sqlglot annotates
+    all of these DOUBLE; DuckDB, like Calcite, computes them as DECIMAL.)"""
+    if isinstance(node, exp.Paren):
+        return is_decimal(node.this)
+    if isinstance(node, exp.Literal):
+        return not node.is_string and not node.is_int
+    if isinstance(node, exp.Neg):
+        return is_decimal(node.this)
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div):
+        return decimal_operands(node.this, node.expression)
+    return False
+
+
+def decimal_operands(*operands: exp.Expression) -> bool:
+    """Whether Calcite's result over these operands is DECIMAL: each a DECIMAL or an integer, one a DECIMAL."""
+    return all(is_decimal(o) or is_integer(o) for o in operands) and any(is_decimal(o) for o in operands)
+
+
+#: Druid's DECIMAL results are doubles: a DuckDB DECIMAL with enough scale that the value written is the double's
+DECIMAL_RESULT = "DECIMAL(38, 18)"
 
 
 def druid_type(node: exp.Expression | None) -> str | None:

@@ -32,8 +32,8 @@ def sql_type_of_arrow(t: pa.DataType) -> str:
         return "BOOLEAN"
     if pa.types.is_integer(t):
         return "INTEGER" if t.bit_width <= 32 and pa.types.is_signed_integer(t) else "BIGINT"
-    if pa.types.is_decimal(t):
-        return "BIGINT" if t.scale == 0 else "DOUBLE"
+    if pa.types.is_decimal(t):  # Calcite types a decimal literal, and arithmetic with one, DECIMAL (a DOUBLE)
+        return "BIGINT" if t.scale == 0 else "DECIMAL"
     if pa.types.is_float32(t):
         return "FLOAT"
     if pa.types.is_floating(t):

@@ -1,6 +1,6 @@
 """Integer arithmetic as in Druid (Calcite), by the rules of :mod:`serving.broker.sql.type_rules`:
 ``BIGINT / BIGINT`` truncates (DuckDB's ``//``), ``DIV(a, b)`` is integer division, and
-``SAFE_DIVIDE`` over two LONGs is a LONG (NULL when the divisor is 0)."""
+``SAFE_DIVIDE`` over two LONGs is a LONG (NULL when the divisor is 0; over DOUBLEs 0 / 0 is 0)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,26 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.type_rules import integer_arithmetic
+from serving.broker.sql.type_rules import DECIMAL_RESULT, decimal_operands, integer_arithmetic
 
 
 def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.Div) and integer_arithmetic(node.this, node.expression):
         return exp.IntDiv(this=node.this, expression=node.expression)
-    if isinstance(node, exp.SafeDivide) and integer_arithmetic(node.this, node.expression):
-        zero = exp.EQ(this=node.expression.copy(), expression=exp.Literal.number(0))
-        quotient = exp.IntDiv(this=node.this.copy(), expression=node.expression.copy())
-        return exp.paren(exp.Case(ifs=[exp.If(this=zero, true=exp.null())], default=quotient), copy=False)
+    if isinstance(node, exp.SafeDivide):
+        x, y = exp.paren(node.this.copy(), copy=False), exp.paren(node.expression.copy(), copy=False)
+        zero = exp.EQ(this=y.copy(), expression=exp.Literal.number(0))
+        if integer_arithmetic(node.this, node.expression):
+            quotient = exp.IntDiv(this=x, expression=y)
+            return exp.paren(exp.Case(ifs=[exp.If(this=zero, true=exp.null())], default=quotient), copy=False)
+        # floating: 0 / 0 is 0 in Druid, anything else over 0 NULL
+        both = exp.and_(zero.copy(), exp.EQ(this=x.copy(), expression=exp.Literal.number(0)))
+        quotient = exp.Div(this=x, expression=y)
+        safe = exp.Case(ifs=[exp.If(this=both, true=exp.cast(exp.Literal.number(0), "DOUBLE")),
+                             exp.If(this=zero, true=exp.null())], default=quotient)
+        if decimal_operands(node.this, node.expression):  # DECIMAL in, DECIMAL out (Calcite)
+            return exp.cast(safe, DECIMAL_RESULT)
+        return exp.paren(safe, copy=False)
     if anonymous_name(node) == "DIV":
         if len(node.expressions) != 2:
             raise validation_error("DIV takes 2 arguments")

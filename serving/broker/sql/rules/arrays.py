@@ -12,9 +12,9 @@ that does not exist gives NULL.
 | ``MV_CONTAINS``/``ARRAY_CONTAINS(a, v or array)`` | ``list_has_all(a, [v])`` |
 | ``MV_OVERLAP``/``ARRAY_OVERLAP(a, b)`` | ``list_has_any`` |
 | ``MV_TO_STRING``/``ARRAY_TO_STRING(a, sep)`` | ``array_to_string`` |
-| ``STRING_TO_MV``/``STRING_TO_ARRAY(s, sep)`` | ``string_split`` (``sep`` is a regular expression in Druid: literal separators only here) |
+| ``STRING_TO_MV``/``STRING_TO_ARRAY(s, sep)`` | ``string_split_regex`` (``sep`` a regular expression, RE2 syntax), trailing empty strings dropped as Java's ``split`` does |
 | ``MV_TO_ARRAY(a)`` | ``a`` |
-| ``MV_APPEND``/``ARRAY_APPEND``, ``…PREPEND``, ``…CONCAT``, ``…SLICE(a, s, e)`` | ``list_append`` … ``list_slice(a, s + 1, e)`` |
+| ``MV_APPEND``/``ARRAY_APPEND``, ``…PREPEND``, ``…CONCAT``, ``…SLICE(a, s, e)`` | ``list_append`` … ``list_resize(list_slice(a, s + 1, e), e - s)`` (padded with NULLs as Java's ``copyOfRange``) |
 | ``MV_FILTER_ONLY(a, ARRAY[…])``, ``MV_FILTER_NONE`` | ``list_filter`` with ``list_contains`` |
 | ``ARRAY_AGG(expr[, size])``, ``ARRAY_AGG(DISTINCT expr)``, ``ARRAY_CONCAT_AGG`` | ``list``, ``list(DISTINCT …)``, ``flatten(list(…))`` |
 """
@@ -37,6 +37,11 @@ _ARITY: dict[str, tuple[int, ...]] = {
 FUNCTIONS = frozenset({f"MV_{k}" for k in _ARITY} | {f"ARRAY_{k}" for k in _ARITY if k not in ("TO_ARRAY",)}
                       | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG"})
 _VAR = "__array_value"
+_LIST = "druid_list"  # meta key: a node this rule wrote that is a list
+#: The functions of this rule whose result is an array (or a multi-value string, a list here).
+_LIST_VALUED = frozenset({f"{p}_{op}" for p in ("MV", "ARRAY") for op in ("TO_ARRAY", "APPEND", "PREPEND", "CONCAT",
+                                                                          "SLICE", "FILTER_ONLY", "FILTER_NONE")}
+                         | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG"})
 #: Array functions sqlglot parses into typed nodes: their Druid names (arguments in ``arg_types`` order).
 TYPED: dict[type[exp.Expression], str] = {
     exp.ArraySize: "ARRAY_LENGTH", exp.ArrayContains: "ARRAY_CONTAINS", exp.ArrayToString: "ARRAY_TO_STRING",
@@ -61,15 +66,21 @@ def _plus(e: exp.Expression, n: int) -> exp.Expression:
     return exp.paren(exp.Add(this=exp.cast(e, exp.DataType.build("BIGINT")), expression=exp.Literal.number(n)))
 
 
+def _is_list(e: exp.Expression) -> bool:
+    """Whether ``e`` is an array here: a literal array, a column typed ARRAY, or what this rule wrote."""
+    return isinstance(e, exp.Array) or druid_type(e) == "ARRAY" or bool(e.meta.get(_LIST))
+
+
 def _as_list(e: exp.Expression) -> exp.Expression:
-    return e if isinstance(e, exp.Array) else exp.Array(expressions=[e])
+    """A scalar where an array may stand (``ARRAY_CONTAINS(a, 'x')``) as the array of it."""
+    return e if _is_list(e) else exp.Array(expressions=[e])
 
 
 def _values(e: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     """An argument where Druid expects an array or multi-value string: a single-valued STRING is the
     array of its one value there (NULL stays NULL), as Druid reads a plain string column. A multi-value
     column (typed VARCHAR in the catalog, a list in DuckDB) is already a list."""
-    if druid_type(e) != "STRING":
+    if druid_type(e) != "STRING" or e.meta.get(_LIST):
         return e
     if isinstance(e, exp.Column) and e.name in _multi_value_columns(ctx):
         return e
@@ -89,6 +100,31 @@ def _filter(values: exp.Expression, keep: exp.Expression, negate: bool) -> exp.E
     return call("LIST_FILTER", values, lam)
 
 
+def _null_if_null(arg: exp.Expression, result: exp.Expression) -> exp.Expression:
+    return exp.Case(ifs=[exp.If(this=exp.Is(this=arg.copy(), expression=exp.null()), true=exp.null())], default=result)
+
+
+def _split(text: exp.Expression, separator: exp.Expression) -> exp.Expression:
+    """Java's ``String.split(regex)``: a regular expression separator, trailing empty strings dropped."""
+    trailing = exp.DPipe(this=exp.DPipe(this=exp.Literal.string("(?:"), expression=separator.copy()),
+                         expression=exp.Literal.string(")+$"))
+    stripped = call("REGEXP_REPLACE", text, trailing, exp.Literal.string(""))
+    return call("STRING_SPLIT_REGEX", stripped, separator)
+
+
+def _slice(a: exp.Expression, start: exp.Expression, end: exp.Expression | None) -> exp.Expression:
+    """``ARRAY_SLICE``: Java's ``Arrays.copyOfRange`` (an end past the array pads with NULLs); NULL when the
+    start is negative, past the array or past the end."""
+    stop = end if end is not None else call("LEN", a.copy())
+    length = call("LEN", a.copy())
+    bad = exp.or_(exp.LT(this=start.copy(), expression=exp.Literal.number(0)),
+                  exp.GT(this=start.copy(), expression=length),
+                  exp.GT(this=start.copy(), expression=stop.copy()))
+    size = exp.paren(exp.Sub(this=stop.copy(), expression=start.copy()), copy=False)
+    sliced = call("LIST_RESIZE", call("LIST_SLICE", a, _plus(start, 1), stop), size)
+    return exp.Case(ifs=[exp.If(this=bad, true=exp.null())], default=sliced)
+
+
 def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.ArrayAgg):
         return node  # DuckDB's ARRAY_AGG (a list, NULLs kept) has Druid's meaning; a size limit is ignored
@@ -97,31 +133,30 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     name = anonymous_name(node)
     if name is None or name not in FUNCTIONS:
         return node
-    args = list(node.expressions)
+    out = _translate(name, list(node.expressions), ctx)
+    if name in _LIST_VALUED:
+        out.meta[_LIST] = True
+    return out
+
+
+def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -> exp.Expression:
     if name == "ARRAY_CONCAT_AGG":
         if len(args) not in (1, 2):
             raise validation_error("ARRAY_CONCAT_AGG takes 1 or 2 arguments")
-        return call("FLATTEN", call("LIST", args[0]))
+        values = call("FLATTEN", call("LIST", args[0]))  # NULL when no row had a value, as in Druid
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=call("LEN", values.copy()), expression=exp.Literal.number(0)),
+                                    true=exp.null())], default=values)
     if name in ("STRING_TO_MV", "STRING_TO_ARRAY"):
         if len(args) != 2:
             raise validation_error(f"{name} takes 2 arguments")
-        return call("STRING_SPLIT", args[0], args[1])
+        return _split(args[0], args[1])
     op = name.split("_", 1)[1]
     if len(args) not in _ARITY[op]:
         raise validation_error(f"{name} takes {' or '.join(map(str, _ARITY[op]))} arguments")
-    concat_list = False
-    if op == "PREPEND":  # MV_PREPEND(value, array)
-        args[1] = _values(args[1], ctx)
-    elif op == "CONCAT":
-        second = _values(args[1], ctx)
-        concat_list = second is not args[1]  # a string made a list already: not wrapped again
-        args = [_values(args[0], ctx), second]
-    elif op in ("OVERLAP", "FILTER_ONLY", "FILTER_NONE", "CONTAINS", "OFFSET_OF", "ORDINAL_OF", "APPEND"):
-        args[0] = _values(args[0], ctx)
-        if op == "OVERLAP":
-            args[1] = _values(args[1], ctx)
-    else:
-        args[0] = _values(args[0], ctx)
+    mv = name.startswith("MV_")
+    array_positions = {"PREPEND": (1,), "CONCAT": (0, 1), "OVERLAP": (0, 1)}.get(op, (0,))
+    for i in array_positions:
+        args[i] = _values(args[i], ctx)
     a = args[0]
     if op == "LENGTH":
         return call("LEN", a)
@@ -133,23 +168,36 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return exp.Sub(this=call("LIST_POSITION", a, args[1]), expression=exp.Literal.number(1))
     if op == "ORDINAL_OF":
         return call("LIST_POSITION", a, args[1])
-    if op == "CONTAINS":
-        return call("LIST_HAS_ALL", a, _as_list(args[1]))
-    if op == "OVERLAP":
-        return call("LIST_HAS_ANY", a, _as_list(args[1]))
+    if op in ("CONTAINS", "OVERLAP"):
+        if op == "CONTAINS" and not _is_list(args[1]):
+            # one value: NULL is in no array (DuckDB's list_has_all would say yes)
+            # NULL: an array holds no NULL here; a multi-value row without values is Druid's [NULL]
+            missing = exp.Is(this=args[1].copy(), expression=exp.null())
+            absent = exp.Is(this=a.copy(), expression=exp.null()) if mv else exp.false()
+            test: exp.Expression = exp.Case(ifs=[exp.If(this=missing, true=absent)],
+                                            default=call("LIST_CONTAINS", a, args[1]))
+            if not mv:
+                return _null_if_null(a, test)
+        else:
+            test = call("LIST_HAS_ALL" if op == "CONTAINS" else "LIST_HAS_ANY", a, _as_list(args[1]))
+        # a row without values: MV_ functions answer false; ARRAY_CONTAINS NULL, ARRAY_OVERLAP NULL for its
+        # first array, false for its second
+        if mv:
+            return exp.Coalesce(this=test, expressions=[exp.false()])
+        return _null_if_null(a, exp.Coalesce(this=test, expressions=[exp.false()])) if op == "OVERLAP" else test
     if op == "TO_STRING":
         return call("ARRAY_TO_STRING", a, args[1])
     if op == "TO_ARRAY":
         return a
+    # a NULL array (or a row without values) stays NULL: DuckDB's list functions would start a new list
     if op == "APPEND":
-        return call("LIST_APPEND", a, args[1])
+        return _null_if_null(args[0], call("LIST_APPEND", a, args[1]))
     if op == "PREPEND":  # MV_PREPEND(value, array)
-        return call("LIST_PREPEND", a, args[1])
+        return _null_if_null(args[1], call("LIST_PREPEND", a, args[1]))
     if op == "CONCAT":
-        return call("LIST_CONCAT", a, args[1] if concat_list else _as_list(args[1]))
+        return _null_if_null(args[1], _null_if_null(args[0], call("LIST_CONCAT", a, args[1])))
     if op == "SLICE":
-        end = args[2] if len(args) == 3 else call("LEN", a.copy())
-        return call("LIST_SLICE", a, _plus(args[1], 1), end)
+        return _slice(a, args[1], args[2] if len(args) == 3 else None)
     if op in ("FILTER_ONLY", "FILTER_NONE"):
         return _filter(a, _as_list(args[1]), negate=op == "FILTER_NONE")
     raise validation_error(f"{name} is not supported")  # pragma: no cover - _ARITY lists every op
@@ -159,4 +207,4 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 FUNCTION_RULE = arrays
 ORDER = 170
 ACCEPTS = FUNCTIONS
-EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_SLICE", "STRING_SPLIT"})
+EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_RESIZE", "LIST_SLICE", "REGEXP_REPLACE", "STRING_SPLIT_REGEX"})

@@ -17,23 +17,33 @@ def _sorted(distinct: exp.Distinct) -> exp.Order:
     return exp.Order(this=distinct, expressions=[exp.Ordered(this=first.copy(), nulls_first=True)])
 
 
+def _concatenated(arrays: exp.Expression, distinct: bool) -> exp.Expression:
+    """``ARRAY_CONCAT_AGG``: the arrays' values in one (distinct: sorted, once each); NULL without any."""
+    values = call("FLATTEN", call("LIST", arrays.copy()))
+    if distinct:
+        values = call("LIST_SORT", call("LIST_DISTINCT", values))
+    none = exp.EQ(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=none, true=exp.null())], default=values)
+
+
 def distinct_aggregates(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.GroupConcat | exp.ArrayAgg) and isinstance(node.this, exp.Distinct):
         node.set("this", _sorted(node.this))
         return node
+    if isinstance(node, exp.ArrayConcatAgg) and isinstance(node.this, exp.Distinct):
+        return _concatenated(node.this.expressions[0], distinct=True)
     name = anonymous_name(node)
     if name in ("LISTAGG", "STRING_AGG") and len(node.expressions) == 1 \
             and isinstance(node.expressions[0], exp.Distinct) and len(node.expressions[0].expressions) >= 2:
         value, separator, *_ = node.expressions[0].expressions
         return exp.GroupConcat(this=_sorted(exp.Distinct(expressions=[value.copy()])), separator=separator.copy())
     if name == "ARRAY_CONCAT_AGG" and node.expressions and isinstance(node.expressions[0], exp.Distinct):
-        arrays = node.expressions[0].expressions[0]
-        return call("LIST_SORT", call("LIST_DISTINCT", call("FLATTEN", call("LIST", arrays.copy()))))
+        return _concatenated(node.expressions[0].expressions[0], distinct=True)
     return node
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = distinct_aggregates
 ORDER = 125
-EMITS = frozenset({"LIST_SORT", "LIST_DISTINCT", "FLATTEN", "LIST"})
+EMITS = frozenset({"LIST_SORT", "LIST_DISTINCT", "FLATTEN", "LIST", "LEN"})
 EMITS_CLASSES = (exp.Order, exp.Ordered)

@@ -10,7 +10,9 @@ that reads one datasource directly:
   ``(SELECT * REPLACE (UNNEST(…) AS col) FROM ds WHERE <filter>) AS ds`` — the filter applies to the
   whole row before the values are split, so, as in Druid, ``WHERE tags = 'a' GROUP BY tags`` also
   yields the other values of the matching rows. Grouping by an ``MV_*`` function of the column
-  (``MV_FILTER_ONLY(tags, ARRAY['a', 'b'])``) explodes the function's result instead;
+  (``MV_FILTER_ONLY(tags, ARRAY['a', 'b'])``) explodes the function's result instead — also when it
+  makes a multi-value string of a plain one (``STRING_TO_MV(s, ',')``, ``MV_APPEND(s, 'x')``), as Druid
+  reads any string as a multi-value one;
 - **a plain scan returns the values**: one value as itself, several as their JSON array text (Druid's
   ``sqlStringifyArrays`` rendering).
 
@@ -39,8 +41,6 @@ _NULL_LIST = "CAST([NULL] AS VARCHAR[])"
 
 def multi_value(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     multi = {ds: {c.name for c in cols if c.multi_value} for ds, cols in ctx.catalog.datasources.items()}
-    if not any(multi.values()):
-        return tree
     for select in list(tree.find_all(exp.Select)):
         source = select.args.get("from_")
         table = source.this if source is not None else None
@@ -48,9 +48,29 @@ def multi_value(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression
                 or select.args.get("joins")):
             continue
         columns = multi.get(table.name) or set()
-        if columns:
+        if columns or _reads_list_results(select):
             _Block(select, table, columns).rewrite()
     return tree
+
+
+def _consumed(node: exp.Expression, top: exp.Expression) -> bool:
+    """Whether an ``MV_``/``ARRAY_`` function between ``node`` and ``top`` takes ``node``'s list whole
+    (``MV_TO_STRING(MV_APPEND(s, 'x'), ',')`` groups by the joined text, not by each value)."""
+    parent = node.parent
+    while parent is not None and node is not top:
+        name = anonymous_name(parent)
+        if name is not None and name.startswith(_LIST_FUNCTION_PREFIXES):
+            return True
+        if parent is top:
+            return False
+        node, parent = parent, parent.parent
+    return False
+
+
+def _reads_list_results(select: exp.Select) -> bool:
+    """Whether the block calls an ``MV_`` function that makes a multi-value string of a plain one
+    (``STRING_TO_MV``, ``MV_APPEND(s, 'x')`` …): grouped by, its values explode as a column's would."""
+    return any(anonymous_name(n) in _LIST_RESULTS for n in block_nodes(select, select))
 
 
 class _Block:
@@ -137,8 +157,7 @@ class _Block:
         lists: list[exp.Expression] = []  # MV_ functions to explode (replaced in the block by a column)
         cols: list[str] = []
         for g in self.grouping():
-            found = [n for n in g.walk() if anonymous_name(n) in _LIST_RESULTS
-                     and any(self.is_multi(c) for c in n.find_all(exp.Column))]
+            found = [n for n in g.walk() if anonymous_name(n) in _LIST_RESULTS and not _consumed(n, g)]
             if found:
                 lists += [f for f in found if all(f.sql() != x.sql() for x in lists)]
                 continue

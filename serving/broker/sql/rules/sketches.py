@@ -36,6 +36,11 @@ def _is_sketch(e: exp.Expression) -> bool:
     return t is not None and t.is_type(exp.DataType.Type.VARBINARY, exp.DataType.Type.BINARY)
 
 
+def _nan_when_empty(quantile: exp.Expression) -> exp.Expression:
+    """A quantile of a group without values: Druid's empty sketch answers NaN."""
+    return exp.Coalesce(this=quantile, expressions=[exp.cast(exp.Literal.string("NaN"), exp.DataType.build("DOUBLE"))])
+
+
 def _int(e: exp.Expression | None, default: int, what: str) -> exp.Expression:
     if e is None:
         return exp.Literal.number(default)
@@ -113,9 +118,7 @@ def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
                       _collected(first, None if merge else "DOUBLE"), k)
         if not has_fraction:
             return sketch
-        # a group with no value: Druid's empty sketch answers NaN
-        value = call("DRUID_QUANTILE", sketch, exp.cast(args[1], exp.DataType.build("DOUBLE")))
-        return exp.Coalesce(this=value, expressions=[exp.cast(exp.Literal.string("NaN"), exp.DataType.build("DOUBLE"))])
+        return _nan_when_empty(call("DRUID_QUANTILE", sketch, exp.cast(args[1], exp.DataType.build("DOUBLE"))))
     if name == "HLL_SKETCH_ESTIMATE":
         rounded = len(args) > 1 and isinstance(args[1], exp.Boolean) and bool(args[1].this)
         return _estimate(first, rounded)
@@ -137,7 +140,7 @@ def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
     if name == "DS_GET_QUANTILE":
         if len(args) != 2:
             raise validation_error("DS_GET_QUANTILE takes a sketch and a fraction")
-        return call("DRUID_QUANTILE", first, exp.cast(args[1], exp.DataType.build("DOUBLE")))
+        return _nan_when_empty(call("DRUID_QUANTILE", first, exp.cast(args[1], exp.DataType.build("DOUBLE"))))
     # DS_GET_QUANTILES(sketch, fraction, …)
     fractions = [exp.cast(a, exp.DataType.build("DOUBLE")) for a in args[1:]]
     return call("DRUID_QUANTILES", first, exp.Array(expressions=fractions))

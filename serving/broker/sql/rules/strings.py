@@ -1,6 +1,7 @@
 """Druid string functions DuckDB spells differently: CONTAINS_STRING, ICONTAINS_STRING, TEXTCAT,
 STRLEN, BTRIM, PARSE_LONG, BITWISE_AND/OR/XOR, LISTAGG; and UPPER, which in Druid (Java's
-``toUpperCase``) turns ``ß`` into ``SS`` where DuckDB gives ``ẞ``."""
+``toUpperCase``) turns ``ß`` into ``SS`` where DuckDB gives ``ẞ``; and REGEXP_EXTRACT, NULL when the
+pattern does not match (DuckDB gives '')."""
 
 from __future__ import annotations
 
@@ -15,6 +16,13 @@ from serving.broker.sql.timeexpr import call
 def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.Upper):
         return exp.Replace(this=node.copy(), expression=exp.Literal.string("ẞ"), replacement=exp.Literal.string("SS"))
+    if isinstance(node, exp.RegexpExtract):
+        # the third argument is the capture group (sqlglot reads Druid's as a start position); no match is
+        # NULL in Druid, '' in DuckDB (an empty group that matched stays '')
+        group = node.args.get("group") or node.args.get("position") or exp.Literal.number(0)
+        extract = call("REGEXP_EXTRACT", node.this.copy(), node.expression.copy(), group.copy())
+        matches = exp.RegexpLike(this=node.this.copy(), expression=node.expression.copy())
+        return exp.Case(ifs=[exp.If(this=matches, true=extract)], default=exp.null())
     name = anonymous_name(node)
     if name is None:
         return node
@@ -57,4 +65,4 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 FUNCTION_RULE = strings
 ORDER = 130
 ACCEPTS = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT", "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG"})
-EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "STRING_AGG", "TRIM", "XOR"})
+EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "REGEXP_EXTRACT", "STRING_AGG", "TRIM", "XOR"})
