@@ -259,3 +259,10 @@ def test_multi_value_functions_read_a_plain_string_as_one_value(wiki: Any) -> No
     # grouping by a function that makes a multi-value string explodes its values, as Druid does
     _, rows = run(wiki, "SELECT STRING_TO_MV(page, 'a'), COUNT(*) FROM wiki GROUP BY 1 ORDER BY 1")
     assert rows == [("Help", 1), ("M", 4), ("T", 2), ("in", 4), ("lk", 2)]
+
+
+def test_round_of_a_double_is_java_half_up_on_its_decimal_text(wiki: Any) -> None:
+    # 0.15 is 0.1499… in binary: DuckDB's round gives 0.1, Druid's BigDecimal.valueOf(0.15) HALF_UP gives 0.2
+    _, rows = run(wiki, "SELECT ROUND(CAST('0.15' AS DOUBLE), 1), ROUND(CAST('-2.5' AS DOUBLE)), ROUND(delta, 1), "
+                        "ROUND(added, 1) FROM wiki WHERE page = 'Help'")
+    assert rows == [(0.2, -3.0, -1.0, 3)]

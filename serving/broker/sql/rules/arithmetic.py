@@ -1,6 +1,7 @@
 """Integer arithmetic as in Druid (Calcite), by the rules of :mod:`serving.broker.sql.type_rules`:
 ``BIGINT / BIGINT`` truncates (DuckDB's ``//``), ``DIV(a, b)`` is integer division, and
-``SAFE_DIVIDE`` over two LONGs is a LONG (NULL when the divisor is 0; over DOUBLEs 0 / 0 is 0)."""
+``SAFE_DIVIDE`` over two LONGs is a LONG (NULL when the divisor is 0; over DOUBLEs 0 / 0 is 0); ``ROUND``
+of a DOUBLE rounds its decimal text half up, as Java's ``BigDecimal`` does."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.type_rules import DECIMAL_RESULT, decimal_operands, integer_arithmetic
+from serving.broker.sql.type_rules import (
+    DECIMAL_RESULT,
+    decimal_operands,
+    integer_arithmetic,
+    is_decimal,
+    is_floating,
+)
 
 
 def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -29,12 +36,27 @@ def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         if decimal_operands(node.this, node.expression):  # DECIMAL in, DECIMAL out (Calcite)
             return exp.cast(safe, DECIMAL_RESULT)
         return exp.paren(safe, copy=False)
+    if isinstance(node, exp.Round) and is_floating(node.this):
+        return _round_half_up(node)
     if anonymous_name(node) == "DIV":
         if len(node.expressions) != 2:
             raise validation_error("DIV takes 2 arguments")
         a, b = node.expressions
         return exp.paren(exp.IntDiv(this=a, expression=b), copy=False)
     return node
+
+
+def _round_half_up(node: exp.Round) -> exp.Expression:
+    """``ROUND(double, n)`` as Druid computes it: ``BigDecimal.valueOf(x).setScale(n, HALF_UP)``, i.e. the
+    double's shortest decimal text rounded half away from zero (``ROUND(0.15, 1)`` is 0.2; DuckDB rounds the
+    binary value, 0.1499…, to 0.1). Values beyond DECIMAL(38, 18) (and NaN, ±Infinity) round as DuckDB does."""
+    digits = node.args.get("decimals") or exp.Literal.number(0)
+    text = exp.cast(node.this.copy(), "VARCHAR")
+    exact = exp.TryCast(this=text, to=exp.DataType.build("DECIMAL(38, 18)"))
+    rounded = exp.Round(this=exact, decimals=digits.copy())
+    fallback = exp.Round(this=node.this.copy(), decimals=digits.copy())
+    target = DECIMAL_RESULT if is_decimal(node.this) else "DOUBLE"  # Calcite: ROUND(DECIMAL) is DECIMAL
+    return exp.cast(exp.Coalesce(this=exp.cast(rounded, target), expressions=[fallback]), target)
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
