@@ -6,7 +6,8 @@ whose DuckDB translation would type them otherwise:
 - ``CEIL``/``FLOOR`` of an integer is that integer (LONG), not DuckDB's DOUBLE;
 - ``GREATEST``/``LEAST`` of integers is ``BIGINT``, of floating values ``DOUBLE``; ``SUM`` of floating
   values is ``DOUBLE``;
-- ``FLOOR``/``CEIL``/``TRUNCATE`` of DECIMALs (``SAFE_DIVIDE``: rules/arithmetic.py) (``added * 0.5``) stay ``DECIMAL``.
+- ``FLOOR``/``CEIL``/``TRUNCATE`` of DECIMALs (``added * 0.5``) stay ``DECIMAL`` (``SAFE_DIVIDE`` and
+  ``ROUND``: rules/arithmetic.py).
 """
 
 from __future__ import annotations
