@@ -5,9 +5,10 @@
 - **CAST**: floating → integer truncates toward zero (Java), TIMESTAMP ↔ BIGINT is epoch millis,
   TIMESTAMP → VARCHAR is ``yyyy-MM-dd HH:mm:ss``, a string that is not a time → TIMESTAMP is NULL.
 - **Result types of functions**: the rule each function of Druid's reference names
-  (:data:`serving.broker.sql.function_reference.RETURN_RULES`), computed by :func:`result_type`.
+  (:data:`serving.broker.sql.function_reference.RETURN_RULES`), applied where DuckDB would type the result
+  otherwise (``rules/result_types.py``, ``rules/arithmetic.py``).
 - **DISTINCT aggregates** that build strings or arrays (``STRING_AGG``/``LISTAGG``/``ARRAY_AGG(DISTINCT …)``)
-  give their values in ascending order, as Druid's sorted sets do (:data:`SORTED_DISTINCT`).
+  give their values in ascending order, as Druid's sorted sets do (``rules/distinct_aggregates.py``).
 - **DECIMAL**: a decimal literal and arithmetic over it are DECIMAL (:func:`is_decimal`); ``FLOOR``,
   ``CEIL``, ``TRUNCATE`` and ``SAFE_DIVIDE`` of DECIMALs stay DECIMAL, ``SUM``, ``GREATEST`` and ``LEAST``
   of floating values are DOUBLE (a DECIMAL is a DOUBLE on the wire: only the SQL type name differs).
@@ -24,10 +25,6 @@ INTEGER = exp.DataType.INTEGER_TYPES
 FLOATING = frozenset({exp.DType.DOUBLE, exp.DType.FLOAT, exp.DType.DECIMAL})
 TEXT = frozenset({exp.DType.VARCHAR, exp.DType.TEXT, exp.DType.CHAR, exp.DType.NVARCHAR, exp.DType.NCHAR})
 TIMESTAMPS = frozenset({exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ, exp.DType.DATETIME})
-
-#: Aggregates whose DISTINCT form gives its values sorted in Druid.
-SORTED_DISTINCT = frozenset({"STRING_AGG", "LISTAGG", "ARRAY_AGG", "ARRAY_CONCAT_AGG"})
-
 
 def _type(node: exp.Expression | None) -> exp.DType | None:
     t = getattr(node, "type", None)
@@ -91,35 +88,3 @@ def druid_type(node: exp.Expression | None) -> str | None:
 def integer_arithmetic(*operands: exp.Expression) -> bool:
     """Whether Druid computes over these operands as LONG (every one an integer)."""
     return all(is_integer(o) for o in operands)
-
-
-def numeric(*operands: exp.Expression) -> str:
-    return "LONG" if integer_arithmetic(*operands) else "DOUBLE"
-
-
-def result_type(rule: str, args: list[exp.Expression]) -> str | None:
-    """The Druid type a function's result takes under ``rule`` (None: the arguments' types are unknown)."""
-    if rule == "INTEGER":
-        return "LONG"
-    if rule == "ARG2":
-        return druid_type(args[1]) if len(args) > 1 else None
-    fixed = {"LONG", "DOUBLE", "STRING", "BOOLEAN", "TIMESTAMP", "JSON", "COMPLEX"}
-    if rule in fixed:
-        return rule
-    if rule == "STRING_ARRAY":
-        return "ARRAY"
-    if rule in ("ARRAY", "ARG_ELEMENT"):
-        return "ARRAY" if rule == "ARRAY" else None
-    if rule in ("NUMERIC", "SUM"):
-        numbers = [a for a in args if druid_type(a) in ("LONG", "DOUBLE")]
-        return numeric(*numbers) if numbers else None
-    kinds = {druid_type(a) for a in args if not isinstance(a, exp.Null)}
-    if rule == "ARG":
-        return druid_type(args[0]) if args else None
-    if rule == "COMMON":
-        if kinds <= {"LONG"}:
-            return "LONG" if kinds else None
-        if kinds <= {"LONG", "DOUBLE"}:
-            return "DOUBLE"
-        return "STRING" if "STRING" in kinds else None
-    return None

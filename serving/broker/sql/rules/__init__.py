@@ -10,6 +10,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.timeexpr import call
 
 Rule = Callable[[exp.Expression, TranslationContext], exp.Expression]
 
@@ -65,3 +66,13 @@ def aggregates(select: exp.Select) -> bool:
     if select.args.get("group"):
         return True
     return any(is_aggregate(n) for n in block_nodes(select, select))
+
+
+def concatenated_arrays(arrays: exp.Expression, distinct: bool) -> exp.Expression:
+    """``ARRAY_CONCAT_AGG``: the values of a group's arrays in one (``distinct``: once each, sorted, as
+    Druid's sorted set gives them); NULL when no row had a value, as in Druid."""
+    values = call("FLATTEN", call("LIST", arrays.copy()))
+    if distinct:
+        values = call("LIST_SORT", call("LIST_DISTINCT", values))
+    none = exp.EQ(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=none, true=exp.null())], default=values)

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import anonymous_name, concatenated_arrays
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.type_rules import druid_type
 
@@ -89,7 +89,9 @@ def _values(e: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 
 def _multi_value_columns(ctx: TranslationContext) -> set[str]:
-    return {c.name for cols in ctx.catalog.datasources.values() for c in cols if c.multi_value}
+    """The multi-value columns of the catalog's datasources (built once per catalog, not per argument)."""
+    return ctx.catalog.memo(("multi_value_columns",), lambda: {
+        c.name for cols in ctx.catalog.datasources.values() for c in cols if c.multi_value})
 
 
 def _filter(values: exp.Expression, keep: exp.Expression, negate: bool) -> exp.Expression:
@@ -115,8 +117,8 @@ def _split(text: exp.Expression, separator: exp.Expression) -> exp.Expression:
 def _slice(a: exp.Expression, start: exp.Expression, end: exp.Expression | None) -> exp.Expression:
     """``ARRAY_SLICE``: Java's ``Arrays.copyOfRange`` (an end past the array pads with NULLs); NULL when the
     start is negative, past the array or past the end."""
-    stop = end if end is not None else call("LEN", a.copy())
     length = call("LEN", a.copy())
+    stop = end if end is not None else length.copy()
     bad = exp.or_(exp.LT(this=start.copy(), expression=exp.Literal.number(0)),
                   exp.GT(this=start.copy(), expression=length),
                   exp.GT(this=start.copy(), expression=stop.copy()))
@@ -143,9 +145,7 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
     if name == "ARRAY_CONCAT_AGG":
         if len(args) not in (1, 2):
             raise validation_error("ARRAY_CONCAT_AGG takes 1 or 2 arguments")
-        values = call("FLATTEN", call("LIST", args[0]))  # NULL when no row had a value, as in Druid
-        return exp.Case(ifs=[exp.If(this=exp.EQ(this=call("LEN", values.copy()), expression=exp.Literal.number(0)),
-                                    true=exp.null())], default=values)
+        return concatenated_arrays(args[0], distinct=False)
     if name in ("STRING_TO_MV", "STRING_TO_ARRAY"):
         if len(args) != 2:
             raise validation_error(f"{name} takes 2 arguments")
@@ -170,8 +170,8 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
         return call("LIST_POSITION", a, args[1])
     if op in ("CONTAINS", "OVERLAP"):
         if op == "CONTAINS" and not _is_list(args[1]):
-            # one value: NULL is in no array (DuckDB's list_has_all would say yes)
-            # NULL: an array holds no NULL here; a multi-value row without values is Druid's [NULL]
+            # one value. NULL is in no array (DuckDB's list_has_all would say yes), but a multi-value row
+            # without values is Druid's [NULL]
             missing = exp.Is(this=args[1].copy(), expression=exp.null())
             absent = exp.Is(this=a.copy(), expression=exp.null()) if mv else exp.false()
             test: exp.Expression = exp.Case(ifs=[exp.If(this=missing, true=absent)],

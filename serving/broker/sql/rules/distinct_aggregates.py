@@ -1,5 +1,5 @@
 """``STRING_AGG``/``LISTAGG``/``ARRAY_AGG``/``ARRAY_CONCAT_AGG`` with ``DISTINCT`` give their values in
-ascending order, as Druid's sorted sets do (:data:`serving.broker.sql.type_rules.SORTED_DISTINCT`):
+ascending order, as Druid's sorted sets do (a type rule of :mod:`serving.broker.sql.type_rules`):
 DuckDB would give them in arrival order. ``LISTAGG(DISTINCT x, sep)`` arrives with the separator inside
 the DISTINCT and is split back into ``STRING_AGG(DISTINCT x ORDER BY x, sep)``."""
 
@@ -8,8 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.timeexpr import call
+from serving.broker.sql.rules import anonymous_name, concatenated_arrays
 
 
 def _sorted(distinct: exp.Distinct) -> exp.Order:
@@ -17,28 +16,19 @@ def _sorted(distinct: exp.Distinct) -> exp.Order:
     return exp.Order(this=distinct, expressions=[exp.Ordered(this=first.copy(), nulls_first=True)])
 
 
-def _concatenated(arrays: exp.Expression, distinct: bool) -> exp.Expression:
-    """``ARRAY_CONCAT_AGG``: the arrays' values in one (distinct: sorted, once each); NULL without any."""
-    values = call("FLATTEN", call("LIST", arrays.copy()))
-    if distinct:
-        values = call("LIST_SORT", call("LIST_DISTINCT", values))
-    none = exp.EQ(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
-    return exp.Case(ifs=[exp.If(this=none, true=exp.null())], default=values)
-
-
 def distinct_aggregates(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.GroupConcat | exp.ArrayAgg) and isinstance(node.this, exp.Distinct):
         node.set("this", _sorted(node.this))
         return node
     if isinstance(node, exp.ArrayConcatAgg) and isinstance(node.this, exp.Distinct):
-        return _concatenated(node.this.expressions[0], distinct=True)
+        return concatenated_arrays(node.this.expressions[0], distinct=True)
     name = anonymous_name(node)
     if name in ("LISTAGG", "STRING_AGG") and len(node.expressions) == 1 \
             and isinstance(node.expressions[0], exp.Distinct) and len(node.expressions[0].expressions) >= 2:
         value, separator, *_ = node.expressions[0].expressions
         return exp.GroupConcat(this=_sorted(exp.Distinct(expressions=[value.copy()])), separator=separator.copy())
     if name == "ARRAY_CONCAT_AGG" and node.expressions and isinstance(node.expressions[0], exp.Distinct):
-        return _concatenated(node.expressions[0].expressions[0], distinct=True)
+        return concatenated_arrays(node.expressions[0].expressions[0], distinct=True)
     return node
 
 
