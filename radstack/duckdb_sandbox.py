@@ -34,14 +34,16 @@ def default_memory_limit() -> str:
 
 def sandboxed_connection(
     *,
+    database: Path | None = None,
     memory_limit: str = "",
     threads: int = 0,
     temp_dir: Path | None = None,
     allowed_dirs: Iterable[Path] = (),
     time_zone: str = "UTC",
 ) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection, locked: no files outside ``allowed_dirs`` (and ``temp_dir``,
-    where it spills), no extensions, no ``ATTACH``/``COPY`` elsewhere, no setting changed later."""
+    """A DuckDB connection, locked: no files outside ``allowed_dirs`` (and ``temp_dir``, where it spills),
+    no extensions, no ``ATTACH``/``COPY`` elsewhere, no setting changed later. In memory, or on the
+    ``database`` file (opened before the lock, so its own file and WAL are the only ones it writes)."""
     config: dict[str, str | int | bool] = {
         "autoinstall_known_extensions": False,
         "autoload_known_extensions": False,
@@ -53,7 +55,7 @@ def sandboxed_connection(
         private_dir(Path(temp_dir))
         config["temp_directory"] = str(temp_dir)
         dirs.append(Path(temp_dir))
-    con = duckdb.connect(":memory:", config=config)
+    con = duckdb.connect(str(database) if database is not None else ":memory:", config=config)
     try:
         con.execute(f"SET TimeZone = {string_literal(time_zone)}")
         con.execute(f"SET memory_limit = {string_literal(memory_limit or default_memory_limit())}")

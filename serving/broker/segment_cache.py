@@ -1,20 +1,29 @@
-"""The segment cache: segments loaded once, like a Druid historical does.
+"""The segment cache: segments loaded once and kept on local disk, like a Druid historical's.
 
 When the broker learns that a segment is visible (announced), its files are fetched from deep storage
-through the segment's ``loadSpec`` into ``{home}/segment-cache/{segment_path}``; the Parquet file is read
-by Arrow and streamed into an in-memory DuckDB table (one table per segment, one per projection file), so
-the broker's locked DuckDB never opens a file. Queries then read memory, never Parquet.
-When the segment stops being visible (unused or overshadowed) the table and the local files are
-dropped. DuckDB's MVCC keeps a dropped table readable by statements that started before the drop.
+through the segment's ``loadSpec`` into ``{home}/segment-cache/downloads/``; the Parquet file is read by
+Arrow and streamed into a table of the broker's DuckDB database ``{home}/segment-cache/segments.duckdb``
+(one table per segment, one per projection file), and the download is removed: the cache holds the rows
+once, in DuckDB's compressed columnar format, and the broker's locked DuckDB never opens a Parquet file.
+Queries read those tables through DuckDB's buffer pool, which ``server.memory_limit`` bounds, so a server
+answers over many times its memory. What the cache holds is recorded in the same file (``__rs_segment_cache``,
+written after the tables, so a crash leaves at most tables nobody lists, dropped at the next open): a
+restarted broker serves the segments it already has at once and fetches only those it lacks.
+When the segment stops being visible (unused or overshadowed) its tables are dropped. DuckDB's MVCC keeps
+a dropped table readable by statements that started before the drop.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
+import re
 import shutil
 import threading
-from dataclasses import dataclass
+import uuid
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +32,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.config import Settings
+from radstack.duckdb_sandbox import sandboxed_connection
+from radstack.private_files import private_dir
 from radstack.sql_text import quote_identifier as _q
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
@@ -35,6 +46,17 @@ log = logging.getLogger(__name__)
 _LOADING = "__rs_loading"
 #: rows per Arrow batch while a file streams into DuckDB
 _BATCH_ROWS = 131_072
+#: the cache database under ``{home}/segment-cache``; a second broker on the same home gets a private one
+CACHE_FILE = "segments.duckdb"
+_PRIVATE_FILE = re.compile(r"segments-(\d+)-[0-9a-f]+\.duckdb(\.wal)?$")
+#: what the cache holds: segment id → the JSON of its :class:`LoadedSegment`
+_CATALOG = "__rs_segment_cache"
+#: the layout of the catalog's JSON; a cache written with another is emptied at open
+_FORMAT = 1
+_SEGMENT_TABLE = re.compile(r"__seg_(\d+)(__projection_\d+)?$")
+#: cache files this process has open (DuckDB refuses a second open in one process with other settings)
+_OPEN_FILES: set[Path] = set()
+_OPEN_LOCK = threading.Lock()
 
 # DuckDB type → Druid column type.
 _DRUID_TYPES = {
@@ -77,7 +99,6 @@ class LoadedProjection:
     name: str
     spec: dict[str, Any]  # the projection's JSON, as the indexer recorded it
     granularity: Any  # its time granularity's JSON
-    path: Path
     num_rows: int
     columns: tuple[tuple[str, str], ...]
     table: str = ""  # the DuckDB table its rows were loaded into (dropped with the segment)
@@ -89,7 +110,6 @@ class LoadedSegment:
 
     segment: DataSegment
     table: str
-    local_dir: Path | None
     num_rows: int
     min_time: int | None  # epoch millis of the first row (None when empty)
     max_time: int | None
@@ -120,23 +140,115 @@ class SegmentLoadError(RuntimeError):
     """A segment's files could not be fetched or read."""
 
 
-class SegmentCache:
-    """Loads segments into DuckDB tables and drops them again. Thread-safe."""
+@dataclass(frozen=True)
+class CacheDatabase:
+    """The broker's DuckDB: on ``path`` under the segment cache (in memory when there is no home)."""
 
-    def __init__(
-        self,
-        db: duckdb.DuckDBPyConnection,
-        cache_dir: Path,
-        settings: Settings | None = None,
-        deep_storage: DeepStorage = None,
-    ) -> None:
-        self._db = db
-        self.cache_dir = Path(cache_dir)
+    connection: duckdb.DuckDBPyConnection
+    path: Path | None
+    #: True for the home's ``segments.duckdb``, kept across restarts; False for a private file, removed at close
+    shared: bool
+
+    @property
+    def downloads(self) -> Path | None:
+        """Where this database's segment files are fetched to before loading (only its owner uses it)."""
+        return None if self.path is None else self.path.with_name(self.path.stem + ".downloads")
+
+
+def open_cache_database(cache_dir: Path | None, *, memory_limit: str = "", threads: int = 0) -> CacheDatabase:
+    """Open (or create) ``{cache_dir}/segments.duckdb``, locked (:mod:`radstack.duckdb_sandbox`) and bounded
+    by ``memory_limit``. When another broker, in this process or another, already serves from it, this one
+    gets a private file that :func:`close_cache_database` removes; a file DuckDB cannot read (another
+    DuckDB version, a torn disk) is a cache miss: it is removed and the cache starts empty."""
+    if cache_dir is None:
+        return CacheDatabase(sandboxed_connection(memory_limit=memory_limit, threads=threads), None, False)
+    private_dir(cache_dir)
+
+    def connect(path: Path) -> duckdb.DuckDBPyConnection:
+        return sandboxed_connection(database=path, memory_limit=memory_limit, threads=threads,
+                                    temp_dir=cache_dir / ".duckdb-spill")
+
+    shared = cache_dir / CACHE_FILE
+    with _OPEN_LOCK:
+        if shared not in _OPEN_FILES:
+            con = None
+            for attempt in range(2):
+                try:
+                    con = connect(shared)
+                    break
+                except duckdb.IOException as e:
+                    if "lock" in str(e).lower():  # another process serves this home
+                        log.warning("segment cache %s is in use by another process; using a private one", shared)
+                        break
+                    if attempt:
+                        raise
+                    log.warning("segment cache %s cannot be read (%s); starting it empty", shared, e)
+                    _remove_database(shared)
+                except duckdb.Error as e:
+                    if attempt:
+                        raise
+                    log.warning("segment cache %s cannot be read (%s); starting it empty", shared, e)
+                    _remove_database(shared)
+            if con is not None:
+                _OPEN_FILES.add(shared)
+                _sweep_private_files(cache_dir)
+                return CacheDatabase(con, shared, True)
+        private = cache_dir / f"segments-{os.getpid()}-{uuid.uuid4().hex[:12]}.duckdb"
+        _OPEN_FILES.add(private)
+    return CacheDatabase(connect(private), private, False)
+
+
+def close_cache_database(db: CacheDatabase) -> None:
+    """Close the connection; a private cache file (and its downloads) is removed."""
+    with contextlib.suppress(duckdb.Error):
+        db.connection.close()
+    if db.path is None:
+        return
+    with _OPEN_LOCK:
+        _OPEN_FILES.discard(db.path)
+    if not db.shared:
+        _remove_database(db.path)
+
+
+def _remove_database(path: Path) -> None:
+    for f in (path, path.with_name(path.name + ".wal")):
+        f.unlink(missing_ok=True)
+    shutil.rmtree(path.with_name(path.stem + ".downloads"), ignore_errors=True)
+
+
+def _sweep_private_files(cache_dir: Path) -> None:
+    """Remove the private cache files of brokers that are gone (killed before they could)."""
+    for f in cache_dir.glob("segments-*.duckdb*"):
+        m = _PRIVATE_FILE.match(f.name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        _remove_database(f.with_name(f.name.removesuffix(".wal")))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class SegmentCache:
+    """Loads segments into tables of the cache database and drops them again. Thread-safe."""
+
+    def __init__(self, database: CacheDatabase, settings: Settings | None = None,
+                 deep_storage: DeepStorage = None) -> None:
+        self._db = database.connection
+        self.database = database
+        self.downloads = database.downloads
         self._settings = settings
         self._deep_storage = deep_storage
         self._lock = threading.Lock()
         self._loaded: dict[str, LoadedSegment] = {}
         self._counter = 0
+        self._recover()
 
     # ---- lookups ------------------------------------------------------------------------------
     def get(self, segment_id: str) -> LoadedSegment | None:
@@ -149,12 +261,45 @@ class SegmentCache:
 
     # ---- load / drop --------------------------------------------------------------------------
     def load(self, segment: DataSegment) -> LoadedSegment:
-        """Fetch and load ``segment`` unless it is already in memory."""
+        """Fetch and load ``segment`` unless the cache already holds it."""
         sid = segment.identifier
         existing = self.get(sid)
         if existing is not None:
             return existing
-        parquet, local_dir = self._fetch(segment)
+        parquet, download = self._fetch(segment)
+        try:
+            loaded = self._load_file(segment, parquet, download)
+        finally:
+            if download is not None:
+                shutil.rmtree(download, ignore_errors=True)
+        with self._lock:
+            if sid in self._loaded:  # lost a race: keep the first
+                lost, loaded = loaded, self._loaded[sid]
+            else:
+                lost, self._loaded[sid] = None, loaded
+        if lost is not None:
+            self._drop_tables(lost)
+            return loaded
+        self._record(loaded)
+        log.info("loaded segment %s (%d rows) into %s", sid, loaded.num_rows, loaded.table)
+        return loaded
+
+    def drop(self, segment_id: str) -> None:
+        """Forget a segment: drop its tables (running statements keep their snapshot)."""
+        with self._lock:
+            loaded = self._loaded.pop(segment_id, None)
+        if loaded is None:
+            return
+        self._drop_tables(loaded)
+        log.info("dropped segment %s", segment_id)
+
+    def close(self) -> None:
+        with self._lock:
+            self._loaded.clear()
+
+    # ---- internals ----------------------------------------------------------------------------
+    def _load_file(self, segment: DataSegment, parquet: Path, download: Path | None) -> LoadedSegment:
+        sid = segment.identifier
         table = self._table_name()
         cur = self._db.cursor()
         try:
@@ -166,15 +311,16 @@ class SegmentCache:
             else:
                 n, lo, hi = cur.execute(f"SELECT count(*), NULL, NULL FROM {table}").fetchone()  # type: ignore[misc]
         except duckdb.Error as e:
+            with contextlib.suppress(duckdb.Error):
+                cur.execute(f"DROP TABLE IF EXISTS {table}")
             raise SegmentLoadError(f"cannot load segment {sid} from {parquet}: {e}") from e
         finally:
             cur.close()
-        projections = tuple(p for p in (self._load_projection(segment, f, local_dir, table, i)
+        projections = tuple(p for p in (self._load_projection(segment, f, download, table, i)
                                          for i, f in enumerate(segment.projections)) if p)
-        loaded = LoadedSegment(
+        return LoadedSegment(
             segment=segment,
             table=table,
-            local_dir=local_dir,
             num_rows=int(n),
             min_time=None if lo is None else int(lo),
             max_time=None if hi is None else int(hi),
@@ -184,39 +330,75 @@ class SegmentCache:
             complex=_marked_columns(parquet, COMPLEX_KEY),
             arrays=_marked_columns(parquet, ARRAY_KEY),
         )
-        with self._lock:
-            if sid in self._loaded:  # lost a race: keep the first
-                for t in (table, *(p.table for p in projections)):
-                    self._drop_table(t)
-                return self._loaded[sid]
-            self._loaded[sid] = loaded
-        log.info("loaded segment %s (%d rows) into %s", sid, n, table)
-        return loaded
 
-    def drop(self, segment_id: str) -> None:
-        """Forget a segment: drop its table (running statements keep their snapshot) and its files."""
-        with self._lock:
-            loaded = self._loaded.pop(segment_id, None)
-        if loaded is None:
-            return
-        self._drop_table(loaded.table)
-        for p in loaded.projections:
-            self._drop_table(p.table)
-        if loaded.local_dir is not None and loaded.local_dir.is_relative_to(self.cache_dir):
-            shutil.rmtree(loaded.local_dir, ignore_errors=True)
-        log.info("dropped segment %s", segment_id)
+    def _recover(self) -> None:
+        """Take over what the database already holds: the segments its catalog lists (whose tables are
+        all there) are loaded; every other table and view a previous process left is dropped."""
+        cur = self._db.cursor()
+        try:
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {_CATALOG} (segment_id VARCHAR, info VARCHAR)")
+            tables = {r[0] for r in cur.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+            views = [r[0] for r in cur.execute(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = current_database()"
+            ).fetchall()]
+            kept: set[str] = set()
+            for rowid, sid, info in cur.execute(f"SELECT rowid, segment_id, info FROM {_CATALOG}").fetchall():
+                loaded = _from_record(info)
+                names = None if loaded is None else {loaded.table, *(p.table for p in loaded.projections)}
+                if (loaded is None or loaded.identifier != sid or sid in self._loaded
+                        or not names <= tables - kept):  # type: ignore[operator]
+                    cur.execute(f"DELETE FROM {_CATALOG} WHERE rowid = ?", [rowid])
+                    continue
+                self._loaded[sid] = loaded
+                kept |= names  # type: ignore[arg-type]
+            for view in views:
+                cur.execute(f"DROP VIEW IF EXISTS {_q(view)}")
+            for table in tables - kept - {_CATALOG}:
+                cur.execute(f"DROP TABLE IF EXISTS {_q(table)}")
+            numbers = [int(m.group(1)) for t in kept if (m := _SEGMENT_TABLE.match(t))]
+            self._counter = max(numbers, default=0)
+        finally:
+            cur.close()
+        if self.downloads is not None:  # fetched files of a load that did not finish
+            shutil.rmtree(self.downloads, ignore_errors=True)
+        if self._loaded:
+            log.info("segment cache: %d segments already held (%d rows)", len(self._loaded),
+                     sum(ls.num_rows for ls in self._loaded.values()))
 
-    def close(self) -> None:
-        with self._lock:
-            self._loaded.clear()
+    def _record(self, loaded: LoadedSegment) -> None:
+        """List a loaded segment in the catalog, so a restart serves it without fetching it again."""
+        cur = self._db.cursor()
+        try:
+            cur.execute(f"INSERT INTO {_CATALOG} VALUES (?, ?)", [loaded.identifier, _to_record(loaded)])
+        except duckdb.Error:  # served now; a restart fetches it again
+            log.warning("segment %s not recorded in the cache catalog", loaded.identifier, exc_info=True)
+        finally:
+            cur.close()
 
-    # ---- internals ----------------------------------------------------------------------------
+    def _drop_tables(self, loaded: LoadedSegment) -> None:
+        """Unlist a segment and drop its tables, in one transaction."""
+        cur = self._db.cursor()
+        try:
+            cur.execute("BEGIN TRANSACTION")
+            cur.execute(f"DELETE FROM {_CATALOG} WHERE segment_id = ?", [loaded.identifier])
+            for t in (loaded.table, *(p.table for p in loaded.projections)):
+                cur.execute(f"DROP TABLE IF EXISTS {t}")
+            cur.execute("COMMIT")
+        except duckdb.Error:
+            with contextlib.suppress(duckdb.Error):
+                cur.execute("ROLLBACK")
+            log.warning("segment %s: tables not dropped (the next open drops them)", loaded.identifier,
+                        exc_info=True)
+        finally:
+            cur.close()
+
     def _table_name(self) -> str:
         with self._lock:
             self._counter += 1
             return f"__seg_{self._counter}"
 
-    def _load_projection(self, segment: DataSegment, record: dict[str, Any], local_dir: Path | None,
+    def _load_projection(self, segment: DataSegment, record: dict[str, Any], download: Path | None,
                          segment_table: str, index: int) -> LoadedProjection | None:
         """Load one projection file; None (logged) when it cannot be read — the broker then
         aggregates that segment's base rows for the projection instead."""
@@ -226,7 +408,7 @@ class SegmentCache:
         cur = self._db.cursor()
         table = f"{segment_table}__projection_{index}"
         try:
-            path = self._fetch_file(record["loadSpec"], local_dir, f"projections/{name}.parquet")
+            path = self._fetch_file(record["loadSpec"], download, f"projections/{name}.parquet")
             _copy_into(cur, table, path)
             cols = tuple((str(r[0]), str(r[1])) for r in cur.execute(f"DESCRIBE {table}").fetchall())
             (n,) = cur.execute(f"SELECT count(*) FROM {table}").fetchone()  # type: ignore[misc]
@@ -237,16 +419,16 @@ class SegmentCache:
             return None
         finally:
             cur.close()
-        return LoadedProjection(name, spec, record.get("granularity"), path, int(n), cols, table)
+        return LoadedProjection(name, spec, record.get("granularity"), int(n), cols, table)
 
-    def _fetch_file(self, spec: dict[str, Any], local_dir: Path | None, rel: str) -> Path:
-        """A file named by a ``loadSpec`` on local disk: fetched under ``local_dir`` or read in place."""
-        if spec.get("type") == "parquet-file" or local_dir is None:
+    def _fetch_file(self, spec: dict[str, Any], download: Path | None, rel: str) -> Path:
+        """A file named by a ``loadSpec`` on local disk: fetched under ``download`` or read in place."""
+        if spec.get("type") == "parquet-file" or download is None:
             path = Path(str(spec.get("path") or ""))
             if not path.is_file():
                 raise SegmentLoadError(f"no file at {path}")
             return path
-        dest = local_dir / rel
+        dest = download / rel
         if dest.is_file():
             return dest
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -256,33 +438,26 @@ class SegmentCache:
             raise SegmentLoadError(f"nothing at {dest} after fetching {spec}")
         return found
 
-    def _drop_table(self, table: str) -> None:
-        cur = self._db.cursor()
-        try:
-            cur.execute(f"DROP TABLE IF EXISTS {table}")
-        finally:
-            cur.close()
-
     def _fetch(self, segment: DataSegment) -> tuple[Path, Path | None]:
-        """Bring the segment's ``data.parquet`` onto local disk; returns (file, cache dir or None)."""
+        """Bring the segment's ``data.parquet`` onto local disk; returns (file, its download dir, or None
+        when the file is read in place)."""
         spec = segment.load_spec or {}
-        local_dir = self.cache_dir / segment_path(segment.id)
-        found = _find_parquet(local_dir)
-        if found is not None:
-            return found, local_dir
-        if spec.get("type") != "parquet-file":
-            local_dir.mkdir(parents=True, exist_ok=True)
+        if spec.get("type") != "parquet-file" and self.downloads is not None:
+            # a unique dir: two loads of one segment (a lost race) never share files
+            download = self.downloads / segment_path(segment.id) / uuid.uuid4().hex[:8]
+            download.mkdir(parents=True, exist_ok=True)
             try:
                 # a file spec lands at the given path; a folder spec is copied into it
-                result = fetch_load_spec(spec, local_dir / "data.parquet", self._settings)
+                result = fetch_load_spec(spec, download / "data.parquet", self._settings)
             except Exception as e:  # noqa: BLE001 - any storage failure is a load failure
-                shutil.rmtree(local_dir, ignore_errors=True)
+                shutil.rmtree(download, ignore_errors=True)
                 raise SegmentLoadError(f"cannot fetch segment {segment.identifier}: {e}") from e
             found = _find_parquet(Path(result)) if isinstance(result, str | Path) else None
-            found = found or _find_parquet(local_dir)
+            found = found or _find_parquet(download)
             if found is None:
+                shutil.rmtree(download, ignore_errors=True)
                 raise SegmentLoadError(f"segment {segment.identifier}: no data.parquet after fetching {spec}")
-            return found, local_dir
+            return found, download
         # Without a deep-storage module: a local loadSpec (or a direct file) is read in place.
         path = spec.get("path")
         if not path:
@@ -291,6 +466,37 @@ class SegmentCache:
         if found is None:
             raise SegmentLoadError(f"segment {segment.identifier}: no data.parquet at {path}")
         return found, None
+
+
+def _to_record(loaded: LoadedSegment) -> str:
+    """The catalog's JSON of a loaded segment (its descriptor and what loading it found)."""
+    d = asdict(loaded)
+    d["segment"] = loaded.segment.to_json()
+    return json.dumps({"format": _FORMAT, **d})
+
+
+def _from_record(info: str) -> LoadedSegment | None:
+    """A :class:`LoadedSegment` from its catalog JSON; None when it is not one this version wrote."""
+    try:
+        d = json.loads(info)
+        if d.pop("format", None) != _FORMAT:
+            return None
+        pairs = lambda v: tuple((str(a), str(b)) for a, b in v)  # noqa: E731
+        return LoadedSegment(
+            segment=DataSegment.from_json(d["segment"]),
+            table=str(d["table"]),
+            num_rows=int(d["num_rows"]),
+            min_time=d["min_time"],
+            max_time=d["max_time"],
+            columns=pairs(d["columns"]),
+            size=int(d["size"]),
+            projections=tuple(LoadedProjection(str(p["name"]), p["spec"], p["granularity"], int(p["num_rows"]),
+                                               pairs(p["columns"]), str(p["table"])) for p in d["projections"]),
+            complex=pairs(d["complex"]),
+            arrays=pairs(d["arrays"]),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _marked_columns(parquet: Path, key: bytes) -> tuple[tuple[str, str], ...]:

@@ -22,7 +22,6 @@ import duckdb
 import pyarrow as pa
 
 from radstack.config import CoordinatorSettings, ServerSettings, Settings
-from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.sql_text import quote_identifier as quote_ident
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
@@ -32,7 +31,12 @@ from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval, format_instant
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
-from serving.broker.segment_cache import SegmentCache, SegmentLoadError
+from serving.broker.segment_cache import (
+    SegmentCache,
+    SegmentLoadError,
+    close_cache_database,
+    open_cache_database,
+)
 from serving.broker.sql import udfs
 from serving.broker.views import Chunk, ColumnInfo, union_columns, view_sql
 from serving.lookups import LoadedLookup, LookupChanges, LookupRegistry
@@ -90,15 +94,16 @@ class BrokerService:
         home = settings.home if settings is not None else None
         cache_dir = (home / "segment-cache") if home is not None else None
         # Locked (radstack/duckdb_sandbox.py): segments, lookups and system tables arrive as Arrow, so
-        # this connection opens no file but its spill files under the cache.
-        self._db = sandboxed_connection(
-            memory_limit=server.memory_limit, threads=server.duckdb_threads,
-            temp_dir=(cache_dir / ".duckdb-spill") if cache_dir is not None else None)
+        # this connection opens no file but its own database and its spill files under the cache.
+        self._database = open_cache_database(cache_dir, memory_limit=server.memory_limit,
+                                             threads=server.duckdb_threads)
+        self._db = self._database.connection
+        # the segment cache takes over the tables a previous run left and drops everything else
+        self.cache = SegmentCache(self._database, settings, deep_storage)
         self.udf_key = object()  # names this database in udfs' registry (an id() could be reused)
         udfs.register(self._db, set(udfs.UDFS), db_key=self.udf_key)  # for native queries too (sketches)
         self._db.execute(f"CREATE TABLE {_GEN_TABLE} (generation BIGINT)")
         self._db.execute(f"INSERT INTO {_GEN_TABLE} VALUES (0)")
-        self.cache = SegmentCache(self._db, cache_dir, settings, deep_storage)  # type: ignore[arg-type]
         self.queries = QueryManager(
             max_concurrent=server.max_concurrent_queries,
             default_timeout_ms=server.default_query_timeout_ms,
@@ -140,8 +145,7 @@ class BrokerService:
         self.queries.cancel_all()
         with self._refresh_lock:
             self.cache.close()
-            with contextlib.suppress(duckdb.Error):
-                self._db.close()
+            close_cache_database(self._database)
 
     def _poll(self) -> None:
         while not self._stop.wait(self.poll_seconds):

@@ -130,8 +130,7 @@ def probe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             while c.post("/druid/v2/sql", json={"query": "SELECT COUNT(*) AS n FROM wiki"}).json() != [{"n": 7}]:
                 assert time.monotonic() < deadline
                 time.sleep(0.2)
-        cached = list((home / "segment-cache").rglob("*.parquet"))
-        assert any("secret_ds" in str(p) for p in cached), "secret_ds's segment is in the cache"
+        assert (home / "segment-cache" / "segments.duckdb").is_file(), "secret_ds's rows are in the segment cache"
         yield srv.url, canaries, home, cwd
     finally:
         srv.kill9()
@@ -146,14 +145,15 @@ def _targets(canaries: Canaries, home: Path, cwd: Path) -> tuple[list[str], list
         str(t / f"canary_{TOKEN}_tmp.csv"), str(t / f"canary_{TOKEN}.parquet"), str(t / f"canary_{TOKEN}.json"),
         f"/tmp/canary_{TOKEN}_top.csv", str(home / f"canary_{TOKEN}_home.csv"),
         "/tmp/radstack_canary_*/*.csv", f"{t}/*", "/tmp/*.csv", "**/*.csv", "*.csv",
-        f"{home}/segment-cache/**/*.parquet", f"{home}/deep-storage/**/*.parquet", f"{home}/metadata.db",
+        f"{home}/segment-cache/**/*.parquet", f"{home}/segment-cache/segments.duckdb",
+        f"{home}/deep-storage/**/*.parquet", f"{home}/metadata.db",
         "http://127.0.0.1:9/x.csv", "s3://radstack/x.parquet", f"file://{t}/canary_{TOKEN}_tmp.csv",
         "/etc/passwd", "/proc/self/environ",
     ]
-    internal = ["__seg_1", "__seg_2", "__seg_3", "__rs_generation", "__rs_cte_1", "__druid_sys_segments",
+    internal = ["__seg_1", "__seg_2", "__seg_3", "__rs_generation", "__rs_segment_cache", "__rs_cte_1", "__druid_sys_segments",
                 "__projection_store__wiki__p", "duckdb_tables", "duckdb_settings", "duckdb_secrets", "secret_ds"]
     names = [f'"{p}"' for p in paths] + [f'"{n}"' for n in internal] + [
-        "main.secret_ds", "memory.main.__seg_1", "system.main.duckdb_tables", "information_schema.tables",
+        "main.secret_ds", "memory.main.__seg_1", "segments.main.__seg_1", "segments.__rs_segment_cache", "system.main.duckdb_tables", "information_schema.tables",
         "pg_catalog.pg_class", "temp.main.x", "druid.__seg_1", "lookup.__seg_1", "sys.__seg_1"]
     f = f"canary_{TOKEN}_tmp.csv"
     functions = [
