@@ -180,8 +180,9 @@ def main() -> None:
             rss, hwm = memory(proc.pid)
         finally:
             bb.stop_server(proc)
-        if answers and got != answers:
-            raise SystemExit(f"{run}: the mix answered differently from the cold start")
+        differ = [k for k in answers if not bb._same(answers[k], got[k])]
+        if differ:
+            raise SystemExit(f"{run}: the mix answered differently from the cold start: {differ}")
         answers = got
         print(f"| {run} | {first:.2f} s | {rss / 1e6:,.0f} MB | {hwm / 1e6:,.0f} MB | {rss / mrows / 1e6:.1f} MB | "
               f"{rss / parquet:.2f}× | {du(cache) / 1e6:,.0f} MB |")

@@ -100,11 +100,17 @@ class ServerSettings(Section):
     low_priority_percent: int = Field(
         50, description="share of the slots queries with a negative context priority may hold (Druid's hilo lane)")
     default_query_timeout_ms: int = Field(300_000, description="a query's timeout when its context sets none")
-    segment_cache_bytes: int = Field(8 * 1024**3, description="bytes of segments the broker keeps locally")
+    segment_cache_bytes: int = Field(
+        8 * 1024**3, description="bytes of segments (their descriptors' size) the broker's on-disk segment cache "
+        "holds; a segment beyond it stays unavailable, as on a full Druid historical; 0 → no limit")
     duckdb_threads: int = Field(0, description="threads of the broker's DuckDB; 0 → DuckDB's default (all cores)")
     memory_limit: str = Field(
-        "", description="memory the broker's DuckDB may use (DuckDB's spelling, e.g. '8GiB'); empty → half the machine's")
+        "", description="memory the broker's DuckDB may use (DuckDB's spelling, e.g. '8GiB'): its buffer pool over the "
+        "on-disk segment cache and every query's working memory; empty → half the machine's")
     max_sql_chars: int = Field(131_072, description="longest SQL text a query may have (400 above; planning is linear in it)")
+    planning_processes: int = Field(
+        1, description="worker processes that plan SQL statements of 16 KiB or more, so one cannot hold the "
+        "server's interpreter while other requests wait; 0 → plan every statement in the server process")
     max_query_depth: int = Field(
         40, description="deepest nesting of parentheses, NOTs, subqueries, filters or expressions in a query (400 above)")
     max_string_bytes: int = Field(

@@ -34,6 +34,7 @@ from serving.auth import BasicAuthMiddleware, load_users, send_error
 from serving.broker.api_native import router as native_router
 from serving.broker.api_sql import router as sql_router
 from serving.broker.service import BrokerService
+from serving.broker.sql import planning_pool
 from serving.console import router as console_router
 from serving.context import ServerContext
 from serving.coordinator.api import router as coordinator_router
@@ -270,6 +271,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
                     ctx.broker.stop()
             with contextlib.suppress(Exception):
                 ctx.metadata.close()
+            planning_pool.shutdown()
 
     app = FastAPI(title="radstack", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
 

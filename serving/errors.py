@@ -92,6 +92,10 @@ class DruidError(Exception):
         self.context = context or {}
         self.status = status or CATEGORY_STATUS[category]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with every field (a planning worker raises it in the server: planning_pool.py)."""
+        return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "error": "druidException",
@@ -103,6 +107,13 @@ class DruidError(Exception):
             "errorClass": self.error_class,
             "host": None,
         }
+
+
+def _rebuild_error(cls: type[DruidError], args: tuple[Any, ...], fields: dict[str, Any]) -> DruidError:
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(fields)
+    return err
 
 
 def _default_code(category: str) -> str:

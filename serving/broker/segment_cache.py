@@ -51,9 +51,16 @@ CACHE_FILE = "segments.duckdb"
 _PRIVATE_FILE = re.compile(r"segments-(\d+)-[0-9a-f]+\.duckdb(\.wal)?$")
 #: what the cache holds: segment id → the JSON of its :class:`LoadedSegment`
 _CATALOG = "__rs_segment_cache"
+#: tables built from cached segments by the broker (projection stores) → what they were built from
+_DERIVED = "__rs_derived_tables"
 #: the layout of the catalog's JSON; a cache written with another is emptied at open
-_FORMAT = 1
+_FORMAT = 2
+#: a table of its own (a segment whose column types differ from its datasource table's) or a projection's
 _SEGMENT_TABLE = re.compile(r"__seg_(\d+)(__projection_\d+)?$")
+#: the datasource tables: every segment of a datasource whose column types agree, one after another
+_DATASOURCE_TABLE = re.compile(r"__ds_(\d+)$")
+#: the column of a datasource table that says which segment a row belongs to (its number)
+SEGMENT_COLUMN = "__rs_segment"
 #: cache files this process has open (DuckDB refuses a second open in one process with other settings)
 _OPEN_FILES: set[Path] = set()
 _OPEN_LOCK = threading.Lock()
@@ -106,7 +113,10 @@ class LoadedProjection:
 
 @dataclass(frozen=True)
 class LoadedSegment:
-    """A segment held in memory: its DuckDB table and what a query planner needs to know about it."""
+    """A segment in the cache: where its rows are and what a query planner needs to know about it.
+
+    Its rows are the rows of ``table`` whose :data:`SEGMENT_COLUMN` is ``number`` (the datasource table
+    its segments share), or all of ``table`` when ``number`` is None (a table of its own)."""
 
     segment: DataSegment
     table: str
@@ -120,10 +130,23 @@ class LoadedSegment:
     complex: tuple[tuple[str, str], ...] = ()
     #: ARRAY columns → their Druid type (``ARRAY<STRING>`` …), from the field marks of the file
     arrays: tuple[tuple[str, str], ...] = ()
+    #: the segment's number in its datasource table (None: ``table`` is its own)
+    number: int | None = None
 
     @property
     def identifier(self) -> str:
         return self.segment.identifier
+
+    @property
+    def rows_filter(self) -> str | None:
+        """The condition that picks this segment's rows out of ``table`` (None: all of them)."""
+        return None if self.number is None else f'"{SEGMENT_COLUMN}" = {self.number}'
+
+    @property
+    def source(self) -> str:
+        """A relation of exactly this segment's rows (its table, or the filtered datasource table)."""
+        where = self.rows_filter
+        return self.table if where is None else f"(SELECT * FROM {self.table} WHERE {where})"
 
     def marked_types(self) -> dict[str, str]:
         """The Druid types the file's field marks give: sketch columns ``COMPLEX<family>``, ARRAY
@@ -236,7 +259,12 @@ def _alive(pid: int) -> bool:
 
 
 class SegmentCache:
-    """Loads segments into tables of the cache database and drops them again. Thread-safe."""
+    """Loads segments into tables of the cache database and drops them again. Thread-safe.
+
+    A datasource's segments share one table (``__ds_N``, a row's segment in :data:`SEGMENT_COLUMN`), so
+    a query over many segments reads one table whose zone maps on ``__time`` do the pruning; a segment
+    whose column types differ from that table's gets a table of its own. Loading a segment's rows and
+    listing it in the catalog is one transaction, and so is unlisting it and deleting its rows."""
 
     def __init__(self, database: CacheDatabase, settings: Settings | None = None,
                  deep_storage: DeepStorage = None) -> None:
@@ -248,6 +276,10 @@ class SegmentCache:
         self._lock = threading.Lock()
         self._loaded: dict[str, LoadedSegment] = {}
         self._counter = 0
+        self._ds_tables: dict[str, str] = {}  # datasource → its table
+        self._table_types: dict[str, dict[str, str]] = {}  # datasource table → its columns' types
+        #: the derived tables the database held when it was opened → their keys (:meth:`record_derived`)
+        self.derived_at_open: dict[str, str] = {}
         self._recover()
 
     # ---- lookups ------------------------------------------------------------------------------
@@ -259,6 +291,29 @@ class SegmentCache:
         with self._lock:
             return dict(self._loaded)
 
+    def held_bytes(self) -> int:
+        """The size of the segments held (their descriptors' ``size``, as Druid counts a cache's use)."""
+        with self._lock:
+            return sum(ls.segment.size for ls in self._loaded.values())
+
+    def members(self) -> dict[str, tuple[int, ...]]:
+        """Datasource table → the numbers of the segments whose rows it holds now, ascending. A segment
+        loaded later gets a higher number than all of them."""
+        out: dict[str, list[int]] = {}
+        with self._lock:
+            for ls in self._loaded.values():
+                if ls.number is not None:
+                    out.setdefault(ls.table, []).append(ls.number)
+        return {t: tuple(sorted(ns)) for t, ns in out.items()}
+
+    def record_derived(self, cur: duckdb.DuckDBPyConnection, table: str, key: str | None) -> None:
+        """In the caller's transaction: ``table``, built from cached segments, holds what ``key`` names
+        (None: it is dropped). A restart keeps the table and offers the key in :attr:`derived_at_open`, so
+        the broker need not build it again."""
+        cur.execute(f"DELETE FROM {_DERIVED} WHERE name = ?", [table])
+        if key is not None:
+            cur.execute(f"INSERT INTO {_DERIVED} VALUES (?, ?)", [table, key])
+
     # ---- load / drop --------------------------------------------------------------------------
     def load(self, segment: DataSegment) -> LoadedSegment:
         """Fetch and load ``segment`` unless the cache already holds it."""
@@ -266,6 +321,11 @@ class SegmentCache:
         existing = self.get(sid)
         if existing is not None:
             return existing
+        budget = self._settings.server.segment_cache_bytes if self._settings is not None else 0
+        held = self.held_bytes()
+        if budget and held + segment.size > budget:  # as a full Druid historical: the segment stays unavailable
+            raise SegmentLoadError(f"segment {sid} ({segment.size:,} bytes) does not fit in the segment cache: "
+                                   f"{held:,} of server.segment_cache_bytes={budget:,} used")
         parquet, download = self._fetch(segment)
         try:
             loaded = self._load_file(segment, parquet, download)
@@ -280,12 +340,11 @@ class SegmentCache:
         if lost is not None:
             self._drop_tables(lost)
             return loaded
-        self._record(loaded)
         log.info("loaded segment %s (%d rows) into %s", sid, loaded.num_rows, loaded.table)
         return loaded
 
     def drop(self, segment_id: str) -> None:
-        """Forget a segment: drop its tables (running statements keep their snapshot)."""
+        """Forget a segment: delete its rows (running statements keep their snapshot)."""
         with self._lock:
             loaded = self._loaded.pop(segment_id, None)
         if loaded is None:
@@ -299,65 +358,131 @@ class SegmentCache:
 
     # ---- internals ----------------------------------------------------------------------------
     def _load_file(self, segment: DataSegment, parquet: Path, download: Path | None) -> LoadedSegment:
+        """Load the projection files (each a table of its own), then, in one transaction, the rows and
+        the catalog row."""
         sid = segment.identifier
-        table = self._table_name()
+        number = self._next_number()
+        projections = tuple(p for p in (self._load_projection(segment, f, download, number, i)
+                                         for i, f in enumerate(segment.projections)) if p)
+        names, reader = _stream(parquet)
+        select = _select_list(names)
         cur = self._db.cursor()
+        cur.register(_LOADING, reader)
         try:
-            cols = _create_table(cur, table, parquet)
-            if any(c[0] == "__time" for c in cols):
-                n, lo, hi = cur.execute(
-                    f'SELECT count(*), epoch_ms(min("__time")), epoch_ms(max("__time")) FROM {table}'
-                ).fetchone()  # type: ignore[misc]
+            cols = tuple((str(r[0]), str(r[1])) for r in cur.execute(
+                f"DESCRIBE SELECT {select} FROM {_LOADING}").fetchall())
+            table, new_table = self._table_for(segment.data_source, cols, number)
+            own = table == f"__seg_{number}"
+            where = "TRUE" if own else f'"{SEGMENT_COLUMN}" = {number}'
+            cur.execute("BEGIN TRANSACTION")
+            if own:
+                cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM {_LOADING}")
+            elif new_table:
+                cur.execute(f'CREATE TABLE {table} AS SELECT {number} AS "{SEGMENT_COLUMN}", {select} FROM {_LOADING}')
             else:
-                n, lo, hi = cur.execute(f"SELECT count(*), NULL, NULL FROM {table}").fetchone()  # type: ignore[misc]
+                have = self._table_types[table]
+                for name, typ in cols:
+                    if name not in have:
+                        cur.execute(f"ALTER TABLE {table} ADD COLUMN {_q(name)} {typ}")
+                cur.execute(f'INSERT INTO {table} ("{SEGMENT_COLUMN}", {", ".join(_q(n) for n in names)}) '
+                            f"SELECT {number}, {select} FROM {_LOADING}")
+            time_stats = 'epoch_ms(min("__time")), epoch_ms(max("__time"))' if "__time" in names else "NULL, NULL"
+            n, lo, hi = cur.execute(f"SELECT count(*), {time_stats} FROM {table} WHERE {where}").fetchone()  # type: ignore[misc]
+            loaded = LoadedSegment(
+                segment=segment,
+                table=table,
+                num_rows=int(n),
+                min_time=None if lo is None else int(lo),
+                max_time=None if hi is None else int(hi),
+                columns=cols,
+                size=parquet.stat().st_size,
+                projections=projections,
+                complex=_marked_columns(parquet, COMPLEX_KEY),
+                arrays=_marked_columns(parquet, ARRAY_KEY),
+                number=None if own else number,
+            )
+            cur.execute(f"INSERT INTO {_CATALOG} VALUES (?, ?)", [sid, _to_record(loaded)])
+            cur.execute("COMMIT")
         except duckdb.Error as e:
             with contextlib.suppress(duckdb.Error):
-                cur.execute(f"DROP TABLE IF EXISTS {table}")
+                cur.execute("ROLLBACK")
+            for p in projections:
+                self._drop_table(p.table)
             raise SegmentLoadError(f"cannot load segment {sid} from {parquet}: {e}") from e
         finally:
+            cur.unregister(_LOADING)
             cur.close()
-        projections = tuple(p for p in (self._load_projection(segment, f, download, table, i)
-                                         for i, f in enumerate(segment.projections)) if p)
-        return LoadedSegment(
-            segment=segment,
-            table=table,
-            num_rows=int(n),
-            min_time=None if lo is None else int(lo),
-            max_time=None if hi is None else int(hi),
-            columns=cols,
-            size=parquet.stat().st_size,
-            projections=projections,
-            complex=_marked_columns(parquet, COMPLEX_KEY),
-            arrays=_marked_columns(parquet, ARRAY_KEY),
-        )
+        if not own:
+            with self._lock:
+                self._ds_tables[segment.data_source] = table
+                self._table_types.setdefault(table, {}).update(dict(cols))
+        return loaded
+
+    def _table_for(self, datasource: str, cols: tuple[tuple[str, str], ...], number: int) -> tuple[str, bool]:
+        """Where a segment's rows go: (its datasource table, whether it must be created), or its own
+        table when a column's type differs from the datasource table's."""
+        with self._lock:
+            table = self._ds_tables.get(datasource)
+            have = dict(self._table_types.get(table, {})) if table else {}
+        if any(name == SEGMENT_COLUMN for name, _ in cols):
+            return f"__seg_{number}", True
+        if table is None:
+            return f"__ds_{number}", True
+        if any(name in have and have[name] != typ for name, typ in cols):
+            return f"__seg_{number}", True
+        return table, False
 
     def _recover(self) -> None:
         """Take over what the database already holds: the segments its catalog lists (whose tables are
-        all there) are loaded; every other table and view a previous process left is dropped."""
+        all there) are loaded; every other table and view a previous process left is dropped, and so are
+        the rows of a datasource table that no listed segment owns."""
         cur = self._db.cursor()
         try:
             cur.execute(f"CREATE TABLE IF NOT EXISTS {_CATALOG} (segment_id VARCHAR, info VARCHAR)")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {_DERIVED} (name VARCHAR, key VARCHAR)")
             tables = {r[0] for r in cur.execute(
                 "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
             views = [r[0] for r in cur.execute(
                 "SELECT view_name FROM duckdb_views() WHERE NOT internal AND database_name = current_database()"
             ).fetchall()]
-            kept: set[str] = set()
+            own: set[str] = set()
+            shared: set[str] = set()
+            unlisted = False
             for rowid, sid, info in cur.execute(f"SELECT rowid, segment_id, info FROM {_CATALOG}").fetchall():
                 loaded = _from_record(info)
-                names = None if loaded is None else {loaded.table, *(p.table for p in loaded.projections)}
-                if (loaded is None or loaded.identifier != sid or sid in self._loaded
-                        or not names <= tables - kept):  # type: ignore[operator]
+                mine = set() if loaded is None else {*(p.table for p in loaded.projections)}
+                if loaded is not None and loaded.number is None:
+                    mine.add(loaded.table)
+                if (loaded is None or loaded.identifier != sid or sid in self._loaded or loaded.table not in tables
+                        or not mine <= tables - own):
                     cur.execute(f"DELETE FROM {_CATALOG} WHERE rowid = ?", [rowid])
+                    unlisted = True
                     continue
                 self._loaded[sid] = loaded
-                kept |= names  # type: ignore[arg-type]
+                own |= mine
+                if loaded.number is not None:
+                    shared.add(loaded.table)
+                    self._ds_tables[loaded.segment.data_source] = max(
+                        loaded.table, self._ds_tables.get(loaded.segment.data_source, loaded.table), key=_number_of)
+            for name, key in cur.execute(f"SELECT name, key FROM {_DERIVED}").fetchall():
+                if name in tables and not unlisted:  # built from segments still held as they were
+                    self.derived_at_open[name] = key
+            cur.execute(f"DELETE FROM {_DERIVED} WHERE NOT list_contains(?, name)", [list(self.derived_at_open)])
             for view in views:
                 cur.execute(f"DROP VIEW IF EXISTS {_q(view)}")
-            for table in tables - kept - {_CATALOG}:
+            for table in tables - own - shared - set(self.derived_at_open) - {_CATALOG, _DERIVED}:
                 cur.execute(f"DROP TABLE IF EXISTS {_q(table)}")
-            numbers = [int(m.group(1)) for t in kept if (m := _SEGMENT_TABLE.match(t))]
-            self._counter = max(numbers, default=0)
+            for table in shared:
+                self._table_types[table] = {
+                    str(r[0]): str(r[1]) for r in cur.execute(
+                        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                        "AND database_name = current_database()", [table]).fetchall()
+                    if r[0] != SEGMENT_COLUMN}
+                if unlisted:  # rows of segments whose catalog row was not usable
+                    numbers = [ls.number for ls in self._loaded.values() if ls.table == table]
+                    cur.execute(f'DELETE FROM {table} WHERE "{SEGMENT_COLUMN}" NOT IN ({", ".join(map(str, numbers))})')
+            self._counter = max((_number_of(t) for t in own | shared), default=0)
+            self._counter = max([self._counter, *(ls.number or 0 for ls in self._loaded.values())])
         finally:
             cur.close()
         if self.downloads is not None:  # fetched files of a load that did not finish
@@ -366,47 +491,57 @@ class SegmentCache:
             log.info("segment cache: %d segments already held (%d rows)", len(self._loaded),
                      sum(ls.num_rows for ls in self._loaded.values()))
 
-    def _record(self, loaded: LoadedSegment) -> None:
-        """List a loaded segment in the catalog, so a restart serves it without fetching it again."""
-        cur = self._db.cursor()
-        try:
-            cur.execute(f"INSERT INTO {_CATALOG} VALUES (?, ?)", [loaded.identifier, _to_record(loaded)])
-        except duckdb.Error:  # served now; a restart fetches it again
-            log.warning("segment %s not recorded in the cache catalog", loaded.identifier, exc_info=True)
-        finally:
-            cur.close()
-
     def _drop_tables(self, loaded: LoadedSegment) -> None:
-        """Unlist a segment and drop its tables, in one transaction."""
+        """Unlist a segment and delete its rows and tables, in one transaction (a datasource table that
+        no segment uses any more is dropped)."""
+        with self._lock:
+            last = loaded.number is not None and not any(
+                ls.table == loaded.table for ls in self._loaded.values())
+            if last:
+                self._table_types.pop(loaded.table, None)
+                if self._ds_tables.get(loaded.segment.data_source) == loaded.table:
+                    del self._ds_tables[loaded.segment.data_source]
         cur = self._db.cursor()
         try:
             cur.execute("BEGIN TRANSACTION")
             cur.execute(f"DELETE FROM {_CATALOG} WHERE segment_id = ?", [loaded.identifier])
-            for t in (loaded.table, *(p.table for p in loaded.projections)):
-                cur.execute(f"DROP TABLE IF EXISTS {t}")
+            if loaded.number is None or last:
+                cur.execute(f"DROP TABLE IF EXISTS {loaded.table}")
+            else:
+                cur.execute(f"DELETE FROM {loaded.table} WHERE {loaded.rows_filter}")
+            for p in loaded.projections:
+                cur.execute(f"DROP TABLE IF EXISTS {p.table}")
             cur.execute("COMMIT")
         except duckdb.Error:
             with contextlib.suppress(duckdb.Error):
                 cur.execute("ROLLBACK")
-            log.warning("segment %s: tables not dropped (the next open drops them)", loaded.identifier,
-                        exc_info=True)
+            log.warning("segment %s: rows not deleted (the next open does it)", loaded.identifier, exc_info=True)
         finally:
             cur.close()
 
-    def _table_name(self) -> str:
+    def _drop_table(self, table: str) -> None:
+        cur = self._db.cursor()
+        try:
+            cur.execute(f"DROP TABLE IF EXISTS {table}")
+        except duckdb.Error:
+            log.warning("table %s not dropped (the next open does it)", table, exc_info=True)
+        finally:
+            cur.close()
+
+    def _next_number(self) -> int:
         with self._lock:
             self._counter += 1
-            return f"__seg_{self._counter}"
+            return self._counter
 
     def _load_projection(self, segment: DataSegment, record: dict[str, Any], download: Path | None,
-                         segment_table: str, index: int) -> LoadedProjection | None:
+                         number: int, index: int) -> LoadedProjection | None:
         """Load one projection file; None (logged) when it cannot be read — the broker then
         aggregates that segment's base rows for the projection instead."""
         name, spec = record.get("name"), record.get("spec")
         if not isinstance(name, str) or not isinstance(spec, dict) or not isinstance(record.get("loadSpec"), dict):
             return None
         cur = self._db.cursor()
-        table = f"{segment_table}__projection_{index}"
+        table = f"__seg_{number}__projection_{index}"
         try:
             path = self._fetch_file(record["loadSpec"], download, f"projections/{name}.parquet")
             _copy_into(cur, table, path)
@@ -494,6 +629,7 @@ def _from_record(info: str) -> LoadedSegment | None:
                                                pairs(p["columns"]), str(p["table"])) for p in d["projections"]),
             complex=pairs(d["complex"]),
             arrays=pairs(d["arrays"]),
+            number=None if d.get("number") is None else int(d["number"]),
         )
     except (ValueError, KeyError, TypeError):
         return None
@@ -517,27 +653,26 @@ def _stream(path: Path) -> tuple[list[str], pa.RecordBatchReader]:
     return f.schema_arrow.names, pa.RecordBatchReader.from_batches(f.schema_arrow, f.iter_batches(batch_size=_BATCH_ROWS))
 
 
-def _copy_into(cur: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
-    """``CREATE TABLE table`` from the rows of ``path``, ``__time`` as TIMESTAMP (Arrow's ``timestamp[ms]``
+def _select_list(names: list[str]) -> str:
+    """The columns of a segment file as they are stored: ``__time`` as TIMESTAMP (Arrow's ``timestamp[ms]``
     would be DuckDB's TIMESTAMP_MS, which the time functions do not take)."""
+    return ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names)
+
+
+def _copy_into(cur: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
+    """``CREATE TABLE table`` from the rows of ``path``."""
     names, reader = _stream(path)
-    select = ", ".join('CAST("__time" AS TIMESTAMP) AS "__time"' if n == "__time" else _q(n) for n in names)
     cur.register(_LOADING, reader)
     try:
-        cur.execute(f"CREATE TABLE {table} AS SELECT {select} FROM {_LOADING}")
+        cur.execute(f"CREATE TABLE {table} AS SELECT {_select_list(names)} FROM {_LOADING}")
     finally:
         cur.unregister(_LOADING)
 
 
-def _create_table(cur: duckdb.DuckDBPyConnection, table: str, parquet: Path) -> tuple[tuple[str, str], ...]:
-    """Load a segment-format Parquet file into ``table`` (``__time`` as TIMESTAMP); its columns."""
-    _copy_into(cur, table, parquet)
-    return tuple(
-        (r[0], str(r[1]))
-        for r in cur.execute(
-            "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? ORDER BY column_index", [table],
-        ).fetchall()
-    )
+def _number_of(table: str) -> int:
+    """The number in a cache table's name (``__ds_7`` → 7, ``__seg_3__projection_0`` → 3; 0 otherwise)."""
+    m = _DATASOURCE_TABLE.match(table) or _SEGMENT_TABLE.match(table)
+    return int(m.group(1)) if m else 0
 
 
 def _find_parquet(path: Path) -> Path | None:

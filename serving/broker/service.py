@@ -53,6 +53,8 @@ class DatasourceState:
     columns: tuple[ColumnInfo, ...]
     timeline: VersionedIntervalTimeline = field(compare=False)
     projections: tuple[ProjectionView, ...] = ()
+    #: datasource table → the segment numbers it held when this state was built (views.select_sqls)
+    members: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
 
     @property
     def view(self) -> str:
@@ -100,6 +102,8 @@ class BrokerService:
         self._db = self._database.connection
         # the segment cache takes over the tables a previous run left and drops everything else
         self.cache = SegmentCache(self._database, settings, deep_storage)
+        #: projection store table → what it holds (kept by the cache across restarts: not built again)
+        self._stores: dict[str, str] = dict(self.cache.derived_at_open)
         self.udf_key = object()  # names this database in udfs' registry (an id() could be reused)
         udfs.register(self._db, set(udfs.UDFS), db_key=self.udf_key)  # for native queries too (sketches)
         self._db.execute(f"CREATE TABLE {_GEN_TABLE} (generation BIGINT)")
@@ -342,15 +346,17 @@ class BrokerService:
                 chunks.append(Chunk(loaded, vis.interval))
             if chunks:
                 columns = union_columns(chunks)
+                held = self.cache.members()  # after every load of ds: no row of its table is left out
+                members = {t: held[t] for t in {c.table for c in chunks} if t in held}
                 new_states[ds] = DatasourceState(ds, tuple(chunks), columns, tl,
-                                                 datasource_projections(ds, chunks, columns))
+                                                 datasource_projections(ds, chunks, columns), members)
         old = self._state
         if _same_views(old.datasources, new_states):
             self._state = BrokerState(old.generation, new_states, tuple(segments), frozenset(overshadowed), old.lookups)
             self._drop_unwanted(wanted)
             return False
         kept = {p.view_name for st in new_states.values() for p in st.projections}
-        stores = {p.view_name: p.store_key for st in old.datasources.values() for p in st.projections}
+        stores = dict(self._stores)
 
         def write(cur: duckdb.DuckDBPyConnection) -> None:
             for ds, st in old.datasources.items():
@@ -360,15 +366,21 @@ class BrokerService:
                     if p.view_name not in kept:
                         cur.execute(f"DROP VIEW IF EXISTS {p.view}")
                         cur.execute(f"DROP TABLE IF EXISTS {p.store}")
+                        self.cache.record_derived(cur, p.store_table, None)
+                        stores.pop(p.store_table, None)
             for ds, st in new_states.items():
-                cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st.chunks, st.columns)}")
+                cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st.chunks, st.columns, st.members)}")
                 for p in st.projections:
-                    if stores.get(p.view_name) != p.store_key:  # its files changed: copy them again
+                    key = p.store_key_text
+                    if stores.get(p.store_table) != key:  # its files changed: copy them again
                         cur.execute(f"CREATE OR REPLACE TABLE {p.store} AS {store_sql(p)}")
+                        self.cache.record_derived(cur, p.store_table, key)
+                        stores[p.store_table] = key
                     cur.execute(f"CREATE OR REPLACE VIEW {p.view} AS {projection_view_sql(p, st.columns)}")
 
         self._commit(write, BrokerState(old.generation + 1, new_states, tuple(segments), frozenset(overshadowed),
                                         old.lookups))
+        self._stores = stores
         self._drop_unwanted(wanted)
         self._notify()
         return True

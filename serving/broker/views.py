@@ -1,13 +1,15 @@
 """The SQL a datasource is served through: visible chunks of loaded segments, the datasource's
-column list, and the ``UNION ALL`` view over the chunks (each clipped to its visible interval)."""
+column list, and the view over the chunks (each clipped to its visible interval): one scan of the
+datasource table for the segments that share it, ``UNION ALL`` the segments that have a table of their own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from radstack.sql_text import quote_identifier as quote_ident
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
-from serving.broker.segment_cache import LoadedSegment, druid_type
+from serving.broker.segment_cache import SEGMENT_COLUMN, LoadedSegment, druid_type
 
 
 def ts_literal(ms: int) -> str:
@@ -138,9 +140,8 @@ def norm_type(t: str) -> str:
     return "VARCHAR"
 
 
-def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:
-    """``SELECT`` of one chunk with the datasource's column list (NULLs for columns it lacks)."""
-    have = dict(chunk.loaded.columns)
+def _select_items(have: dict[str, str], columns: tuple[ColumnInfo, ...]) -> str:
+    """The datasource's column list over rows that have the columns ``have`` (NULLs for the others)."""
     items = []
     for c in columns:
         q = quote_ident(c.name)
@@ -153,11 +154,64 @@ def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str =
                 items.append(f"CAST({q} AS {c.sql_type}) AS {q}")
         else:
             items.append(q)
-    sql = f"SELECT {extra}{', '.join(items)} FROM {chunk.table}"
+    return ", ".join(items)
+
+
+def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:
+    """``SELECT`` of one chunk with the datasource's column list (NULLs for columns it lacks)."""
+    conds = [w for w in (chunk.loaded.rows_filter,) if w]
     if chunk.needs_clip:
-        sql += f" WHERE {time_range_sql(chunk.clip.start, chunk.clip.end)}"
-    return sql
+        conds.append(time_range_sql(chunk.clip.start, chunk.clip.end))
+    sql = f"SELECT {extra}{_select_items(dict(chunk.loaded.columns), columns)} FROM {chunk.table}"
+    return sql + (f" WHERE {' AND '.join(conds)}" if conds else "")
 
 
-def view_sql(chunks: tuple[Chunk, ...], columns: tuple[ColumnInfo, ...]) -> str:
-    return " UNION ALL ".join(chunk_select_sql(c, columns) for c in chunks)
+def select_sqls(chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...],
+                members: Mapping[str, Sequence[int]]) -> list[str]:
+    """One ``SELECT`` per table the chunks read: the chunks that share a datasource table are read by one
+    scan of it, their segments picked by ranges of segment numbers (``members``: the numbers the table
+    held when the state was built; a segment loaded since has a higher one), so DuckDB scans one table
+    in parallel and prunes it by its zone maps instead of binding a ``UNION ALL`` of every segment."""
+    out: list[str] = []
+    shared: dict[str, list[Chunk]] = {}
+    held = {t: set(ns) for t, ns in members.items()}
+    for c in chunks:
+        if c.loaded.number not in held.get(c.table, ()):
+            out.append(chunk_select_sql(c, columns))
+        else:
+            shared.setdefault(c.table, []).append(c)
+    for table, group in shared.items():
+        have: dict[str, str] = {}
+        for c in group:
+            have.update(c.loaded.columns)
+        whole = {c.loaded.number for c in group if not c.needs_clip}
+        conds = [_between(a, b) for a, b in _runs(members[table], whole)]
+        conds += [f"({c.loaded.rows_filter} AND {time_range_sql(c.clip.start, c.clip.end)})"
+                  for c in group if c.needs_clip]
+        out.append(f"SELECT {_select_items(have, columns)} FROM {table} WHERE {' OR '.join(conds)}")
+    return out
+
+
+def _runs(members: Sequence[int], wanted: set[int | None]) -> list[tuple[int, int]]:
+    """The ranges of consecutive ``members`` that are all ``wanted``: (first, last) each."""
+    runs: list[tuple[int, int]] = []
+    start = prev = None
+    for n in members:
+        if n in wanted:
+            start, prev = (n if start is None else start), n
+        elif start is not None:
+            runs.append((start, prev))  # type: ignore[arg-type]
+            start = None
+    if start is not None:
+        runs.append((start, prev))  # type: ignore[arg-type]
+    return runs
+
+
+def _between(a: int, b: int) -> str:
+    col = quote_ident(SEGMENT_COLUMN)
+    return f"{col} = {a}" if a == b else f"{col} BETWEEN {a} AND {b}"
+
+
+def view_sql(chunks: tuple[Chunk, ...], columns: tuple[ColumnInfo, ...],
+             members: Mapping[str, Sequence[int]]) -> str:
+    return " UNION ALL ".join(select_sqls(chunks, columns, members))

@@ -9,11 +9,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 import pytest
 
 from radstack.config import Settings
 from radstack.storage.metadata import MetadataStore
-from serving.broker.segment_cache import CACHE_FILE, close_cache_database, open_cache_database
+from serving.broker.segment_cache import CACHE_FILE, SEGMENT_COLUMN, close_cache_database, open_cache_database
 from serving.broker.service import BrokerService
 from tests.fixtures.broker import WIKI_SCHEMA, index_and_publish, open_test_deep_storage, wiki_table
 
@@ -75,9 +76,11 @@ def test_an_overshadowed_segment_leaves_the_cache_for_good(home: tuple[Settings,
     svc.stop()
     with duckdb.connect(str(settings.home / "segment-cache" / CACHE_FILE), read_only=True) as con:
         listed = {r[0] for r in con.execute("SELECT segment_id FROM __rs_segment_cache").fetchall()}
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+        (table,) = [t for t in tables if t.startswith("__ds_")]  # the datasource's one table
+        held = con.execute(f"SELECT count(DISTINCT {SEGMENT_COLUMN}), count(*) FROM {table}").fetchone()
     assert listed == {s.identifier for s in new} and not listed & {s.identifier for s in old}
-    assert sum(t.startswith("__seg_") and "__projection_" not in t for t in tables) == len(new)
+    assert held == (len(new), 7), "the old version's rows are deleted"
 
 
 def test_what_a_crash_left_is_dropped_at_open(home: tuple[Settings, Any, Any]) -> None:
@@ -164,3 +167,56 @@ def test_the_cache_database_stays_locked(settings: Settings) -> None:
                 db.connection.execute(stmt)
     finally:
         close_cache_database(db)
+
+
+def test_segments_share_their_datasource_table_unless_a_type_differs(home: tuple[Settings, Any, Any]) -> None:
+    settings, metadata, deep = home
+    table = wiki_table()
+    day1, day2 = table.slice(0, 4), table.slice(4)
+    index_and_publish(metadata, deep, day1, WIKI_SCHEMA)
+    # day 2 indexed with ns as a string dimension: its column type differs from the datasource table's
+    as_string = {**WIKI_SCHEMA, "dimensionsSpec": {"dimensions": ["page", "user", "country", "ns"]}}
+    day2 = day2.set_column(day2.schema.get_field_index("ns"), "ns", day2.column("ns").cast("string"))
+    index_and_publish(metadata, deep, day2, as_string)
+    svc = _broker(settings, metadata, deep)
+    try:
+        loaded = sorted(svc.cache.loaded().values(), key=lambda ls: ls.segment.interval.start)
+        assert loaded[0].number is not None and loaded[0].table.startswith("__ds_")
+        assert loaded[1].number is None and loaded[1].table.startswith("__seg_"), "a table of its own"
+        with svc.snapshot() as (cur, _):
+            assert cur.execute(COUNT).fetchone() == (7, 56)
+            rows = cur.execute('SELECT "ns", COUNT(*) FROM wiki GROUP BY 1 ORDER BY 1').fetchall()
+        assert rows == [("0", 4), ("1", 2), ("4", 1)]
+        # a third segment of the first kind joins the datasource table
+        later = day1.set_column(0, "ts", pa.array(["2024-01-03T00:10:00Z"] * 4))
+        index_and_publish(metadata, deep, later, WIKI_SCHEMA)
+        svc.refresh(force=True)
+        third = [ls for ls in svc.cache.loaded().values() if ls.segment.interval.start > loaded[1].segment.interval.start]
+        assert third[0].table == loaded[0].table and third[0].number > loaded[0].number  # type: ignore[operator]
+        assert _answer(svc)[0] == 10  # day 3: its 4 events roll up into 3 rows at one hour
+    finally:
+        svc.stop()
+
+
+def test_segment_ranges_never_cover_a_segment_that_is_not_wanted() -> None:
+    from serving.broker.views import _runs
+
+    # 4 is held (overshadowed, not dropped yet) but not visible: it splits the ranges
+    assert _runs((1, 2, 3, 4, 5, 9), {1, 2, 3, 5, 9}) == [(1, 3), (5, 9)]
+    assert _runs((2, 7), {2, 7}) == [(2, 7)]  # 3…6 belong to other tables
+    assert _runs((1, 2, 3), {2}) == [(2, 2)]
+    assert _runs((1, 2), set()) == []
+
+
+def test_a_segment_beyond_the_cache_budget_stays_unavailable(home: tuple[Settings, Any, Any]) -> None:
+    settings, metadata, deep = home
+    segs = index_and_publish(metadata, deep, wiki_table(), WIKI_SCHEMA)
+    budget = max(s.size for s in segs) + 1  # room for one segment, not two
+    small = settings.model_copy(update={"server": settings.server.model_copy(update={"segment_cache_bytes": budget})})
+    svc = _broker(small, metadata, deep)
+    try:
+        assert len(svc.cache.loaded()) == 1 < len(segs)
+        states = {r["segment_id"]: r["is_available"] for r in svc.segment_states()}
+        assert sorted(states.values()) == [0, 1]
+    finally:
+        svc.stop()

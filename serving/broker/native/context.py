@@ -26,7 +26,7 @@ from serving.broker.query_manager import RunningQuery
 from serving.broker.relations import check_statement
 from serving.broker.segment_cache import druid_type
 from serving.broker.service import BrokerState, DatasourceState
-from serving.broker.views import Chunk, chunk_select_sql, quote_ident, time_range_sql
+from serving.broker.views import Chunk, quote_ident, select_sqls, time_range_sql
 from serving.errors import DruidError, invalid_input, unsupported
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}
@@ -235,10 +235,8 @@ class QueryContext:
         for ds in self.datasources:
             have = {c.name for c in ds.columns}
             pad = [f"NULL AS {q(c)}" for c in cols if c not in have]
-            for c in ds.chunks:
-                if not any(c.clip.overlaps(iv) for iv in self.intervals):
-                    continue
-                sql = chunk_select_sql(c, ds.columns)
+            chunks = [c for c in ds.chunks if any(c.clip.overlaps(iv) for iv in self.intervals)]
+            for sql in select_sqls(chunks, ds.columns, ds.members):
                 if pad and len(self.datasources) > 1:
                     sql = f"SELECT *, {', '.join(pad)} FROM ({sql})"
                 parts.append(sql)

@@ -95,7 +95,7 @@ def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: 
     for name, dtype, multi in cols:
         exprs.append(f"count({q(name)})")
         exprs += _column_analysis(q(name), dtype, multi)
-    row = ctx.run(f"SELECT {', '.join(exprs)} FROM {loaded.table}")[0] if cols else (loaded.num_rows,)
+    row = ctx.run(f"SELECT {', '.join(exprs)} FROM {loaded.source}")[0] if cols else (loaded.num_rows,)
     n = int(row[0])
     i = 1
     columns: dict[str, Any] = {}

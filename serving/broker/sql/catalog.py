@@ -78,6 +78,10 @@ class Catalog:
     #: per catalog (a broker generation): sqlglot schemas built once, and recent translations
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the memo (a planning worker builds its own: planning_pool.py)."""
+        return {**self.__dict__, "_memo": {}}
+
     def memo(self, key: Any, build: Any) -> Any:
         """``build()`` once per ``key`` for this catalog (at most :data:`MEMO_SIZE` entries kept)."""
         try:

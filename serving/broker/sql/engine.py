@@ -214,7 +214,7 @@ def execute(
         catalog = catalog_of(broker, state)
         explained = explain.explained_statement(sql)
         tr = translate(sql if explained is None else explained, catalog, context=context, parameters=parameters,
-                       max_string_bytes=limits.max_string_bytes)
+                       max_string_bytes=limits.max_string_bytes, planning_processes=limits.planning_processes)
         if authorize is not None:
             authorize(tr)  # the tables it really reads, before anything runs
         if tr.udfs:

@@ -12,7 +12,7 @@ from typing import Any
 from radstack.time.clock import now_millis
 from serving.broker.limits import planning_guard
 from serving.broker.relations import check_relations
-from serving.broker.sql import functions, guard
+from serving.broker.sql import functions, guard, planning_pool
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.dialect import parse
@@ -59,17 +59,26 @@ def translate(
     now_ms: int | None = None,
     system_schema: dict[str, dict[str, str]] | None = None,
     max_string_bytes: int = 1024 * 1024,
+    planning_processes: int = 0,
 ) -> Translation:
     """Translate one Druid SQL query; raise :class:`serving.errors.DruidError` for anything refused.
 
     A query that does not read the clock (``CURRENT_TIMESTAMP``, ``CURRENT_DATE``, ``NOW()`` …) is
-    translated once per catalog (a broker generation) and context: dashboards repeat their queries."""
+    translated once per catalog (a broker generation) and context: dashboards repeat their queries.
+    With ``planning_processes``, a statement of :data:`planning_pool.OFFLOAD_CHARS` characters or more
+    is translated by a worker process (:mod:`serving.broker.sql.planning_pool`)."""
+    args = (sql, catalog, context, parameters, now_ms, system_schema, max_string_bytes)
+
+    def plan() -> Translation:
+        if planning_processes > 0 and len(sql) >= planning_pool.OFFLOAD_CHARS:
+            return planning_pool.run_planning(planning_processes, _translate_now, *args)
+        return _translate_now(*args)
+
     if _NOW.search(sql) is None:
         key = ("translation", sql, repr(sorted((context or {}).items())), repr(parameters), max_string_bytes,
                id(system_schema))
-        return catalog.memo(key, lambda: _translate_now(sql, catalog, context, parameters, now_ms, system_schema,
-                                                        max_string_bytes))
-    return _translate_now(sql, catalog, context, parameters, now_ms, system_schema, max_string_bytes)
+        return catalog.memo(key, plan)
+    return plan()
 
 
 #: functions whose translation depends on the time it is made

@@ -1,0 +1,64 @@
+"""Big statements are planned in worker processes, so that one cannot hold the server's interpreter.
+
+sqlglot parses and rewrites in pure Python: a 128 KiB statement holds the GIL for seconds, and every
+other request of the server (a dashboard's small queries, health checks) waits for it. A statement of
+at least :data:`OFFLOAD_CHARS` characters is translated by one of ``server.planning_processes`` worker
+processes (spawned on first use, so they share no lock or thread with the server); the server's thread
+waits for the answer without holding the GIL. Smaller statements, and any statement the translation
+memo already holds, are planned in the server process, where they take milliseconds. The worker
+raises exactly the errors the server would (a :class:`serving.errors.DruidError` crosses the process
+boundary with its category, code and context).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any, TypeVar
+
+#: statements at least this long are planned by a worker process (a dashboard's are far shorter)
+OFFLOAD_CHARS = 16_384
+
+T = TypeVar("T")
+
+_pool: ProcessPoolExecutor | None = None
+_size = 0
+_lock = threading.Lock()
+
+
+def _executor(processes: int) -> ProcessPoolExecutor:
+    global _pool, _size
+    with _lock:
+        if _pool is None or _size != processes:
+            if _pool is not None:
+                _pool.shutdown(wait=False, cancel_futures=True)
+            # spawn: a fork of the threaded server could copy a held lock (DuckDB's, the logging module's)
+            _pool = ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn"))
+            _size = processes
+        return _pool
+
+
+def run_planning(processes: int, fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a worker process (``processes`` of them); a worker that died is replaced once."""
+    global _pool
+    for attempt in range(2):
+        try:
+            return _executor(processes).submit(fn, *args).result()
+        except BrokenProcessPool:
+            with _lock:
+                _pool = None
+            if attempt:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def shutdown() -> None:
+    """Stop the worker processes (the server's shutdown)."""
+    global _pool
+    with _lock:
+        if _pool is not None:
+            _pool.shutdown(wait=False, cancel_futures=True)
+            _pool = None
