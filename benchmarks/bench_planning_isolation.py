@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -31,8 +30,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import broker_bench as bb  # noqa: E402 - the dataset and the dashboard mix are broker_bench's
-
-from operations.processes import free_port  # noqa: E402
 
 DAY = "2025-01-15/2025-01-16"
 WHERE = "__time >= TIMESTAMP '2025-01-15 00:00:00' AND __time < TIMESTAMP '2025-01-16 00:00:00'"
@@ -56,31 +53,6 @@ def big_statement(chars: int = 128 * 1024 - 256) -> str:
         size += len(v) + 2
         i += 1
     return head + ", ".join(values) + ")"
-
-
-def start(home: Path, processes: int) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    (home / "logs").mkdir(parents=True, exist_ok=True)
-    log = open(home / "logs" / "bench-planning.log", "ab")  # noqa: SIM115 - lives as long as the server
-    code = ("import uvicorn; from radstack.config import load_settings; "
-            "from operations.server import create_server_app as create_app; "
-            f"uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')")
-    env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT),
-           "RADSTACK_SERVER__PLANNING_PROCESSES": str(processes)}
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 300
-    while time.time() < deadline:
-        try:
-            r = httpx.get(f"{url}/druid/v2/datasources", timeout=2)
-            if r.status_code == 200 and bb.DS in r.json():
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    bb.stop_server(proc)
-    raise SystemExit("the server did not come up")
 
 
 def dashboard_latencies(url: str, requests: int) -> dict[str, list[float]]:
@@ -148,7 +120,8 @@ def main() -> None:
           "big statements answered (median s) |")
     print("|---|---|---:|---:|---:|---:|")
     for processes, label in ((0, "in the server process (baseline)"), (1, "1 worker process")):
-        proc, url = start(home, processes)
+        proc, url = bb.start_server(home, {"RADSTACK_SERVER__PLANNING_PROCESSES": str(processes)},
+                                    "bench-planning.log")
         try:
             idle = dashboard_latencies(url, args.requests)
             busy, n_big, big_s = loaded(url, args.requests, args.clients)

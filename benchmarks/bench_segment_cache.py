@@ -22,7 +22,6 @@ time), in one run:
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import time
@@ -37,8 +36,6 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import broker_bench as bb  # noqa: E402 - the dataset and the dashboard mix are broker_bench's
-
-from operations.processes import free_port  # noqa: E402
 
 TRUTH_SQL = f'SELECT COUNT(*) AS n, SUM("m1") AS s FROM "{bb.DS}"'
 
@@ -88,18 +85,9 @@ def baseline(files: list[Path]) -> dict[str, float]:
 
 def start(home: Path, memory_limit: str) -> tuple[subprocess.Popen[bytes], str, float]:
     """Start the server; (process, url, its start time on the perf counter)."""
-    port = free_port()
-    (home / "logs").mkdir(parents=True, exist_ok=True)
-    log = open(home / "logs" / "bench-segment-cache.log", "ab")  # noqa: SIM115 - lives as long as the server
-    code = ("import uvicorn; from radstack.config import load_settings; "
-            "from operations.server import create_server_app as create_app; "
-            f"uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')")
-    env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT),
-           "RADSTACK_SERVER__MEMORY_LIMIT": memory_limit}
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
-    return proc, f"http://127.0.0.1:{port}", t0
+    proc, url = bb.spawn_server(home, {"RADSTACK_SERVER__MEMORY_LIMIT": memory_limit}, "bench-segment-cache.log")
+    return proc, url, t0
 
 
 def first_correct_answer(proc: subprocess.Popen[bytes], url: str, t0: float, truth: list[Any]) -> float:

@@ -188,21 +188,29 @@ def _parquet_of(loaded: Any) -> Path:
     return Path(loaded.segment.load_spec["path"])
 
 
-def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str]:
+def spawn_server(home: Path, env: dict[str, str] | None = None,
+                 log_name: str = "bench-server.log") -> tuple[subprocess.Popen[bytes], str]:
+    """Start the real server (uvicorn, its own process group, log under ``{home}/logs``) without waiting."""
     port = free_port()
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    log = open(logs / "bench-server.log", "wb")  # noqa: SIM115 - lives as long as the server
+    log = open(logs / log_name, "ab")  # noqa: SIM115 - lives as long as the server
     code = ("import uvicorn; from radstack.config import load_settings; from operations.server import create_server_app as create_app; "
             f"uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')")
-    env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=env,
+    full_env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=full_env,
                             start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start_server(home: Path, env: dict[str, str] | None = None,
+                 log_name: str = "bench-server.log") -> tuple[subprocess.Popen[bytes], str]:
+    """Start the real server and wait until it serves the datasource."""
+    proc, url = spawn_server(home, env, log_name)
     deadline = time.time() + 300
     while time.time() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited; see {logs / 'bench-server.log'}")
+            raise RuntimeError(f"server exited; see {home / 'logs' / log_name}")
         try:
             r = httpx.get(f"{url}/druid/v2/datasources", timeout=2)
             if r.status_code == 200 and DS in r.json():
