@@ -55,3 +55,12 @@ def test_a_workers_error_is_the_servers(wiki: Any, where: str) -> None:
     with pytest.raises(DruidError) as there:
         translate(_big(where), catalog, planning_processes=1)
     assert (there.value.status, there.value.to_json()) == (here.value.status, here.value.to_json())
+
+
+def test_a_requests_id_and_timeout_do_not_defeat_the_translation_memo(wiki: Any) -> None:
+    catalog = catalog_of(wiki.service, wiki.service.state)
+    sql = "SELECT TIME_FLOOR(__time, 'P1D') AS d, COUNT(*) AS n FROM wiki GROUP BY 1"
+    first = translate(sql, catalog, context={"sqlQueryId": "a", "timeout": 1000, "priority": 5})
+    assert translate(sql, catalog, context={"sqlQueryId": "b", "timeout": 2000}) is first
+    other_zone = translate(sql, catalog, context={"sqlQueryId": "c", "sqlTimeZone": "America/New_York"})
+    assert other_zone is not first and other_zone.sql != first.sql

@@ -14,11 +14,22 @@ def truthy(v: Any) -> bool:
     return bool(v)
 
 
+#: the query-context keys a translation reads: only these reach the rules and the translation memo's key
+#: (a request's ``sqlQueryId``, ``timeout``, ``priority`` … change nothing in the plan). A rule that reads
+#: another key adds it here.
+PLANNING_KEYS = ("sqlTimeZone", "useApproximateCountDistinct", "noProjections", "useProjection", "forceProjections")
+
+
+def planning_context(context: dict[str, Any] | None) -> dict[str, Any]:
+    """The part of a query context that can change a translation (:data:`PLANNING_KEYS`)."""
+    return {k: context[k] for k in PLANNING_KEYS if k in (context or {})}  # type: ignore[index]
+
+
 @dataclass
 class TranslationContext:
     catalog: Catalog
     now_ms: int
-    query_context: dict[str, Any] = field(default_factory=dict)
+    query_context: dict[str, Any] = field(default_factory=dict)  # planning_context() of the request's
     udfs: set[str] = field(default_factory=set)  # DuckDB UDFs the statement needs
     system_tables: set[tuple[str, str]] = field(default_factory=set)  # (schema, table) used
     datasources: set[str] = field(default_factory=set)  # datasources read

@@ -14,7 +14,7 @@ from serving.broker.limits import planning_guard
 from serving.broker.relations import check_relations
 from serving.broker.sql import functions, guard, planning_pool
 from serving.broker.sql.catalog import Catalog
-from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.context import TranslationContext, planning_context
 from serving.broker.sql.dialect import parse
 from serving.broker.sql.parameters import bind_parameters
 from serving.broker.sql.rule_registry import FUNCTION_RULES
@@ -67,6 +67,7 @@ def translate(
     translated once per catalog (a broker generation) and context: dashboards repeat their queries.
     With ``planning_processes``, a statement of :data:`planning_pool.OFFLOAD_CHARS` characters or more
     is translated by a worker process (:mod:`serving.broker.sql.planning_pool`)."""
+    context = planning_context(context)  # a request's id, timeout … must not defeat the memo
     args = (sql, catalog, context, parameters, now_ms, system_schema, max_string_bytes)
 
     def plan() -> Translation:
@@ -75,7 +76,7 @@ def translate(
         return _translate_now(*args)
 
     if _NOW.search(sql) is None:
-        key = ("translation", sql, repr(sorted((context or {}).items())), repr(parameters), max_string_bytes,
+        key = ("translation", sql, repr(sorted(context.items())), repr(parameters), max_string_bytes,
                id(system_schema))
         return catalog.memo(key, plan)
     return plan()
