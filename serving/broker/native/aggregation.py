@@ -13,6 +13,7 @@ from serving.broker.native.results import render
 from serving.errors import invalid_input
 
 BUCKET = "__bucket"
+_STAMP = "__bucket_ts"  # the TIMESTAMP bucket a query groups by before BUCKET is taken from it
 
 
 @dataclass
@@ -53,9 +54,11 @@ class AggregationPlan:
         ctx = self.ctx
         chosen = self.dims if dims is None else dims
         items: list[str] = []
-        bucket = ctx.bucket() if with_bucket else None
+        # grouped by the TIMESTAMP bucket where DuckDB truncates to it, its epoch millis taken after
+        stamp = ctx.bucket_timestamp() if with_bucket else None
+        bucket = None if not with_bucket else stamp if stamp is not None else ctx.bucket()
         if bucket is not None:
-            items.append(f"{bucket} AS {BUCKET}")
+            items.append(f"{bucket} AS {_STAMP if stamp is not None else BUCKET}")
         for d in self.dims:
             if d in chosen:
                 items.append(f"{d.sql(ctx)} AS {q(d.output_name)}")
@@ -76,6 +79,8 @@ class AggregationPlan:
             sql = f"SELECT {', '.join(items)} FROM {ctx.base()} WHERE {where}"
         if grouped:
             sql += " GROUP BY ALL"
+        if stamp is not None:
+            sql = f"SELECT epoch_ms({_STAMP}) AS {BUCKET}, * EXCLUDE ({_STAMP}) FROM ({sql})"
         return sql
 
     def post_sql(self, inner: str) -> str:

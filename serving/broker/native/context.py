@@ -18,7 +18,12 @@ from radstack.expressions import expression_to_sql
 from radstack.filters import filter_to_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import Interval, TimeParseError, condense
-from serving.broker.native.granularity_sql import bucket_sql, fill_buckets, format_bucket
+from serving.broker.native.granularity_sql import (
+    bucket_sql,
+    bucket_timestamp_sql,
+    fill_buckets,
+    format_bucket,
+)
 from serving.broker.native.projections import choose_projection
 from serving.broker.native.virtual_columns import parse_virtual_columns
 from serving.broker.projections import ProjectionView
@@ -212,6 +217,10 @@ class QueryContext:
 
     def bucket(self) -> str | None:
         return bucket_sql(self.granularity, self.cursor)
+
+    def bucket_timestamp(self) -> str | None:
+        """The bucket as a TIMESTAMP where DuckDB truncates to it (faster to group by: aggregation.py)."""
+        return bucket_timestamp_sql(self.granularity)
 
     def time_predicate(self, col: str = '"__time"') -> str:
         parts = [time_range_sql(iv.start, iv.end, col) for iv in self.intervals]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.sql_text import ExpressionError
-from radstack.time.floor import floor_millis, timestamp_bucket_millis_sql
+from radstack.time.floor import floor_millis, timestamp_bucket_millis_sql, timestamp_bucket_sql
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, format_instant
 from radstack.time.joda import format_millis
@@ -34,6 +34,12 @@ def bucket_sql(g: Granularity, cursor: duckdb.DuckDBPyConnection | None = None) 
         return timestamp_bucket_millis_sql(g, '"__time"')
     except ExpressionError:
         return _udf_bucket(g, cursor)
+
+
+def bucket_timestamp_sql(g: Granularity) -> str | None:
+    """TIMESTAMP SQL for the bucket start of each row where DuckDB truncates to it (group by it, then
+    ``epoch_ms``); None for ``all`` and for buckets :func:`bucket_sql` computes otherwise."""
+    return None if g.kind == "all" else timestamp_bucket_sql(g, '"__time"')
 
 
 def _udf_bucket(g: Granularity, cursor: duckdb.DuckDBPyConnection | None) -> str:
