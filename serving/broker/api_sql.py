@@ -134,6 +134,12 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     headers = {"X-Druid-SQL-Query-Id": qid, **projection_header(result.translation.projections)}
     if header:
         headers["X-Druid-SQL-Header-Included"] = "yes"
+    if result.whole():  # a dashboard's answer: written here, not streamed batch by batch through the pool
+        try:
+            content = writer.write_all(result.batches())
+        finally:
+            stack.close()
+        return Response(content, media_type=writer.content_type, headers=headers)
 
     def body() -> Any:
         try:

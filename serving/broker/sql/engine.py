@@ -47,11 +47,25 @@ class SqlResult:
     reader: Any
     translation: Translation
     _stack: contextlib.ExitStack = field(repr=False, default_factory=contextlib.ExitStack)
+    _ahead: list[pa.RecordBatch] = field(repr=False, default_factory=list)
+    _done: bool = field(repr=False, default=False)
+
+    def whole(self) -> bool:
+        """Read one batch ahead; True when nothing is left after the batches held (the answer can be
+        written at once instead of streamed)."""
+        if self.reader is None or self._done:
+            return True
+        try:
+            self._ahead.append(self.reader.read_next_batch())
+        except StopIteration:
+            self._done = True
+        return self._done
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.first is not None:
             yield self.first
-        if self.reader is None:
+        yield from self._ahead
+        if self.reader is None or self._done:
             return
         while True:
             try:
