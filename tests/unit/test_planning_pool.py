@@ -64,3 +64,11 @@ def test_a_requests_id_and_timeout_do_not_defeat_the_translation_memo(wiki: Any)
     assert translate(sql, catalog, context={"sqlQueryId": "b", "timeout": 2000}) is first
     other_zone = translate(sql, catalog, context={"sqlQueryId": "c", "sqlTimeZone": "America/New_York"})
     assert other_zone is not first and other_zone.sql != first.sql
+
+
+def test_a_worker_yields_the_cpu_to_the_server(wiki: Any) -> None:
+    assert _rows(wiki, _big("AND 2 = 2")) == [("Main", 4), ("Talk", 2)]
+    pool = planning_pool._pool
+    assert pool is not None
+    for pid in pool._processes:  # type: ignore[attr-defined]
+        assert os.getpriority(os.PRIO_PROCESS, pid) >= min(19, os.getpriority(os.PRIO_PROCESS, 0) + planning_pool.WORKER_NICENESS)
