@@ -150,7 +150,7 @@ def _targets(canaries: Canaries, home: Path, cwd: Path) -> tuple[list[str], list
         "http://127.0.0.1:9/x.csv", "s3://radstack/x.parquet", f"file://{t}/canary_{TOKEN}_tmp.csv",
         "/etc/passwd", "/proc/self/environ",
     ]
-    internal = ["__seg_1", "__seg_2", "__seg_3", "__rs_generation", "__rs_segment_cache", "__rs_cte_1", "__druid_sys_segments",
+    internal = ["__seg_1", "__seg_2", "__seg_3", "__ds_1", "__ds_2", "__rs_generation", "__rs_segment_cache", "__rs_cte_1", "__druid_sys_segments",
                 "__projection_store__wiki__p", "duckdb_tables", "duckdb_settings", "duckdb_secrets", "secret_ds"]
     names = [f'"{p}"' for p in paths] + [f'"{n}"' for n in internal] + [
         "main.secret_ds", "memory.main.__seg_1", "segments.main.__seg_1", "segments.__rs_segment_cache", "system.main.duckdb_tables", "information_schema.tables",
