@@ -481,8 +481,10 @@ class SegmentCache:
                 if unlisted:  # rows of segments whose catalog row was not usable
                     numbers = [ls.number for ls in self._loaded.values() if ls.table == table]
                     cur.execute(f'DELETE FROM {table} WHERE "{SEGMENT_COLUMN}" NOT IN ({", ".join(map(str, numbers))})')
-            self._counter = max((_number_of(t) for t in own | shared), default=0)
-            self._counter = max([self._counter, *(ls.number or 0 for ls in self._loaded.values())])
+            # the next number is above every kept table's and every held segment's (a datasource table is
+            # named after its first segment, so its later segments' numbers are only in the catalog)
+            self._counter = max([*(_number_of(t) for t in own), *(ls.number or 0 for ls in self._loaded.values())],
+                                default=0)
         finally:
             cur.close()
         if self.downloads is not None:  # fetched files of a load that did not finish
