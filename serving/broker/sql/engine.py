@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from radstack.config import ServerSettings
 from radstack.sketches import family_of
+from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
 from serving.broker.limits import check_sql_text
 from serving.broker.sql import explain, information_schema, sys_tables, udfs
@@ -187,6 +188,27 @@ def _columns(schema: pa.Schema, json_columns: set[int], first: pa.RecordBatch | 
     return out
 
 
+#: DuckDB result types Druid has no column type for, answered as the number Calcite holds them as:
+#: a day-time INTERVAL in milliseconds, a year-month one in months, a TIME in milliseconds of the day
+_MONTHS = "datepart('year', {c}) * 12 + datepart('month', {c})"
+_AS_NUMBER = {
+    "INTERVAL": f"CASE WHEN {{c}} = to_months({_MONTHS}) THEN {_MONTHS} ELSE CAST(epoch({{c}}) * 1000 AS BIGINT) END",
+    "TIME": "CAST(epoch({c}) * 1000 AS BIGINT)",
+    "TIME WITH TIME ZONE": "CAST(epoch({c}) * 1000 AS BIGINT)",
+}
+
+
+def as_druid_numbers(rel: Any) -> Any:
+    """``rel`` with its INTERVAL and TIME columns as BIGINT numbers (see ``_AS_NUMBER``); unchanged
+    when it has none (the common case costs one look at the types)."""
+    types = [str(t).upper() for t in rel.types]
+    if not any(t in _AS_NUMBER for t in types):
+        return rel
+    items = [f"{_AS_NUMBER[t].format(c=f'#{i}') if t in _AS_NUMBER else f'#{i}'} AS {quote_identifier(name)}"
+             for i, (t, name) in enumerate(zip(types, rel.columns, strict=True), start=1)]
+    return rel.project(", ".join(items))
+
+
 def _close_reader(reader: Any, cur: Any) -> None:
     with contextlib.suppress(Exception):
         reader.close()
@@ -247,7 +269,7 @@ def execute(
         if running is not None:
             running.attach(cur)
         try:
-            rel = cur.sql(tr.sql)
+            rel = as_druid_numbers(cur.sql(tr.sql))
             json_columns = {i for i, t in enumerate(rel.types) if str(t).upper() == "JSON"}
             if explained is not None:  # plan the statement (no rows) for its signature; answer the plan
                 planned = _columns(rel.limit(0).to_arrow_table().schema, json_columns)
