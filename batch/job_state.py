@@ -16,6 +16,7 @@ import socket
 from dataclasses import dataclass
 from typing import Any
 
+from radstack.process_state import pid_alive
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segments import SegmentId, segment_path
@@ -89,13 +90,7 @@ def _alive(job: InflightJob, stale_ms: int, now_ms: int) -> bool:
         return True  # cannot tell: leave it until it is stale
     if job.pid == os.getpid():
         return False  # a record of this very process is from an earlier, failed call
-    try:
-        os.kill(job.pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return pid_alive(job.pid)
 
 
 def clean_dead_jobs(

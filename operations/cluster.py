@@ -26,8 +26,9 @@ import yaml
 
 from operations.hdfs_local import HdfsCluster
 from operations.kafka_broker import KafkaBroker, metadata_ok, new_cluster_id
-from operations.processes import free_ports, pid_alive, process_start_time, stop_process_group
+from operations.processes import free_ports, stop_process_group
 from operations.spark_standalone import SparkStandalone, master_state
+from radstack.process_state import pid_alive, process_start_time
 from realtime.topics import admin_client
 
 STATE_FILE = "state.json"

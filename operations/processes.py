@@ -14,6 +14,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from radstack.process_state import proc_stat
+
 
 def stop_process_group(pid: int, timeout: float = 30.0) -> bool:
     """TERM the process group led by ``pid``, wait, then KILL it. True if it stopped before KILL."""
@@ -41,15 +43,6 @@ def stop_process_group(pid: int, timeout: float = 30.0) -> bool:
     return False
 
 
-def _proc_stat(pid: int) -> list[str] | None:
-    """Fields of /proc/<pid>/stat after the command name (index 0 = state), or None."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()
-
-
 def _group_alive(pgid: int) -> bool:
     try:
         os.killpg(pgid, 0)
@@ -59,7 +52,7 @@ def _group_alive(pgid: int) -> bool:
         return True
     for d in Path("/proc").iterdir():  # only zombies left (un-reaped children) → gone
         if d.name.isdigit():
-            f = _proc_stat(int(d.name))
+            f = proc_stat(int(d.name))
             if f is not None and int(f[2]) == pgid and f[0] != "Z":
                 return True
     return False
@@ -68,19 +61,6 @@ def _group_alive(pgid: int) -> bool:
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
-
-
-def process_start_time(pid: int) -> int | None:
-    f = _proc_stat(pid)
-    return int(f[19]) if f is not None else None
-
-
-def pid_alive(pid: int, start_time: int | None = None) -> bool:
-    """``pid`` runs (not a zombie) and, when given, is the same process (same start time)."""
-    f = _proc_stat(pid)
-    if f is None or f[0] in ("Z", "X"):
-        return False
-    return start_time is None or int(f[19]) == start_time
 
 
 def tail(path: Path, lines: int = 20) -> str:

@@ -24,16 +24,15 @@ from operations import airflow_local
 from operations.kafka_broker import KafkaBroker, metadata_ok
 from operations.processes import (
     http_ok,
-    pid_alive,
     port_in_use,
     port_open,
-    process_start_time,
     radctl_argv,
     stop_process_group,
     tail,
 )
 from radstack.config import Settings
 from radstack.datasources import load_catalog
+from radstack.process_state import pid_alive, process_start_time
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import MAX_REPLICAS
 from radstack.storage.supervisors import load_supervisors

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from radstack.config import Settings
 from radstack.duckdb_sandbox import sandboxed_connection
 from radstack.private_files import private_dir
+from radstack.process_state import pid_alive
 from radstack.sql_text import quote_identifier as _q
 from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
@@ -243,19 +244,9 @@ def _sweep_private_files(cache_dir: Path) -> None:
     """Remove the private cache files of brokers that are gone (killed before they could)."""
     for f in cache_dir.glob("segments-*.duckdb*"):
         m = _PRIVATE_FILE.match(f.name)
-        if m is None or _alive(int(m.group(1))):
+        if m is None or pid_alive(int(m.group(1))):
             continue
         _remove_database(f.with_name(f.name.removesuffix(".wal")))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class SegmentCache:

@@ -1,5 +1,10 @@
-"""The README's 5-minute tour, run as written (commands read from README.md), after the README's
-first command (`radctl quickstart --short`, as in test_quickstart.py) on a fresh home.
+"""The README's first command (`radctl quickstart`, shortened), then its 5-minute tour run as written
+(commands read from README.md), on a fresh home.
+
+The quickstart runs with `--down` and its own result is checked first (the batch answer equals the
+generator's truth, the corrections account for every late and duplicate event); the tour's
+`radctl up` then starts the stack again from the same home, so one quickstart run covers both the
+first command and `radctl quickstart --down` (the tour used to run a second quickstart for that).
 
 Ports are the test's own: ``localhost:8888`` in a command becomes the serving port of this stack,
 and ``source .venv/bin/activate`` the activate script of the Python running the tests. Between the
@@ -81,11 +86,18 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     sh = Shell(env, port, tmp_path / "tour.log")
     try:
         # the README's first command (shortened), which the tour starts from
-        sh.run("radctl quickstart --short", timeout=900)
+        result_file = tmp_path / "result.json"
+        quickstart = sh.run(f"radctl quickstart --short --down --result-json {result_file}", timeout=900)
+        check_quickstart(json.loads(result_file.read_text()), quickstart.stdout, quickstart.stderr)
+        assert not list((home / "run").glob("*.pid")), "--down leaves no process behind"
 
         sh.run(cmds[0])  # source .venv/bin/activate
-        up = sh.run(cmds[1])
-        assert "already running" in up.stdout  # the quickstart left the stack up
+        up = sh.run(cmds[1])  # starts the whole stack again on the quickstart's home
+        assert "already running" not in up.stdout
+        deadline = time.monotonic() + 180  # the restarted streaming job reports its first micro-batch
+        while _last_batch(sh) < 0:
+            assert time.monotonic() < deadline, "the restarted streaming job never reported progress"
+            time.sleep(2)
         status = sh.run(cmds[2])
         assert "stream" in status.stdout and "archiver" in status.stdout
 
@@ -135,6 +147,26 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
     finally:
         subprocess.run([sys.executable, "-c", "from operations.cli import app; app()", "down"], env=env,
                        capture_output=True, timeout=180)  # fmt: skip
+
+
+def check_quickstart(result: dict[str, Any], stdout: str, stderr: str) -> None:
+    """What the quickstart's result (``--result-json``) and narration must show."""
+    assert result["batch"]["events"] == result["truth"]["events"] == 6000
+    assert result["batch"]["revenue"] == result["truth"]["revenue"]
+    # late events were thrown away by the real-time path: it undercounts until the rebuild
+    assert result["realtime"]["events"] < result["truth"]["events"]
+    assert result["versions"] and not any(v["realtime"] for v in result["versions"])
+    # the rebuild's corrections (sys.corrections) account for the difference exactly
+    fixes, sent = result["corrections"], result["sent"]
+    assert fixes["minutes"] > 0
+    assert fixes["realtime_events"] == result["realtime"]["events"]
+    assert fixes["batch_events"] == result["truth"]["events"]
+    assert fixes["late_recovered"] == fixes["event_gap"] == result["truth"]["events"] - result["realtime"]["events"]
+    assert fixes["late_recovered"] <= sent["late"]  # only events later than the window period were lost
+    assert fixes["duplicates_removed"] == sent["duplicates"] and fixes["invalid_dropped"] == 0
+    # the output is narration, not JVM logs
+    assert "WARN" not in stdout and "log4j" not in stdout + stderr
+    assert "The batch answer is equal to the truth" in " ".join(stdout.split())
 
 
 def _stream(sh: Shell) -> dict[str, Any]:

@@ -16,7 +16,8 @@ import httpx
 import orjson
 import pytest
 
-from operations.processes import free_port, pid_alive, port_in_use
+from operations.processes import free_port, port_in_use
+from radstack.process_state import pid_alive
 from tests.fixtures.kafka import consume
 
 pytestmark = pytest.mark.slow

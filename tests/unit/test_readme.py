@@ -12,11 +12,10 @@ import pytest
 from tests.readme_commands import README, ROOT, block_commands, inline_commands, shell_blocks, tour_commands
 
 TOUR = "tests/integration/test_readme_tour.py::test_tour_runs_as_written"
-QUICKSTART = "tests/integration/test_quickstart.py::test_quickstart_short"
 
 #: README command (as written, or its first words) → the tests that run it
 COVERAGE: dict[str, list[str]] = {
-    "make quickstart": ["tests/unit/test_readme.py::test_make_quickstart_is_radctl_quickstart_after_setup", QUICKSTART],
+    "make quickstart": ["tests/unit/test_readme.py::test_make_quickstart_is_radctl_quickstart_after_setup", TOUR],
     "make test": ["tests/unit/test_readme.py::test_ci_runs_exactly_make_test"],  # and CI itself
     "source .venv/bin/activate": [TOUR],
     "radctl up": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
@@ -24,7 +23,7 @@ COVERAGE: dict[str, list[str]] = {
     "radctl down": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
     "radctl generate ads": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
     "radctl backfill --interval": [TOUR, "tests/integration/test_batch_e2e.py"],
-    "radctl quickstart --down": [QUICKSTART],
+    "radctl quickstart --down": [TOUR],
     "curl -s localhost:8888/druid/v2/sql": [TOUR],
     "radctl up --airflow": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
     "radctl airflow up": ["tests/browser/test_airflow_ui.py::test_rebuild_from_the_airflow_ui"],
