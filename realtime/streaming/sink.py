@@ -41,6 +41,7 @@ from radstack.storage.publish import publish
 from radstack.storage.replicas import partition_range, progress_key, state_key
 from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, format_instant
+from realtime.streaming.batch_errors import interrupted, short_error
 from realtime.streaming.handoff import handoff_closed_intervals
 from realtime.streaming.micro_batch import BOOKKEEPING, KEEP_COLUMN, process_micro_batch
 
@@ -97,6 +98,8 @@ class SegmentSink:
     skipped: list[int] = field(default_factory=list)
     _last_handoff: float = 0.0
     _query_id: str | None = None
+    #: the batch the sink is working on (None between batches)
+    running_batch: int | None = None
 
     @property
     def key(self) -> str:
@@ -110,6 +113,21 @@ class SegmentSink:
         return self._query_id
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        """One micro-batch. A failure reaches Spark as one short line (realtime/streaming/batch_errors.py:
+        the whole error would overflow the stream thread's stack); the full error is logged here."""
+        self.running_batch = batch_id
+        try:
+            self._process_batch(df, batch_id)
+        except Exception as e:
+            if interrupted(e):
+                log.info("micro-batch %s interrupted (the query is stopping); it is redone on restart", batch_id)
+            else:
+                log.exception("micro-batch %s failed", batch_id)
+            raise short_error(e, batch_id) from None
+        finally:
+            self.running_batch = None
+
+    def _process_batch(self, df: DataFrame, batch_id: int) -> None:
         from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
         t0 = time.monotonic()

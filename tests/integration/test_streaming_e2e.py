@@ -148,3 +148,68 @@ def test_handoff_merges_closed_intervals_atomically(
     # the last interval is still open: real-time appends
     assert all(s.version == format_instant(s.interval.start) for s in used if s.interval == intervals[-1])
     assert sum(r["count"] for r in segment_rows(job.metadata, "ads")) == n
+
+
+
+#: run in a child process, so the test reads the driver JVM's own stderr (where the stream thread's
+#: uncaught StackOverflowError was printed); the batch's work starts with a long Spark job collected
+#: through py4j (what a stop interrupted in bench_streaming), then the real sink runs
+_STOP_CHILD = """
+import json, sys, threading, time
+from radstack.config import load_settings
+from realtime.streaming.job import StreamingJob, stream_options
+from realtime.streaming.sink import SegmentSink
+from tests.fixtures.streaming import ads_spec
+
+real = SegmentSink._process_batch
+def slow_then_real(self, df, batch_id):
+    df.sparkSession.range(0, 10**11, numPartitions=2).selectExpr("sum(id % 7)").collect()
+    real(self, df, batch_id)
+SegmentSink._process_batch = slow_then_real
+
+settings = load_settings()
+opts = stream_options(settings, bootstrap_servers=sys.argv[1], available_now=False, handoff=False)
+job = StreamingJob(settings, ads_spec(sys.argv[2]), opts)
+job.start()
+runner = threading.Thread(target=job.run, daemon=True)
+runner.start()
+deadline = time.monotonic() + 120
+while job.sink.running_batch is None and time.monotonic() < deadline:
+    time.sleep(0.05)
+time.sleep(3)  # well inside the long collect
+job.stop()
+runner.join(60)
+print(json.dumps({"interrupted": job.sink.running_batch is None, "exception": str(job.query.exception()),
+                  "stopped": not runner.is_alive()}))
+job.spark.stop()
+"""
+
+
+def test_stop_during_a_micro_batch_is_a_clean_stop_and_loses_nothing(
+    settings: Settings, stream_spark: Any, kafka_bootstrap: str, ads_topics: dict[str, str], tmp_path: Path
+) -> None:
+    """#36 item 6: stopping the query while its foreachBatch waits on a Spark job interrupts that
+    py4j call. The sink's error used to carry the whole Java stack back to Spark, whose interruption
+    check (a regular expression over that text) overflowed the stream thread's stack. Now the stop is
+    clean: no StackOverflowError from the driver JVM, no query exception, and the interrupted batch
+    is redone by the next run (exact count)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    n = 2000
+    produce_ads(kafka_bootstrap, ads_topics, tmp_path / "gen", events=n)
+    env = {**os.environ, "RADSTACK_HOME": str(settings.home), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", _STOP_CHILD, kafka_bootstrap, ads_topics["impressions"]],
+                         env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    (tmp_path / "child.err").write_text(out.stderr)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result == {"interrupted": True, "exception": "None", "stopped": True}, result
+    assert "StackOverflowError" not in out.stderr + out.stdout, "the stream thread overflowed its stack"
+    # the interrupted batch is redone from the checkpoint by the next run: every event exactly once
+    rerun = _job(settings, ads_spec(ads_topics["impressions"]), stream_spark, kafka_bootstrap,
+                 max_offsets_per_trigger=2000, handoff=False)
+    rerun.run(timeout=300)
+    assert sum(r["count"] for r in segment_rows(rerun.metadata, "ads")) == n
