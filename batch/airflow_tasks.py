@@ -7,19 +7,26 @@ interval is closed (window period passed, archiver watermark past end + windowPe
 ``python -m batch.airflow_tasks verify --datasource D --interval I --since ISO`` — exit 0 when every chunk
 is served by a version at or after ``since`` (published by this run) and nothing older shows through;
 1 otherwise, naming the chunk and the version serving it.
+
+``python -m batch.airflow_tasks supervised`` — the datasource specs of the supervisors posted to the
+Overlord API, as JSON: the DAG file makes their rebuild DAGs from it.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from batch.backfill import visible
 from batch.planning import BackfillPlanError, parse_interval, plan_chunks
 from batch.rebuild_job import closed_checks
 from radstack.config import load_settings
-from radstack.datasources import get_spec
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.supervisors import datasource_spec, load_supervisors
 from radstack.time.intervals import Interval, condense, format_instant, parse_instant
 
 EX_TEMPFAIL = 75
@@ -29,7 +36,7 @@ __all__ = ["check", "verify", "main", "EX_TEMPFAIL"]
 
 def check(settings, datasource: str, interval: Interval) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
 
-    spec = get_spec(settings, datasource)
+    spec = datasource_spec(settings, datasource)
     chunks = plan_chunks(interval, spec.data_schema.segment_granularity)
     with MetadataStore.from_settings(settings) as md:
         checks = closed_checks(md, spec, chunks)
@@ -37,9 +44,19 @@ def check(settings, datasource: str, interval: Interval) -> tuple[bool, str]:  #
     return (not bad), ("; ".join(bad) if bad else f"{interval.iso()}: closed")
 
 
+def supervised_datasources(settings) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Datasource → the spec (JSON) of every supervisor posted to the Overlord API. The DAG file reads
+    these through this command: Airflow's virtualenv has no driver for the metadata store."""
+    try:
+        with MetadataStore.from_settings(settings, create=False) as md:
+            return {rec.id: rec.datasource for rec in load_supervisors(md).values()}
+    except SQLAlchemyError:
+        return {}
+
+
 def verify(settings, datasource: str, interval: Interval, since_ms: int) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
 
-    spec = get_spec(settings, datasource)
+    spec = datasource_spec(settings, datasource)
     since = format_instant(since_ms)
     problems = []
     with MetadataStore.from_settings(settings) as md:
@@ -58,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m batch.airflow_tasks")
     sub = p.add_subparsers(dest="cmd", required=True)
+    cat = sub.add_parser("supervised", help="the supervisors' datasource specs as JSON (for the DAG file)")
+    cat.add_argument("--config", default=None)
     for name in ("check", "verify"):
         s = sub.add_parser(name)
         s.add_argument("--datasource", required=True)
@@ -68,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         settings = load_settings(a.config)
+        if a.cmd == "supervised":
+            print(json.dumps(supervised_datasources(settings)))
+            return 0
         interval = parse_interval(a.interval)
         if a.cmd == "check":
             ok, msg = check(settings, a.datasource, interval)

@@ -33,12 +33,12 @@ import pyarrow.parquet as pq
 from batch.planning import BackfillPlanError, NotClosedError, parse_interval, plan_chunks
 from batch.rebuild_job import closed_checks, rebuild
 from radstack.config import Settings
-from radstack.datasources import load_catalog
 from radstack.spec import SpecError
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.segment_format import segment_data_key
+from radstack.storage.supervisors import datasource_catalog
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, format_instant
@@ -127,7 +127,7 @@ def plan_backfill(settings: Settings, interval_text: str, datasource: str | None
     except BackfillPlanError as e:
         raise BackfillError(str(e)) from e
     try:
-        catalog = load_catalog(settings)
+        catalog = datasource_catalog(settings)
     except SpecError as e:
         raise BackfillError(f"cannot read the datasource specs: {e}") from e
     if datasource:
@@ -140,7 +140,7 @@ def plan_backfill(settings: Settings, interval_text: str, datasource: str | None
     else:
         names = sorted(n for n, s in catalog.items() if s.processing.topics)
         if not names:
-            raise BackfillError(f"no datasource with processing.topics in {settings.datasources_dir}")
+            raise BackfillError(f"no datasource with processing.topics in {settings.datasources_dir} or a supervisor")
     chunks: dict[str, list[Interval]] = {}
     for n in names:
         try:
@@ -243,7 +243,7 @@ def chunk_summary(metadata: MetadataStore, deep_storage: DeepStorage, spec: Any,
 def check_plan_closed(settings: Settings, plan: BackfillPlan, *, now_ms: int | None = None) -> None:
     """Raise :class:`NotClosedError` naming every chunk that is not closed."""
 
-    catalog = load_catalog(settings)
+    catalog = datasource_catalog(settings)
     bad = []
     with MetadataStore.from_settings(settings) as md:
         for ds, chunks in plan.chunks.items():
@@ -299,7 +299,7 @@ def run_local(
 
     if not force:
         check_plan_closed(settings, plan, now_ms=now_ms)
-    catalog = load_catalog(settings)
+    catalog = datasource_catalog(settings)
     storage = open_deep_storage(settings)
     size = chunks_per_job(settings)
     results: list[ChunkResult] = []
@@ -476,7 +476,7 @@ def run_airflow(
 
 def _before_summaries(settings: Settings, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
 
-    catalog = load_catalog(settings)
+    catalog = datasource_catalog(settings)
     storage = open_deep_storage(settings)
     with MetadataStore.from_settings(settings) as md:
         return {
@@ -507,7 +507,7 @@ def _wait_airflow(settings: Settings, cl: AirflowClient, results: list[ChunkResu
                 progress(r)
         if pending:
             time.sleep(poll_seconds)
-    catalog = load_catalog(settings)
+    catalog = datasource_catalog(settings)
     storage = open_deep_storage(settings)
     with MetadataStore.from_settings(settings) as md:
         for r in results:

@@ -48,7 +48,6 @@ from batch.planning import (
 )
 from batch.tombstones import with_tombstones
 from radstack.config import load_settings
-from radstack.datasources import get_spec
 from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.input_schema import join_options
 from radstack.pipeline.rollup import rollup_rows
@@ -62,6 +61,7 @@ from radstack.storage.indexer import renumber_core
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.raw_archive import archive_watermark
+from radstack.storage.supervisors import datasource_spec
 from radstack.time.clock import now_millis
 from radstack.time.floor import granularity_floor_sql
 from radstack.time.intervals import Interval, Period, format_instant, parse_instant
@@ -250,7 +250,7 @@ def rebuild(
     """Rebuild ``interval`` (widened to whole segment buckets) of ``datasource`` (a catalog spec) from the
     raw archive and publish it."""
 
-    return rebuild_spec(settings, get_spec(settings, datasource), interval, spark=spark, force=force,
+    return rebuild_spec(settings, datasource_spec(settings, datasource, metadata), interval, spark=spark, force=force,
                         now_ms=now_ms, metadata=metadata, deep_storage=deep_storage)  # fmt: skip
 
 

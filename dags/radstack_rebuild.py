@@ -1,4 +1,6 @@
-"""Airflow DAGs: one ``radstack_rebuild_<datasource>`` per datasource spec in the catalog.
+"""Airflow DAGs: one ``radstack_rebuild_<datasource>`` per datasource that reads topics: the spec files of
+the catalog and the supervisors posted to the Overlord API (read through ``python -m
+batch.airflow_tasks supervised`` in radstack's own virtualenv, which has the metadata store's driver).
 
 Thin on purpose — the work is in ``batch/``, run in radstack's own virtualenv (Airflow lives in
 ``.venv-airflow``: its pins fight pyspark's):
@@ -21,6 +23,7 @@ Environment: ``RADSTACK_PYTHON`` (default ``<repo>/.venv/bin/python``) and the u
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import os
 import subprocess
@@ -38,6 +41,8 @@ from airflow.timetables.interval import CronDataIntervalTimetable, DeltaDataInte
 from batch.spark_submit import is_cluster_master, submit_args  # noqa: E402
 from radstack.config import Settings, load_settings  # noqa: E402
 from radstack.datasources import load_catalog  # noqa: E402
+from radstack.spec import DatasourceSpec, load_datasource_spec  # noqa: E402
+from radstack.storage.supervisors import merge_catalog  # noqa: E402
 from radstack.time.intervals import Period  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -167,10 +172,24 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
     return dag
 
 
+def supervised_specs() -> dict[str, DatasourceSpec]:
+    """The supervisors' datasource specs, from radstack's virtualenv; none (logged) when it cannot tell."""
+    try:
+        env = dict(os.environ, PYTHONPATH=os.environ.get("PYTHONPATH", str(REPO)))
+        proc = subprocess.run([radstack_python(), "-m", "batch.airflow_tasks", "supervised"], cwd=REPO, env=env,
+                              capture_output=True, text=True, check=False, timeout=20)  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.strip()[-500:])
+        return {name: load_datasource_spec(raw) for name, raw in json.loads(proc.stdout).items()}
+    except Exception:  # noqa: BLE001 - the spec files' DAGs must still load
+        log.warning("could not read the supervisors' datasources; their rebuild DAGs are missing", exc_info=True)
+        return {}
+
+
 def build_dags() -> dict[str, DAG]:
     settings = load_settings()
     out: dict[str, DAG] = {}
-    for name, spec in sorted(load_catalog(settings).items()):
+    for name, spec in sorted(merge_catalog(load_catalog(settings), supervised_specs()).items()):
         if not spec.processing.topics:
             continue  # nothing archived to rebuild from
         dag = make_dag(name, spec, settings)

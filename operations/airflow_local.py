@@ -24,8 +24,8 @@ import httpx
 
 from batch.backfill import AirflowClient, AirflowError, dag_overview
 from radstack.config import REPO_ROOT, Settings
-from radstack.datasources import load_catalog
 from radstack.private_files import private_dir, write_private
+from radstack.storage.supervisors import datasource_catalog
 
 __all__ = ["USER", "with_embedded", "airflow_home", "venv_dir", "url", "admin_password", "environment", "prepare", "command",
            "healthy", "connected", "overview"]
@@ -164,7 +164,7 @@ def overview(settings: Settings) -> dict[str, Any]:
         out["error"] = "not running"
         return out
     try:
-        datasources = sorted(n for n, spec in load_catalog(settings).items() if spec.processing.topics)
+        datasources = sorted(n for n, spec in datasource_catalog(settings).items() if spec.processing.topics)
     except Exception as e:  # noqa: BLE001 - a broken spec is reported, not fatal to a status
         out["error"] = f"the datasource catalog: {e}"
         return out

@@ -19,6 +19,7 @@ from operations.commands import (
     serve,
     stack,
     stream,
+    supervisor,
 )
 
 app = typer.Typer(
@@ -45,3 +46,4 @@ app.command()(stack.receiver)
 app.add_typer(stack.kafka_app, name="kafka")
 app.add_typer(stack.airflow_app, name="airflow")
 app.command("stream")(stream.stream)
+app.add_typer(supervisor.supervisor_app, name="supervisor")

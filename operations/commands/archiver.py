@@ -14,7 +14,7 @@ from radstack.metrics import serve_metrics
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
 from realtime.archiver import Archiver
-from realtime.archiver.settings import archiver_config
+from realtime.archiver.settings import archiver_config, topics_source
 
 
 def run_archiver(
@@ -41,7 +41,7 @@ def run_archiver(
         except OSError as e:  # metrics are not worth refusing to archive for
             logging.getLogger("radstack.archiver").warning("cannot serve /metrics on port %s: %s", port, e)
     metadata = MetadataStore.from_settings(settings)
-    archiver = Archiver(cfg, open_deep_storage(settings), metadata)
+    archiver = Archiver(cfg, open_deep_storage(settings), metadata, topics_source=None if topic else topics_source(settings))
     signal.signal(signal.SIGTERM, lambda *_: archiver.stop())
     signal.signal(signal.SIGINT, lambda *_: archiver.stop())
     typer.echo(f"archiving {', '.join(cfg.topics)} as group {cfg.group_id}")

@@ -23,9 +23,9 @@ import typer
 from rich.console import Console
 
 from radstack.config import ConfigError, Settings, load_settings
-from radstack.datasources import get_spec
 from radstack.spec import SpecError
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.supervisors import datasource_spec
 from radstack.time.intervals import Interval, TimeParseError
 from serving.druid_cluster.specs import DruidSpecError, chunk_interval, druid_specs
 from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
@@ -44,7 +44,7 @@ class Only(StrEnum):
 def build_specs(settings: Settings, datasource: str, interval: str | None, kafka: str | None = None) -> dict[str, Any]:
     """The specs of ``radctl druid specs`` (raises ``KeyError``/``ValueError`` on bad input)."""
 
-    spec = get_spec(settings, datasource)
+    spec = datasource_spec(settings, datasource)
     iv = Interval.parse(interval) if interval else None
     segments: list[Any] = []
     if iv is not None:

@@ -12,6 +12,11 @@ What a Druid Kafka supervisor spec maps to (:func:`datasource_spec_from_supervis
 - ``dataSchema`` → the datasource's ``dataSchema`` (the same parser as every spec);
 - ``ioConfig.topic`` → ``processing.topics``; ``ioConfig.inputFormat`` must be ``json``;
 - ``ioConfig.useEarliestOffset`` (Druid's default ``false``) → where a new query starts;
+- ``ioConfig.lateMessageRejectionPeriod`` → ``processing.windowPeriod`` (events older than the
+  stream's time minus this period are thrown away by the real-time path, and rebuilt by the batch one);
+- an optional top-level ``processing`` object, radstack's own (Druid ignores unknown fields), may set
+  ``eventId`` (the field whose repeats the stream and the rebuild drop as duplicates) and
+  ``windowPeriod``; nothing else of a spec file's ``processing`` (no joins, lookups or files);
 - ``ioConfig.consumerProperties["bootstrap.servers"]`` is kept for the status but **not used**: the
   streaming job reads the Kafka cluster of radstack's configuration, so a client cannot point the
   server at another host;
@@ -26,15 +31,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from radstack.config import Settings
+from radstack.datasources import load_catalog
 from radstack.spec import DatasourceSpec, SpecError, load_datasource_spec
 from radstack.storage.metadata import MetadataStore
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
 
 __all__ = ["CONFIG_KEY", "SupervisorError", "SupervisorRecord", "datasource_spec_from_supervisor",
-           "load_supervisors", "save_supervisor", "delete_supervisor"]
+           "load_supervisors", "save_supervisor", "delete_supervisor", "supervised_specs", "merge_catalog",
+           "datasource_catalog", "datasource_spec"]
 
 CONFIG_KEY = "supervisors"
+#: what a supervisor spec's own ``processing`` object may set (radstack's extension)
+EXTENSION_KEYS = frozenset({"eventId", "windowPeriod"})
 
 
 class SupervisorError(ValueError):
@@ -114,7 +126,16 @@ def datasource_spec_from_supervisor(spec: Mapping[str, Any]) -> dict[str, Any]:
     fmt = io.get("inputFormat") or (data_schema.get("parser") or {}).get("parseSpec") or {"type": "json"}
     if str(fmt.get("type", fmt.get("format", "json"))).lower() != "json":
         raise SupervisorError("spec.ioConfig.inputFormat", f"only json input runs here, not {fmt.get('type')!r}")
-    out = {"dataSchema": copy.deepcopy(dict(data_schema)), "processing": {"topics": [topic]}}
+    processing: dict[str, Any] = {"topics": [topic]}
+    late = io.get("lateMessageRejectionPeriod")
+    if late is not None:
+        processing["windowPeriod"] = late
+    extra = spec.get("processing", inner.get("processing"))
+    if extra is not None:
+        if not isinstance(extra, Mapping) or set(extra) - EXTENSION_KEYS:
+            raise SupervisorError("processing", f"radstack's extension takes only {sorted(EXTENSION_KEYS)}")
+        processing.update(extra)
+    out = {"dataSchema": copy.deepcopy(dict(data_schema)), "processing": processing}
     try:
         load_datasource_spec(copy.deepcopy(out))
     except SpecError as e:
@@ -140,3 +161,44 @@ def delete_supervisor(metadata: MetadataStore, supervisor_id: str) -> bool:
         return False
     metadata.set_config(CONFIG_KEY, {k: r.to_json() for k, r in records.items()})
     return True
+
+
+def supervised_specs(metadata: MetadataStore) -> dict[str, DatasourceSpec]:
+    """Datasource name → the spec each supervisor (running or suspended) streams."""
+    return {rec.id: rec.datasource_spec() for rec in load_supervisors(metadata).values()}
+
+
+def merge_catalog(files: Mapping[str, DatasourceSpec], supervised: Mapping[str, DatasourceSpec]) -> dict[str, DatasourceSpec]:
+    """The spec files plus the supervisors' datasources: a file that streams a datasource keeps it (the
+    API refuses such a supervisor); a file without topics gives way to the supervisor that streams it."""
+    catalog = dict(files)
+    for name, spec in supervised.items():
+        if name not in catalog or not catalog[name].processing.topics:
+            catalog[name] = spec
+    return catalog
+
+
+def datasource_catalog(settings: Settings, metadata: MetadataStore | None = None) -> dict[str, DatasourceSpec]:
+    """Every datasource radstack streams, archives and rebuilds (:func:`merge_catalog` of the spec files
+    and the supervisors posted to the Overlord API): the batch side — the archiver, the rebuild DAG,
+    ``radctl backfill`` — covers a supervisor's datasource like a spec file's. Without a metadata
+    store yet (a fresh home) it is the files alone."""
+    try:
+        if metadata is None:
+            with MetadataStore.from_settings(settings, create=False) as md:
+                supervised = supervised_specs(md)
+        else:
+            supervised = supervised_specs(metadata)
+    except SQLAlchemyError:
+        supervised = {}
+    return merge_catalog(load_catalog(settings), supervised)
+
+
+def datasource_spec(settings: Settings, name: str, metadata: MetadataStore | None = None) -> DatasourceSpec:
+    """The spec of ``name`` from :func:`datasource_catalog`; KeyError names the known ones."""
+    catalog = datasource_catalog(settings, metadata)
+    if name not in catalog:
+        known = ", ".join(sorted(catalog)) or "none"
+        raise KeyError(f"unknown datasource {name!r} (known: {known}; specs are read from {settings.datasources_dir} "
+                       "and the supervisors in the metadata store)")
+    return catalog[name]

@@ -52,6 +52,8 @@ from realtime.archiver.recovery import delete_committed_manifests, recover_parti
 from realtime.archiver.watermark import WatermarkTracker
 
 log = logging.getLogger(__name__)
+#: how often a running archiver re-reads the datasource catalog for new topics
+TOPICS_REFRESH_SECONDS = 10.0
 
 FAULT_ENV = "RADSTACK_ARCHIVER_FAULT"
 """Fault injection for tests: ``after_manifest``, ``after_move`` (files in place, offsets not yet
@@ -200,8 +202,13 @@ class Archiver:
         metadata: MetadataStore | None = None,
         *,
         fault: str | None = None,
+        topics_source: Callable[[], tuple[list[str], dict[str, tuple[str, str]]]] | None = None,
+        topics_refresh_seconds: float = TOPICS_REFRESH_SECONDS,
     ) -> None:
         self.config = config
+        self.topics_source = topics_source
+        self.topics_refresh_seconds = topics_refresh_seconds
+        self._topics_checked = time.monotonic()
         self.deep_storage = deep_storage
         self.metadata = metadata
         self.fault = fault if fault is not None else os.environ.get(FAULT_ENV) or None
@@ -228,9 +235,33 @@ class Archiver:
         }
         conf.update(config.consumer_conf)
         self.consumer = Consumer(conf)
-        self.consumer.subscribe(
-            list(config.topics), on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
-        )
+        self._subscribe(config.topics)
+
+    def _subscribe(self, topics: list[str]) -> None:
+        self.consumer.subscribe(list(topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
+                                on_lost=self._on_lost)  # fmt: skip
+
+    def refresh_topics(self) -> list[str]:
+        """Re-read ``topics_source``; a topic it names that is not archived yet (a datasource added
+        while the archiver runs: a supervisor posted to the API) is subscribed to, from its earliest
+        offset. Topics are never dropped: an archive that stops is a loss nobody asked for. Returns
+        the topics added."""
+        self._topics_checked = time.monotonic()
+        if self.topics_source is None:
+            return []
+        try:
+            topics, stamps = self.topics_source()
+        except Exception:  # noqa: BLE001 - the catalog is re-read next time; archiving goes on
+            log.warning("archiver: could not re-read the datasource catalog", exc_info=True)
+            return []
+        for topic, stamp in stamps.items():
+            self.config.timestamp_fields.setdefault(topic, stamp)
+        added = sorted(set(topics) - set(self.config.topics))
+        if added:
+            self.config.topics = [*self.config.topics, *added]
+            log.info("archiver: now also archiving %s", ", ".join(added))
+            self._subscribe(self.config.topics)
+        return added
 
     # ---- rebalance callbacks -----------------------------------------------------------------
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -297,6 +328,8 @@ class Archiver:
                 self.watermarks.observe(self.consumer, self._oldest_uncommitted(), self.stats)
                 if on_progress is not None:
                     on_progress(self.stats)
+                if time.monotonic() - self._topics_checked >= self.topics_refresh_seconds:
+                    self.refresh_topics()
                 if not self._assigned:
                     last_record = time.monotonic()  # idle time counts only once partitions are ours
                 elif idle_exit_seconds is not None and time.monotonic() - last_record > idle_exit_seconds:

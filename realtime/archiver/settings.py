@@ -1,24 +1,38 @@
-"""Build the archiver's configuration from radstack's settings and the datasource catalog."""
+"""Build the archiver's configuration from radstack's settings and the datasource catalog (the spec
+files and the supervisors posted to the Overlord API)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from radstack.config import Settings
-from radstack.datasources import load_catalog
+from radstack.storage.supervisors import datasource_catalog
 from realtime.archiver.archiver import ArchiverConfig
+
+Topics = tuple[list[str], dict[str, tuple[str, str]]]
+
+
+def catalog_topics(settings: Settings) -> Topics:
+    """Every topic a datasource reads (sorted), and each topic's event-time field and format from the
+    spec that reads it (``timestampSpec``)."""
+    stamps: dict[str, tuple[str, str]] = {}
+    for spec in datasource_catalog(settings).values():
+        ts = spec.data_schema.timestamp_spec
+        for topic in spec.processing.topics:
+            stamps.setdefault(topic, (ts.column, ts.format))
+    return sorted(stamps), stamps
+
+
+def topics_source(settings: Settings) -> Callable[[], Topics] | None:
+    """What a running archiver re-reads to cover new datasources (a supervisor posted after it
+    started); None when ``archiver.topics`` fixes the list."""
+    return None if settings.archiver.topics else (lambda: catalog_topics(settings))
 
 
 def archiver_config(settings: Settings) -> ArchiverConfig:
-    """Topics: ``archiver.topics`` or, when empty, every topic the datasource specs read; each topic's
-    event-time field and format come from the spec that reads it (``timestampSpec``)."""
-    catalog = load_catalog(settings)
-    stamps: dict[str, tuple[str, str]] = {}
-    spec_topics: list[str] = []
-    for spec in catalog.values():
-        ts = spec.data_schema.timestamp_spec
-        for topic in spec.processing.topics:
-            spec_topics.append(topic)
-            stamps.setdefault(topic, (ts.column, ts.format))
-    topics = list(settings.archiver.topics or []) or sorted(set(spec_topics))
+    """Topics: ``archiver.topics`` or, when empty, every topic the datasources read."""
+    spec_topics, stamps = catalog_topics(settings)
+    topics = list(settings.archiver.topics or []) or spec_topics
     return ArchiverConfig(
         bootstrap_servers=settings.kafka.bootstrap_servers,
         topics=topics,

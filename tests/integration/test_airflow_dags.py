@@ -57,12 +57,27 @@ def airflow_env(radstack_home: Path, tmp_path: Path) -> dict[str, str]:
     return airflow_environment(radstack_home, tmp_path / "airflow")
 
 
-def test_dag_import(airflow_env: dict[str, str]) -> None:
+def test_dag_import(airflow_env: dict[str, str], settings) -> None:  # type: ignore[no-untyped-def]
+    """Spec files and a supervisor posted to the Overlord API (kept in the metadata store, read through
+    radstack's own virtualenv) each get a rebuild DAG."""
+    from radstack.storage.metadata import MetadataStore
+    from radstack.storage.supervisors import (
+        SupervisorRecord,
+        datasource_spec_from_supervisor,
+        save_supervisor,
+    )
+
+    posted = {"type": "kafka", "spec": {"ioConfig": {"topic": "clicks"}, "dataSchema": {
+        "dataSource": "clicks", "timestampSpec": {"column": "timestamp", "format": "iso"},
+        "dimensionsSpec": {"dimensions": ["page"]}, "granularitySpec": {"segmentGranularity": "hour"}}}}
+    with MetadataStore.from_settings(settings) as md:
+        save_supervisor(md, SupervisorRecord(id="clicks", spec=posted, datasource=datasource_spec_from_supervisor(posted)))
     proc = run_airflow_python(airflow_env, INSPECT, str(REPO / "dags"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["errors"] == {}
-    assert set(out["dags"]) == {"radstack_rebuild_web", "radstack_rebuild_shop"}
+    assert set(out["dags"]) == {"radstack_rebuild_web", "radstack_rebuild_shop", "radstack_rebuild_clicks"}
+    assert out["dags"]["radstack_rebuild_clicks"]["summary"] == "0 * * * *"
     web, shop = out["dags"]["radstack_rebuild_web"], out["dags"]["radstack_rebuild_shop"]
     for d in (web, shop):
         assert d["tasks"] == ["rebuild", "verify", "wait_for_archive"]

@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 
 from radstack.config import Settings
-from radstack.datasources import load_catalog
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec, SpecError, parse_data_schema
 from radstack.storage.compaction.config import (
     DEFAULT_WINDOW_PERIOD,
@@ -20,6 +19,7 @@ from radstack.storage.compaction.config import (
 )
 from radstack.storage.segment_format import value_type_of
 from radstack.storage.segments import DataSegment
+from radstack.storage.supervisors import datasource_catalog
 from radstack.time.intervals import (
     Period,
 )
@@ -57,7 +57,7 @@ def catalog_spec(settings: Settings, data_source: str) -> Any:
     if settings is None:
         return None
     try:
-        return load_catalog(settings).get(data_source)
+        return datasource_catalog(settings).get(data_source)
     except Exception as e:  # noqa: BLE001 - a broken catalog file must not stop compaction of others
         log.warning("compaction: could not read the datasource catalog: %s", e)
         return None
