@@ -23,6 +23,8 @@ COVERAGE: dict[str, list[str]] = {
     "radctl down": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
     "radctl generate ads": [TOUR, "tests/integration/test_stack.py::test_up_generate_status_down"],
     "radctl backfill --interval": [TOUR, "tests/integration/test_batch_e2e.py"],
+    "radctl backfill": [TOUR, "tests/integration/test_supervisor_api.py::test_a_supervisor_gets_the_batch_side_too"],
+    "radctl supervisor export": ["tests/integration/test_supervisor_api.py::test_a_supervisor_gets_the_batch_side_too"],
     "radctl quickstart --down": [TOUR],
     "curl -s localhost:8888/druid/v2/sql": [TOUR],
     "radctl up --airflow": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
