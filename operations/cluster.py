@@ -18,7 +18,7 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ import yaml
 
 from operations.hdfs_local import HdfsCluster
 from operations.kafka_broker import KafkaBroker, metadata_ok, new_cluster_id
-from operations.processes import free_ports, stop_process_group
+from operations.processes import NodeLaunch, free_ports, stop_process_group, tail
 from operations.spark_standalone import SparkStandalone, master_state
 from radstack.process_state import pid_alive, process_start_time
 from realtime.topics import admin_client
@@ -143,6 +143,13 @@ class LocalCluster:
             b.process = None
 
     # ---------------------------------------------------------------- what others read
+    def launches(self) -> dict[str, NodeLaunch]:
+        """How every node was started, by the names of :meth:`pids`."""
+        out = {f"kafka-{b.node_id}": NodeLaunch.of(b.command(), b.out_file, None, b.kafka_dir) for b in self.brokers}
+        out.update(self.hdfs.launches() if self.hdfs else {})
+        out.update({f"spark-{k}": v for k, v in (self.spark.launches() if self.spark else {}).items()})
+        return out
+
     def pids(self) -> dict[str, int]:
         out = {f"kafka-{b.node_id}": b.process.pid for b in self.brokers if b.process and b.process.poll() is None}
         out.update(self.hdfs.pids() if self.hdfs else {})
@@ -170,6 +177,7 @@ class LocalCluster:
         state = {
             "home": str(self.home),
             "processes": {name: {"pid": pid, "start_time": process_start_time(pid)} for name, pid in pids.items()},
+            "launch": {name: asdict(launch) for name, launch in self.launches().items()},
             "kafka": {"bootstrap_servers": self.bootstrap_servers, "nodes": self.kafka_nodes},
             "hdfs": {"fs_url": self.hdfs.fs_url, "webhdfs_url": self.hdfs.webhdfs_url,
                      "datanodes": self.datanodes, "logs": str(self.hdfs.logs_dir)},
@@ -234,3 +242,54 @@ def down_from_state(home: Path, timeout: float = 20.0) -> list[str]:
             stopped.append(name)
     path.unlink()
     return stopped
+
+
+# ---------------------------------------------------------------- one node (radctl cluster start|stop|restart)
+
+
+def _node(home: Path, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    path = home / "cluster" / STATE_FILE
+    if not path.exists():
+        raise ClusterError("no cluster (radctl cluster up starts one)")
+    state = json.loads(path.read_text())
+    if name not in state["processes"]:
+        raise ClusterError(f"no node {name!r}; the nodes: {', '.join(state['processes'])}")
+    return state, state["processes"][name]
+
+
+def stop_node(home: Path, name: str, timeout: float = 20.0) -> bool:
+    """Stop one node (TERM, wait, KILL its process group); False when it was not running."""
+    _state, info = _node(home, name)
+    if not pid_alive(int(info["pid"]), info.get("start_time")):
+        return False
+    stop_process_group(int(info["pid"]), timeout)
+    return True
+
+
+def start_node(home: Path, name: str, timeout: float = 120.0) -> int:
+    """Start one stopped (or crashed) node again, as ``up`` started it: the same command, data and
+    ports. Waits until it runs (a Kafka node: until it answers metadata requests); returns its pid."""
+    state, info = _node(home, name)
+    if pid_alive(int(info["pid"]), info.get("start_time")):
+        raise ClusterError(f"{name} is running (pid {info['pid']})")
+    launch = NodeLaunch(**state["launch"][name])
+    proc = launch.spawn()
+    state["processes"][name] = {"pid": proc.pid, "start_time": process_start_time(proc.pid)}
+    (home / "cluster" / STATE_FILE).write_text(json.dumps(state, indent=2) + "\n")
+    address = None
+    if name.startswith("kafka-"):
+        address = state["kafka"]["bootstrap_servers"].split(",")[int(name.split("-")[1]) - 1]
+    deadline = time.monotonic() + timeout
+    settle = time.monotonic() + 3.0  # a JVM with a bad configuration exits within seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise ClusterError(f"{name} exited with code {proc.returncode}; see {launch.log}\n{tail(Path(launch.log))}")
+        if (metadata_ok(address, 2.0) if address else time.monotonic() >= settle):
+            return proc.pid
+        time.sleep(0.2)
+    raise ClusterError(f"{name} did not come up within {timeout:.0f}s; see {launch.log}")
+
+
+def restart_node(home: Path, name: str, timeout: float = 120.0) -> int:
+    stop_node(home, name)
+    return start_node(home, name, timeout)

@@ -131,11 +131,38 @@ def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
 
 
 @dataclass
+class NodeLaunch:
+    """How one node was started: argv, working directory, log file and the environment entries it set
+    on top of the launcher's (so another process can start it again: ``radctl cluster start NODE``)."""
+
+    argv: list[str]
+    log: str
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, argv: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> NodeLaunch:
+        extra = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
+        return cls(list(argv), str(log), str(cwd) if cwd is not None else None, extra)
+
+    def spawn(self) -> subprocess.Popen[bytes]:
+        """Start the node again, in its own process group, appending to its log."""
+        with open(self.log, "ab") as out:
+            return subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env={**os.environ, **self.env}, cwd=self.cwd, start_new_session=True)  # fmt: skip
+
+
+@dataclass
 class NodeGroup:
     """The JVMs one launcher started (the HDFS and Spark standalone nodes), by name, each in its own
     process group with its output in its own log file."""
 
     _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    _launches: dict[str, NodeLaunch] = field(default_factory=dict, repr=False)
+
+    def launches(self) -> dict[str, NodeLaunch]:
+        """How each node was started (what ``radctl cluster start NODE`` runs again)."""
+        return dict(self._launches)
 
     def pids(self) -> dict[str, int]:
         """Process (group) id of every node still running, by name."""
@@ -149,6 +176,7 @@ class NodeGroup:
         proc.wait(timeout=10)
 
     def _spawn_node(self, name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None = None) -> None:
+        self._launches[name] = NodeLaunch.of(cmd, log, env, cwd)
         with log.open("ab") as out:
             self._procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                  env=env, cwd=cwd, start_new_session=True)  # fmt: skip

@@ -1,5 +1,6 @@
-"""``radctl cluster up|status|down``: the local multi-node cluster of :mod:`operations.cluster` (3 Kafka
-nodes, HDFS with 2 DataNodes, Spark standalone with 2 workers), in the background, no containers."""
+"""``radctl cluster up|status|down|start|stop|restart``: the local multi-node cluster of
+:mod:`operations.cluster` (3 Kafka nodes, HDFS with 2 DataNodes, Spark standalone with 2 workers), in
+the background, no containers; one node at a time with ``start|stop|restart NODE``."""
 
 from __future__ import annotations
 
@@ -10,7 +11,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from operations.cluster import ClusterError, LocalCluster, down_from_state, read_state
+from operations.cluster import (
+    ClusterError,
+    LocalCluster,
+    down_from_state,
+    read_state,
+    restart_node,
+    start_node,
+    stop_node,
+)
 from radstack.config import load_settings
 
 console = Console(highlight=False)
@@ -69,6 +78,41 @@ def down(config: Path = CONFIG_OPT) -> None:
     """Stop every node (TERM, wait, KILL the process group); the data dirs stay until the next `up`."""
     stopped = down_from_state(_home(config))
     console.print(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else ""))
+
+
+NODE_ARG = typer.Argument(..., help="A node as `radctl cluster status` names it: kafka-2, datanode-1, spark-worker-2 …")
+
+
+def _one_node(action: str, config: Path | None, name: str) -> None:
+    home = _home(config)
+    try:
+        if action == "stop":
+            stopped = stop_node(home, name)
+            console.print(f"stopped {name}" if stopped else f"{name} was not running")
+        else:
+            pid = (start_node if action == "start" else restart_node)(home, name)
+            console.print(f"{action}ed {name} (pid {pid})")
+    except ClusterError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+
+
+@cluster_app.command("stop")
+def stop(name: str = NODE_ARG, config: Path = CONFIG_OPT) -> None:
+    """Stop one node (TERM, then KILL its process group); its data stays for `start`."""
+    _one_node("stop", config, name)
+
+
+@cluster_app.command("start")
+def start(name: str = NODE_ARG, config: Path = CONFIG_OPT) -> None:
+    """Start one stopped or crashed node again: the same command, ports and data as `up` gave it."""
+    _one_node("start", config, name)
+
+
+@cluster_app.command("restart")
+def restart(name: str = NODE_ARG, config: Path = CONFIG_OPT) -> None:
+    """Stop and start one node."""
+    _one_node("restart", config, name)
 
 
 def _print_status(state: dict) -> None:  # type: ignore[type-arg]

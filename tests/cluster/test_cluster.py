@@ -9,7 +9,8 @@ nodes, HDFS with 2 DataNodes (replication 2), a Spark standalone master with 2 w
   publishes segments that overshadow the real-time ones and answer exactly the produced truth;
 * a DataNode killed with SIGKILL while the archiver writes: every archived event is still readable;
 * Airflow's DAG submits the rebuild with its SparkSubmitOperator, then the compaction job is submitted;
-* ``radctl cluster up|status|down`` from separate processes, every port freed at the end.
+* ``radctl cluster up|status|down`` and ``stop|start|restart NODE`` from separate processes, every port
+  freed at the end.
 """
 
 from __future__ import annotations
@@ -405,6 +406,27 @@ def test_cli_up_status_down_frees_every_port(tmp_path: Path) -> None:
         assert all(port_in_use("127.0.0.1", p) for p in ports)
         again = radctl("up")
         assert again.returncode == 1 and "already running" in again.stdout
+
+        # one node at a time, from other processes (#36 item 5)
+        stopped = radctl("stop", "datanode")
+        assert stopped.returncode == 0 and "stopped datanode" in stopped.stdout, stopped.stdout + stopped.stderr
+        state = orjson.loads(radctl("status", "--json").stdout)
+        assert not state["processes"]["datanode"]["alive"] and state["processes"]["namenode"]["alive"]
+        assert radctl("stop", "datanode").stdout.strip() == "datanode was not running"
+        started = radctl("start", "datanode")
+        assert started.returncode == 0 and "started datanode" in started.stdout, started.stdout + started.stderr
+        deadline = time.monotonic() + 60
+        while (state := orjson.loads(radctl("status", "--json").stdout))["hdfs"]["live_datanodes"] != 1:
+            assert time.monotonic() < deadline, state["hdfs"]
+            time.sleep(1)
+        assert state["processes"]["datanode"]["alive"]
+        restarted = radctl("restart", "kafka-1")
+        assert restarted.returncode == 0 and "restarted kafka-1" in restarted.stdout, restarted.stdout + restarted.stderr
+        state = orjson.loads(radctl("status", "--json").stdout)
+        assert all(p["alive"] for p in state["processes"].values()) and state["kafka"]["brokers_serving"] == 1
+        unknown = radctl("start", "kafka-9")
+        assert unknown.returncode == 1 and "no node 'kafka-9'" in unknown.stdout
+        assert radctl("start", "namenode").returncode == 1  # running already
     finally:
         down = radctl("down")
     assert down.returncode == 0 and "stopped 5 processes" in down.stdout, down.stdout + down.stderr
