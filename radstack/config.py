@@ -285,6 +285,9 @@ class AirflowSettings(Section):
 
 class StreamingSettings(Section):
     trigger_seconds: float = Field(1.0, description="micro-batch trigger interval")
+    checkpoint_location: str = Field(
+        "", description="where the streaming checkpoints live (a URI Spark writes: hdfs://…, file://…); empty → "
+        "{deep storage}/checkpoints with HDFS deep storage (shared by every host), else {home}/checkpoints")
     max_offsets_per_trigger: int = Field(1_000_000, description="Kafka records read per micro-batch at most")
     shuffle_partitions: int = Field(
         0, description="shuffle partitions of the dedup/join state, frozen into the checkpoint; 0 → one per local core")

@@ -4,7 +4,8 @@ Plan: ``readStream.format("kafka")`` on the spec's topics (``startingOffsets`` e
 ``maxOffsetsPerTrigger``, ``failOnDataLoss``) → :func:`radstack.pipeline.parse.parse_events` →
 dedup on the event id within the watermark (delay = windowPeriod) → the bounded impressions ⋈ clicks
 join when the spec has one → :class:`realtime.streaming.sink.SegmentSink`. The checkpoint lives in
-``$RADSTACK_HOME/checkpoints/<datasource>``; a restart resumes from exactly the offsets not committed.
+:func:`checkpoint_location` (``$RADSTACK_HOME/checkpoints/<datasource>``, or in HDFS deep storage, where
+every host reaches it); a restart resumes from exactly the offsets not committed.
 
 Settings (``streaming.*`` in radstack.yaml, all optional): ``trigger_seconds`` (1.0),
 ``max_offsets_per_trigger`` (1000000), ``shuffle_partitions`` (0: one per local core), ``fail_on_data_loss`` (true), ``starting_offsets`` (earliest),
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 
     from radstack.storage.metadata import MetadataStore
 
-__all__ = ["StreamOptions", "stream_options", "checkpoint_dir", "build_stream", "StreamingJob"]
+__all__ = ["StreamOptions", "stream_options", "checkpoint_location", "delete_checkpoint", "build_stream", "StreamingJob"]
 
 log = logging.getLogger("radstack.streaming")
 
@@ -108,9 +109,28 @@ def handoff_window_ms(spec: DatasourceSpec) -> int:
     return w + (max(join_window_ms(j) for j in joins) + w if joins else 0)
 
 
-def checkpoint_dir(settings: Settings, data_source: str, replica: int = 0) -> Path:
-    """``checkpoints/<datasource>`` (replica 0), ``checkpoints/<datasource>.replica<r>``."""
-    return Path(settings.home) / "checkpoints" / (data_source if replica == 0 else f"{data_source}.replica{replica}")
+def checkpoint_location(settings: Settings, data_source: str, replica: int = 0) -> str:
+    """The URI of a streaming query's checkpoint: ``<base>/<datasource>`` (replica 0) or
+    ``<base>/<datasource>.replica<r>``. The base is ``streaming.checkpoint_location`` or, when empty,
+    ``checkpoints/`` in HDFS deep storage — the state-store files are written by the executors, which
+    on a cluster run on other hosts, and a restarted driver may run elsewhere too — else
+    ``$RADSTACK_HOME/checkpoints`` (a local directory; S3 has no atomic rename, which Spark's
+    checkpoint needs, so S3 deep storage keeps them local unless the setting names shared storage)."""
+    name = data_source if replica == 0 else f"{data_source}.replica{replica}"
+    base = str(settings.streaming.checkpoint_location or "").rstrip("/")
+    if not base and settings.deep_storage.type == "hdfs":
+        base = open_deep_storage(settings).uri("checkpoints")
+    if not base:
+        return (Path(settings.home) / "checkpoints" / name).resolve().as_uri()
+    return f"{base}/{name}" if "://" in base else (Path(base) / name).resolve().as_uri()
+
+
+def delete_checkpoint(spark: SparkSession, location: str) -> bool:
+    """Remove a checkpoint wherever it lives (Hadoop's file system of its URI: file:, hdfs:)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    path = jvm.org.apache.hadoop.fs.Path(location)
+    fs = path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    return bool(fs.delete(path, True))
 
 
 def _kafka_stream(spark: SparkSession, topics: list[str], o: StreamOptions, max_offsets: int) -> DataFrame:
@@ -196,7 +216,7 @@ class StreamingJob:
         self._spark = spark
         self.query: StreamingQuery | None = None
         self.tracker = ProgressTracker.resume(self.metadata.get_state(progress_key(spec.name, replica)))
-        self.checkpoint = checkpoint_dir(settings, spec.name, replica)
+        self.checkpoint = checkpoint_location(settings, spec.name, replica)
         self.joins = join_options(spec)
         self.sink = SegmentSink(
             spec,
@@ -247,15 +267,14 @@ class StreamingJob:
         enrich.set_deep_storage(self.settings.deep_storage)
         open_deep_storage(self.settings)  # fail early on a bad configuration
         self._ensure_dlq_topics()
-        self.checkpoint.mkdir(parents=True, exist_ok=True)
         stream = build_stream(self.spark, self.spec, self.options)
         w = (
             stream.writeStream.queryName(
                 f"radstack_{self.spec.name}{f'_replica{self.replica}' if self.replica else ''}".replace("-", "_").replace(" ", "_"))
             .foreachBatch(self.sink)
-            # a file: URI: the sink reads the checkpoint's metadata locally, and with HDFS deep storage
-            # spark-submit sets fs.defaultFS to hdfs://, where a bare path would land
-            .option("checkpointLocation", self.checkpoint.resolve().as_uri())
+            # always a URI (file:, hdfs:): spark-submit with HDFS deep storage sets fs.defaultFS to
+            # hdfs://, where a bare local path would land
+            .option("checkpointLocation", self.checkpoint)
         )
         if self.options.available_now:
             w = w.trigger(availableNow=True)

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from radstack.pipeline.batch import finish_pipeline
 from radstack.pipeline.window import late_threshold
@@ -73,7 +74,7 @@ def without_processed_topic(spec: DatasourceSpec) -> DatasourceSpec:
 class SinkConfig:
     bootstrap_servers: str
     deep_storage: dict[str, Any]
-    checkpoint: Path
+    checkpoint: str  # the query's checkpoint location (a URI: file:, hdfs:)
     window_ms: int
     handoff_check_seconds: float = 10.0
     handoff: bool = True
@@ -105,11 +106,16 @@ class SegmentSink:
     def key(self) -> str:
         return state_key(self.spec.name, self.config.replica)
 
-    def query_id(self) -> str:
-        """The streaming query's id, which Spark keeps in the checkpoint across restarts."""
+    def query_id(self, spark: Any) -> str:
+        """The streaming query's id, which Spark keeps in the checkpoint's ``metadata`` file across
+        restarts (read through Spark, so a checkpoint on HDFS is read where it is)."""
         if self._query_id is None:
-            meta = self.config.checkpoint / "metadata"
-            self._query_id = str(json.loads(meta.read_text().splitlines()[0])["id"])
+            location = f"{self.config.checkpoint.rstrip('/')}/metadata"
+            if location.startswith("file:"):
+                first = Path(urlparse(location).path).read_text().splitlines()[0]
+            else:
+                first = spark.read.text(location).first()[0]
+            self._query_id = str(json.loads(first)["id"])
         return self._query_id
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -132,7 +138,7 @@ class SegmentSink:
 
         t0 = time.monotonic()
         state = dict(self.metadata.get_state(self.key) or {})
-        qid = self.query_id()
+        qid = self.query_id(df.sparkSession)
         if state.get("queryId") == qid and int(state.get("lastBatchId", -1)) >= batch_id:
             log.warning("batch %s of query %s is already published: skipped (replay)", batch_id, qid)
             self.skipped.append(batch_id)

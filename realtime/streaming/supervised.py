@@ -12,7 +12,6 @@ not reset again.
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -20,7 +19,7 @@ from radstack.config import Settings
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.replicas import progress_key, state_key
 from radstack.storage.supervisors import SupervisorRecord, load_supervisors
-from realtime.streaming.job import StreamingJob, StreamOptions, checkpoint_dir
+from realtime.streaming.job import StreamingJob, StreamOptions, delete_checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -76,18 +75,18 @@ class SupervisedStreams:
         return False
 
     def _start(self, rec: SupervisorRecord) -> None:
-        if int(self.metadata.get_state(reset_key(rec.id), 0) or 0) < rec.reset_generation:
-            self._forget_offsets(rec)
         options = replace(self.options, starting_offsets="earliest" if rec.use_earliest_offset else "latest")
         job = StreamingJob(self.settings, rec.datasource_spec(), options, spark=self._spark, metadata=self.metadata)
+        if int(self.metadata.get_state(reset_key(rec.id), 0) or 0) < rec.reset_generation:
+            self._forget_offsets(rec, job)
         job.start()
         self._spark = job.spark
         self.jobs[rec.id] = ((rec.generation, rec.reset_generation), job)
         log.info("supervisor %s: streaming %s (generation %d)", rec.id, rec.topic, rec.generation)
 
-    def _forget_offsets(self, rec: SupervisorRecord) -> None:
+    def _forget_offsets(self, rec: SupervisorRecord, job: StreamingJob) -> None:
         log.info("supervisor %s: reset, forgetting its offsets", rec.id)
-        shutil.rmtree(checkpoint_dir(self.settings, rec.id), ignore_errors=True)
+        delete_checkpoint(job.spark, job.checkpoint)
         for key in (state_key(rec.id), progress_key(rec.id)):
             self.metadata.put_state(key, {})
         self.metadata.put_state(reset_key(rec.id), rec.reset_generation)

@@ -260,6 +260,12 @@ def test_broker_kill_during_produce_stream_archive(cluster: LocalCluster) -> Non
             assert any(a["name"] == f"radstack-stream-{name}" for a in apps["completedapps"] + apps["activeapps"])
             realtime_ids = {r["segment_id"] for r in _sql(srv.url, f"SELECT segment_id FROM sys.segments WHERE datasource = '{name}'")}
             assert realtime_ids
+            # the checkpoint lives in HDFS, where every host reaches it (#36 item 2), not on the driver's disk
+            from radstack.storage.deep_storage import open_deep_storage
+
+            hdfs = open_deep_storage(_settings(cluster))
+            assert hdfs.exists(f"checkpoints/{name}/metadata") and hdfs.list(f"checkpoints/{name}/offsets/")
+            assert not (cluster.home / "checkpoints").exists()
 
             # the rebuild of that hour on spark:// through deploy/spark's spark-submit wrapper
             env = _submit_env(cluster)
