@@ -1,0 +1,86 @@
+"""Simulated hosts (#36 item 1, the ground the cluster will stand on): three Linux network + mount
+namespaces on a private bridge in 198.18.0.0/24 (operations/hosts.py).
+
+* a host reaches another host's address, and its own loopback is its own;
+* no host has a route out of the bridge, and the machine itself has no route to the hosts (checked
+  with ``ip route get``: nothing is sent);
+* a host's /tmp and home are its own; the project tree is there, read-only;
+* killing a host SIGKILLs every process in it at once and removes its namespace; it comes back with
+  the same address and disk, an empty /tmp;
+* ``down`` leaves no namespace, link or process behind, also when the test body fails.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from operations.hosts import HOST_HOME, REPO, SimulatedHosts, leftover_namespaces, processes_in_netns
+
+pytestmark = [pytest.mark.slow, pytest.mark.cluster,
+              pytest.mark.skipif(sys.platform != "linux", reason="Linux namespaces")]
+
+PY = sys.executable
+SERVE = "import socket,sys; s=socket.create_server((sys.argv[1], 7070)); c,_=s.accept(); c.sendall(b'hello from '+sys.argv[1].encode()); c.close()"
+ASK = "import socket,sys; print(socket.create_connection((sys.argv[1], 7070), timeout=5).recv(64).decode())"
+
+
+def test_hosts_share_only_the_network_and_the_image(tmp_path: Path) -> None:
+    hosts = SimulatedHosts(3, tmp_path / "hosts")
+    with hosts:
+        # each host has its address; 2 reaches 3 over the bridge
+        assert hosts.address(1) == "198.18.0.11"
+        assert "198.18.0.13/24" in hosts.run(3, ["ip", "-o", "addr", "show", "eth0"]).stdout
+        server = subprocess.Popen(hosts.command(3, [PY, "-c", SERVE, hosts.address(3)]))
+        try:
+            for _ in range(50):
+                out = hosts.run(2, [PY, "-c", ASK, hosts.address(3)], check=False)
+                if out.returncode == 0:
+                    break
+            assert out.stdout.strip() == "hello from 198.18.0.13", out.stderr
+        finally:
+            server.wait(timeout=10)
+        # no way out: only the bridge's subnet is routed, inside and outside the hosts
+        assert hosts.run(1, ["ip", "route"]).stdout.strip().splitlines() == [
+            "198.18.0.0/24 dev eth0 proto kernel scope link src 198.18.0.11"]
+        assert "unreachable" in hosts.run(1, ["ip", "route", "get", "192.0.2.1"], check=False).stderr.lower()
+        outside = subprocess.run(["ip", "route", "get", hosts.address(1)], capture_output=True, text=True)
+        assert f"rs{hosts.tag}" not in outside.stdout  # the machine has no link on the bridge
+        # own /tmp and home; the project tree read-only
+        hosts.run(1, ["sh", "-c", f"echo one > /tmp/mine && echo one > {HOST_HOME}/disk"])
+        assert hosts.run(2, ["ls", "/tmp/mine"], check=False).returncode != 0
+        assert not Path("/tmp/mine").exists()
+        assert (hosts.host_dir(1) / "disk").read_text() == "one\n"
+        assert hosts.run(2, ["cat", f"{HOST_HOME}/disk"], check=False).returncode != 0
+        assert hosts.run(2, ["test", "-x", PY]).returncode == 0
+        denied = hosts.run(2, ["touch", str(REPO / "written-by-a-host")], check=False)
+        assert denied.returncode != 0 and "read-only" in denied.stderr.lower()
+
+        # a host dies: every process at once, its namespace gone; it comes back with its disk
+        sleepers = [subprocess.Popen(hosts.command(2, ["sleep", "600"])) for _ in range(3)]
+        assert len(processes_in_netns(hosts.netns(2))) >= 4  # the sleepers and the host's holder
+        killed = hosts.kill_host(2)
+        assert all(p.wait(timeout=10) == -9 or p.returncode != 0 for p in sleepers)
+        assert len(killed) >= 4 and hosts.netns(2) not in leftover_namespaces(hosts.tag)
+        assert hosts.run(1, [PY, "-c", ASK, hosts.address(2)], check=False).returncode != 0
+        hosts.start_host(2)
+        assert hosts.run(2, ["cat", f"{HOST_HOME}/disk"], check=False).returncode != 0  # host 2 never wrote one
+        hosts.run(2, ["sh", "-c", f"echo two > {HOST_HOME}/disk"])
+        hosts.kill_host(2)
+        hosts.start_host(2)
+        assert hosts.run(2, ["cat", f"{HOST_HOME}/disk"]).stdout == "two\n"  # the disk survived
+        assert hosts.run(2, ["ls", "-A", "/tmp"]).stdout.split() == [".ready"]  # /tmp did not
+    assert leftover_namespaces(hosts.tag) == []
+    assert hosts.tag not in subprocess.run(["ip", "link"], capture_output=True, text=True).stdout
+
+
+def test_a_failing_body_still_removes_everything(tmp_path: Path) -> None:
+    hosts = SimulatedHosts(2, tmp_path / "hosts")
+    with pytest.raises(RuntimeError, match="the test failed"), hosts:
+        sleeper = subprocess.Popen(hosts.command(1, ["sleep", "600"]))
+        raise RuntimeError("the test failed")
+    assert sleeper.wait(timeout=10) != 0
+    assert leftover_namespaces(hosts.tag) == []
