@@ -8,9 +8,11 @@ Layout (``tag`` is random per run, so two runs never collide)::
     netns rs<tag>sw      the switch: bridge br0, no address, no route
     netns rs<tag>h<i>    host i: eth0 = 198.18.0.<10+i>/24 (the benchmarking range, RFC 2544), lo; no
                          default route, no NAT: traffic cannot leave the namespaces this made
-    holder process       per host: ``unshare --mount`` inside the host's netns, tmpfs on /tmp, the
-                         host's directory bound on ``HOST_HOME``, the project tree bound read-only;
-                         every command of the host runs in its namespaces (``nsenter``)
+    holder process       per host: ``unshare --mount`` inside the host's netns; empty tmpfs on /tmp
+                         and on the hosts' base directory, with only the host's own directory
+                         bound back at its path (so a path means the same inside and outside, and
+                         no host sees another's); the project tree bound read-only; every command
+                         of the host runs in its namespaces (``nsenter``)
 
 :meth:`SimulatedHosts.kill_host` is a machine dying: SIGKILL to every process in the host's network
 namespace at once, then the namespace is torn down; :meth:`SimulatedHosts.start_host` brings it back
@@ -20,6 +22,7 @@ removes everything, also after a failure (a context manager). Needs root (``ip n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -32,8 +35,8 @@ from pathlib import Path
 #: the address range the hosts live in: 198.18.0.0/15 is reserved for benchmarking networks
 SUBNET_PREFIX = "198.18.0."
 PREFIX_LEN = 24
-#: where a host sees its own directory
-HOST_HOME = Path("/srv/radstack")
+#: mount points the hosts' directories pass through while a host is made (outside every host's tmpfs)
+STAGE_DIR = Path("/run/radstack-hosts")
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -121,10 +124,16 @@ class SimulatedHosts:
         _ip("-n", self.switch, "link", "set", far, "up")
         home = self.host_dir(host)
         home.mkdir(parents=True, exist_ok=True)
-        # the host's directory first: it may live under the machine's /tmp, which the tmpfs then hides
-        setup = (f"mkdir -p {HOST_HOME} && mount --bind {home} {HOST_HOME} && mount -t tmpfs tmpfs /tmp && "
-                 f"mount --bind {REPO} {REPO} && mount -o remount,bind,ro {REPO} && touch /tmp/.ready && "
-                 "exec sleep infinity")  # fmt: skip
+        stage = STAGE_DIR / f"{self.tag}-h{host}"
+        stage.mkdir(parents=True, exist_ok=True)
+        # the host's directory is bound aside first (it may sit under the machine's /tmp), then /tmp and
+        # the hosts' base directory are covered by empty tmpfs mounts and the host's own directory is
+        # bound back at its path: paths are the same inside and outside, other hosts' dirs are gone
+        base = self.base_dir
+        setup = (f"mount --bind {home} {stage} && mount -t tmpfs tmpfs /tmp && mkdir -p {base} && "
+                 f"mount -t tmpfs tmpfs {base} && mkdir -p {home} && mount --bind {stage} {home} && "
+                 f"umount {stage} && mount --bind {REPO} {REPO} && mount -o remount,bind,ro {REPO} && "
+                 "touch /tmp/.ready && exec sleep infinity")  # fmt: skip
         holder = subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private",
                                    "sh", "-c", setup], stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
         self.holders[host] = holder
@@ -140,18 +149,18 @@ class SimulatedHosts:
         """A machine dying: SIGKILL every process of the host at once, then tear its namespace down.
         Returns the pids killed."""
         ns = self.netns(host)
-        pids = processes_in_netns(ns)
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                continue
+        killed: list[int] = []
+        deadline = time.monotonic() + 10
+        while (pids := processes_in_netns(ns)) and time.monotonic() < deadline:  # also what entered meanwhile
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            killed += [p for p in pids if p not in killed]
+            time.sleep(0.05)
         holder = self.holders.pop(host, None)
         if holder is not None:
             holder.wait(timeout=10)
-        deadline = time.monotonic() + 10
-        while processes_in_netns(ns) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        pids = killed
         if _netns_inode(ns) is not None:
             _ip("netns", "del", ns)  # the veth pair goes with it
         return pids
@@ -163,6 +172,9 @@ class SimulatedHosts:
                 self.kill_host(host)
         if _netns_inode(self.switch) is not None:
             _ip("netns", "del", self.switch)
+        for host in range(1, self.count + 1):
+            with contextlib.suppress(OSError):
+                (STAGE_DIR / f"{self.tag}-h{host}").rmdir()
 
     def remove_dirs(self) -> None:
         shutil.rmtree(self.base_dir, ignore_errors=True)
@@ -195,8 +207,19 @@ class SimulatedHosts:
         """Start ``argv`` on ``host`` in the background, in its own process group; output to ``log``
         (a path as the launcher sees it)."""
         with open(log, "ab") as out:
-            return subprocess.Popen(self.command(host, argv), stdout=out, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen(self.command(host, argv), stdout=out, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)  # fmt: skip
+        # returned once it is on the host (nsenter has entered the namespaces), so a kill_host right
+        # after cannot miss it
+        inode, deadline = _netns_inode(self.netns(host)), time.monotonic() + 10
+        while proc.poll() is None and time.monotonic() < deadline:
+            try:
+                if os.stat(f"/proc/{proc.pid}/ns/net").st_ino == inode:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.01)
+        return proc
 
 
 def leftover_namespaces(tag: str) -> list[str]:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from operations.hosts import HOST_HOME, REPO, SimulatedHosts, leftover_namespaces, processes_in_netns
+from operations.hosts import REPO, SimulatedHosts, leftover_namespaces, processes_in_netns
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster,
               pytest.mark.skipif(sys.platform != "linux", reason="Linux namespaces")]
@@ -50,29 +51,34 @@ def test_hosts_share_only_the_network_and_the_image(tmp_path: Path) -> None:
         outside = subprocess.run(["ip", "route", "get", hosts.address(1)], capture_output=True, text=True)
         assert f"rs{hosts.tag}" not in outside.stdout  # the machine has no link on the bridge
         # own /tmp and home; the project tree read-only
-        hosts.run(1, ["sh", "-c", f"echo one > /tmp/mine && echo one > {HOST_HOME}/disk"])
+        disk1, disk2 = hosts.host_dir(1) / "disk", hosts.host_dir(2) / "disk"
+        hosts.run(1, ["sh", "-c", f"echo one > /tmp/mine && echo one > {disk1}"])
         assert hosts.run(2, ["ls", "/tmp/mine"], check=False).returncode != 0
         assert not Path("/tmp/mine").exists()
-        assert (hosts.host_dir(1) / "disk").read_text() == "one\n"
-        assert hosts.run(2, ["cat", f"{HOST_HOME}/disk"], check=False).returncode != 0
+        assert disk1.read_text() == "one\n"  # the same path outside the host
+        assert hosts.run(2, ["cat", str(disk1)], check=False).returncode != 0  # host 1's disk is not on host 2
+        assert hosts.run(2, ["ls", "-A", str(hosts.base_dir)]).stdout.split() == ["h2"]
         assert hosts.run(2, ["test", "-x", PY]).returncode == 0
         denied = hosts.run(2, ["touch", str(REPO / "written-by-a-host")], check=False)
         assert denied.returncode != 0 and "read-only" in denied.stderr.lower()
 
         # a host dies: every process at once, its namespace gone; it comes back with its disk
-        sleepers = [subprocess.Popen(hosts.command(2, ["sleep", "600"])) for _ in range(3)]
-        assert len(processes_in_netns(hosts.netns(2))) >= 4  # the sleepers and the host's holder
+        sleepers = [hosts.spawn(2, ["sleep", "600"], tmp_path / "sleep.log") for _ in range(3)]
+        deadline = time.monotonic() + 10  # the sleepers and the host's holder, once nsenter has entered
+        while len(processes_in_netns(hosts.netns(2))) < 4:
+            assert time.monotonic() < deadline, processes_in_netns(hosts.netns(2))
+            time.sleep(0.05)
         killed = hosts.kill_host(2)
         assert all(p.wait(timeout=10) == -9 or p.returncode != 0 for p in sleepers)
         assert len(killed) >= 4 and hosts.netns(2) not in leftover_namespaces(hosts.tag)
         assert hosts.run(1, [PY, "-c", ASK, hosts.address(2)], check=False).returncode != 0
         hosts.start_host(2)
-        assert hosts.run(2, ["cat", f"{HOST_HOME}/disk"], check=False).returncode != 0  # host 2 never wrote one
-        hosts.run(2, ["sh", "-c", f"echo two > {HOST_HOME}/disk"])
+        assert hosts.run(2, ["cat", str(disk2)], check=False).returncode != 0  # host 2 never wrote one
+        hosts.run(2, ["sh", "-c", f"echo two > {disk2} && touch /tmp/before-death"])
         hosts.kill_host(2)
         hosts.start_host(2)
-        assert hosts.run(2, ["cat", f"{HOST_HOME}/disk"]).stdout == "two\n"  # the disk survived
-        assert hosts.run(2, ["ls", "-A", "/tmp"]).stdout.split() == [".ready"]  # /tmp did not
+        assert hosts.run(2, ["cat", str(disk2)]).stdout == "two\n"  # the disk survived
+        assert hosts.run(2, ["test", "-e", "/tmp/before-death"], check=False).returncode == 1  # /tmp did not
     assert leftover_namespaces(hosts.tag) == []
     assert hosts.tag not in subprocess.run(["ip", "link"], capture_output=True, text=True).stdout
 
@@ -80,7 +86,7 @@ def test_hosts_share_only_the_network_and_the_image(tmp_path: Path) -> None:
 def test_a_failing_body_still_removes_everything(tmp_path: Path) -> None:
     hosts = SimulatedHosts(2, tmp_path / "hosts")
     with pytest.raises(RuntimeError, match="the test failed"), hosts:
-        sleeper = subprocess.Popen(hosts.command(1, ["sleep", "600"]))
+        sleeper = hosts.spawn(1, ["sleep", "600"], tmp_path / "sleep.log")
         raise RuntimeError("the test failed")
     assert sleeper.wait(timeout=10) != 0
     assert leftover_namespaces(hosts.tag) == []
