@@ -96,7 +96,7 @@ class KafkaBroker:
     auto_create_topics: bool = False
     jvm_dir: Path | None = None
     node_id: int = 1
-    voters: dict[int, int] = field(default_factory=dict)
+    voters: dict[int, int | str] = field(default_factory=dict)  # node id → controller port, or "host:port"
     cluster_id: str | None = None
     replication: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
@@ -152,7 +152,8 @@ class KafkaBroker:
         rf = max(1, self.replication)
         min_isr = 2 if rf >= 3 else 1
         quorum = (
-            {"controller.quorum.voters": ",".join(f"{n}@{h}:{p}" for n, p in sorted(self.voters.items()))}
+            {"controller.quorum.voters": ",".join(f"{n}@{p}" if isinstance(p, str) else f"{n}@{h}:{p}"
+                                                  for n, p in sorted(self.voters.items()))}
             if self.voters
             else {"controller.quorum.bootstrap.servers": f"{h}:{self.controller_port}"}
         )

@@ -90,3 +90,98 @@ def test_a_failing_body_still_removes_everything(tmp_path: Path) -> None:
         raise RuntimeError("the test failed")
     assert sleeper.wait(timeout=10) != 0
     assert leftover_namespaces(hosts.tag) == []
+
+
+#: run on host 1: the brokers the cluster lists (what a client there sees)
+BROKERS = """
+import sys
+from confluent_kafka.admin import AdminClient
+print(len(AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(timeout=5).brokers))
+"""
+#: run on host 1: an idempotent producer of N numbered events, acks=all; prints how many were delivered
+PRODUCE = """
+import sys, time
+from confluent_kafka import Producer
+bootstrap, topic, first, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+              "message.timeout.ms": 120000, "linger.ms": 5})
+ok = []
+for i in range(first, first + n):
+    p.produce(topic, str(i).encode(), on_delivery=lambda e, m: ok.append(m) if e is None else None)
+    p.poll(0)
+    time.sleep(0.001)
+p.flush(150)
+print(len(ok))
+"""
+#: run on host 1: every value of the topic, read from the beginning
+CONSUME = """
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": "count", "auto.offset.reset": "earliest",
+              "enable.auto.commit": False, "isolation.level": "read_committed"})
+c.subscribe([sys.argv[2]])
+values, idle = [], time.monotonic()
+while time.monotonic() - idle < 8:
+    for m in c.consume(1000, timeout=1.0):
+        if m.error() is None:
+            values.append(int(m.value()))
+            idle = time.monotonic()
+print(len(values), len(set(values)))
+"""
+
+
+def test_kafka_on_three_hosts_survives_one_dying(tmp_path: Path) -> None:
+    """Three Kafka KRaft nodes, one per simulated host, each on its host's address and disk. A client on
+    host 1 produces 6,000 events with acks=all while host 2 dies (every process SIGKILLed, its
+    namespace torn down) and comes back; every accepted event is read back exactly once."""
+    from operations.cluster import FAILOVER
+    from operations.kafka_broker import KafkaBroker, new_cluster_id
+
+    hosts = SimulatedHosts(3, tmp_path / "hosts")
+    with hosts:
+        voters: dict[int, int | str] = {n: f"{hosts.address(n)}:9093" for n in (1, 2, 3)}
+        cid = new_cluster_id()
+        brokers = {n: KafkaBroker(home=hosts.host_dir(n), host=hosts.address(n), port=9092, controller_port=9093,
+                                  heap="256m", node_id=n, voters=voters, cluster_id=cid, replication=3,
+                                  extra=FAILOVER) for n in (1, 2, 3)}  # fmt: skip
+
+        def launch(n: int) -> None:
+            b = brokers[n]
+            b.prepare()  # config and storage on the host's disk (the same path inside the host)
+            b.process = hosts.spawn(n, b.command(), b.out_file, cwd=b.kafka_dir)
+
+        def on_host1(script: str, *args: str, timeout: float = 60) -> str:
+            return hosts.run(1, [PY, "-c", script, *args], timeout=timeout).stdout.strip()
+
+        bootstrap = ",".join(f"{hosts.address(n)}:9092" for n in (1, 2, 3))
+        for n in (1, 2, 3):
+            launch(n)
+
+        def wait_brokers(count: int) -> None:
+            deadline = time.monotonic() + 120
+            while hosts.run(1, [PY, "-c", BROKERS, bootstrap], check=False, timeout=30).stdout.strip() != str(count):
+                assert time.monotonic() < deadline, [brokers[n].out_file.read_text()[-2000:] for n in (1, 2, 3)]
+                time.sleep(1)
+
+        wait_brokers(3)
+        create = ("import sys\nfrom confluent_kafka.admin import AdminClient, NewTopic\n"
+                  "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
+                  "a.create_topics([NewTopic('events', 3, 3)])['events'].result(30)\n")  # fmt: skip
+        on_host1(create, bootstrap)
+
+        producer = hosts.spawn(1, [PY, "-c", PRODUCE, bootstrap, "events", "0", "6000"], tmp_path / "produce.log")
+        time.sleep(3)
+        killed = hosts.kill_host(2)  # the machine dies mid-produce
+        time.sleep(5)
+        hosts.start_host(2)
+        launch(2)  # the node comes back with its disk
+        assert producer.wait(timeout=240) == 0, (tmp_path / "produce.log").read_text()[-2000:]
+        delivered = int((tmp_path / "produce.log").read_text().split()[-1])
+        wait_brokers(3)
+        total, distinct = map(int, on_host1(CONSUME, bootstrap, "events", timeout=120).split())
+        print(f"\nkafka on 3 hosts: produced 6000, accepted {delivered}, read back {total} ({distinct} distinct); "
+              f"host 2 killed: {len(killed)} processes")
+        assert delivered == 6000  # two in-sync replicas stayed: nothing was refused
+        assert total == distinct == delivered  # every accepted event exactly once
+        assert len(killed) >= 2  # the broker's JVM and the host's holder
+    assert leftover_namespaces(hosts.tag) == []
