@@ -27,6 +27,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -123,18 +124,28 @@ class HdfsCluster(NodeGroup):
     start_timeout: float = 120.0
     ports: HdfsPorts | None = None
     start_seconds: float | None = None
+    #: on separate hosts: node name (``namenode``, ``datanode-1`` …) → the address it binds and
+    #: registers with; a DataNode's directory (data, conf, logs) on its own host; and the readiness
+    #: check, run where the nodes can be reached (``(ready, what it saw)``). Defaults: 127.0.0.1, one
+    #: directory, checked from here
+    addresses: dict[str, str] = field(default_factory=dict)
+    node_dirs: dict[str, Path] = field(default_factory=dict)
+    ready_check: Callable[[HdfsCluster], tuple[bool, str]] | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
     # ---------------------------------------------------------------- addresses
     @property
     def fs_url(self) -> str:
         """``fs.defaultFS`` — what Spark and the Hadoop client use (``hdfs://127.0.0.1:PORT``)."""
-        return f"hdfs://127.0.0.1:{self._ports.rpc}"
+        return f"hdfs://{self.address('namenode')}:{self._ports.rpc}"
 
     @property
     def webhdfs_url(self) -> str:
         """The NameNode HTTP address (WebHDFS at ``/webhdfs/v1``), for ``hdfs.InsecureClient``."""
-        return f"http://127.0.0.1:{self._ports.http}"
+        return f"http://{self.address('namenode')}:{self._ports.http}"
+
+    def address(self, node: str) -> str:
+        return self.addresses.get(node, "127.0.0.1")
 
     @property
     def conf_dir(self) -> Path:
@@ -144,7 +155,19 @@ class HdfsCluster(NodeGroup):
         return ["datanode"] if self.datanodes == 1 else [f"datanode-{i + 1}" for i in range(self.datanodes)]
 
     def _datanode_conf_dir(self, i: int) -> Path:
-        return self.conf_dir if self.datanodes == 1 else self._dir / f"conf-{self.datanode_names()[i]}"
+        name = self.datanode_names()[i]
+        if name in self.node_dirs:
+            return self.node_dirs[name] / "conf"
+        return self.conf_dir if self.datanodes == 1 else self._dir / f"conf-{name}"
+
+    def _datanode_data_dir(self, i: int) -> Path:
+        name = self.datanode_names()[i]
+        if name in self.node_dirs:
+            return self.node_dirs[name] / "data"
+        return self._dir / ("data" if self.datanodes == 1 else f"data-{name}")
+
+    def _log_dir(self, node: str) -> Path:
+        return self.node_dirs[node] / "logs" if node in self.node_dirs else self.logs_dir
 
     def live_datanodes(self) -> int:
         """DataNodes the NameNode counts as live (its ``/jmx``)."""
@@ -209,11 +232,11 @@ class HdfsCluster(NodeGroup):
         name_dir = self._dir / "name"
         if name_dir.exists():
             shutil.rmtree(name_dir)
-        for data_dir in self._dir.glob("data*"):
-            shutil.rmtree(data_dir)
-        if self.logs_dir.exists():
-            shutil.rmtree(self.logs_dir)
-        self.logs_dir.mkdir(parents=True)
+        for data_dir in [*self._dir.glob("data*"), *(self._datanode_data_dir(i) for i in range(self.datanodes))]:
+            shutil.rmtree(data_dir, ignore_errors=True)
+        for logs in {self.logs_dir, *(self._log_dir(n) for n in self.datanode_names())}:
+            shutil.rmtree(logs, ignore_errors=True)
+            logs.mkdir(parents=True)
         fmt_log = self.logs_dir / "format.log"
         with fmt_log.open("wb") as out:
             rc = subprocess.run(
@@ -234,9 +257,11 @@ class HdfsCluster(NodeGroup):
         self._wait_ready()
 
     def _spawn(self, name: str, main_class: str, conf_dir: Path | None = None) -> None:
-        self._spawn_node(name, self._java_cmd(main_class, conf_dir=conf_dir), self.logs_dir / f"{name}.log", self._env())
+        logs = self._log_dir(name)
+        self._spawn_node(name, self._java_cmd(main_class, conf_dir=conf_dir, logs=logs), logs / f"{name}.log",
+                         self._env())  # fmt: skip
 
-    def _java_cmd(self, main_class: str, *args: str, conf_dir: Path | None = None) -> list[str]:
+    def _java_cmd(self, main_class: str, *args: str, conf_dir: Path | None = None, logs: Path | None = None) -> list[str]:
         conf = conf_dir or self.conf_dir
         cp = f"{conf}{os.pathsep}{jvm.classpath('hadoop', self.jvm_dir)}"
         return [
@@ -246,7 +271,7 @@ class HdfsCluster(NodeGroup):
             "-XX:TieredStopAtLevel=1",
             "-Djava.net.preferIPv4Stack=true",
             *JAVA17_OPENS,
-            f"-Dhadoop.log.dir={self.logs_dir}",
+            f"-Dhadoop.log.dir={logs or self.logs_dir}",
             f"-Dhadoop.home.dir={self._dir}",
             f"-Dlog4j.configuration=file:{conf / 'log4j.properties'}",
             f"-Duser.name={self.user}",
@@ -266,8 +291,9 @@ class HdfsCluster(NodeGroup):
     def _write_conf(self) -> None:
         p = self._ports
         self.conf_dir.mkdir(parents=True, exist_ok=True)
+        nn = self.address("namenode")
         core = {
-            "fs.defaultFS": f"hdfs://127.0.0.1:{p.rpc}",
+            "fs.defaultFS": f"hdfs://{nn}:{p.rpc}",
             "hadoop.tmp.dir": str(self._dir / "tmp"),
             "hadoop.security.authentication": "simple",
             "hadoop.http.staticuser.user": self.user,
@@ -277,15 +303,15 @@ class HdfsCluster(NodeGroup):
             "dfs.namenode.name.dir": (self._dir / "name").as_uri(),
             "dfs.permissions.enabled": "false",
             "dfs.webhdfs.enabled": "true",
-            "dfs.namenode.rpc-address": f"127.0.0.1:{p.rpc}",
-            "dfs.namenode.rpc-bind-host": "127.0.0.1",
-            "dfs.namenode.http-address": f"127.0.0.1:{p.http}",
-            "dfs.namenode.http-bind-host": "127.0.0.1",
-            "dfs.namenode.https-address": "127.0.0.1:0",
-            "dfs.namenode.secondary.http-address": "127.0.0.1:0",
-            "dfs.namenode.secondary.https-address": "127.0.0.1:0",
-            "dfs.namenode.backup.address": "127.0.0.1:0",
-            "dfs.namenode.backup.http-address": "127.0.0.1:0",
+            "dfs.namenode.rpc-address": f"{nn}:{p.rpc}",
+            "dfs.namenode.rpc-bind-host": nn,
+            "dfs.namenode.http-address": f"{nn}:{p.http}",
+            "dfs.namenode.http-bind-host": nn,
+            "dfs.namenode.https-address": f"{nn}:0",
+            "dfs.namenode.secondary.http-address": f"{nn}:0",
+            "dfs.namenode.secondary.https-address": f"{nn}:0",
+            "dfs.namenode.backup.address": f"{nn}:0",
+            "dfs.namenode.backup.http-address": f"{nn}:0",
             "dfs.datanode.https.address": "127.0.0.1:0",
             "dfs.datanode.hostname": "127.0.0.1",
             "dfs.datanode.use.datanode.hostname": "true",
@@ -309,16 +335,18 @@ class HdfsCluster(NodeGroup):
         }
         # With one DataNode it shares the NameNode's conf dir; several each get their own (ports, data dir).
         for i, name in enumerate(self.datanode_names()):
-            dn = p.datanodes[i]
-            data = "data" if self.datanodes == 1 else f"data-{name}"
+            dn, addr = p.datanodes[i], self.address(name)
             hdfs_dn = {
                 **hdfs,
-                "dfs.datanode.data.dir": (self._dir / data).as_uri(),
-                "dfs.datanode.address": f"127.0.0.1:{dn.xfer}",
-                "dfs.datanode.http.address": f"127.0.0.1:{dn.http}",
-                "dfs.datanode.ipc.address": f"127.0.0.1:{dn.ipc}",
+                "dfs.datanode.data.dir": self._datanode_data_dir(i).as_uri(),
+                "dfs.datanode.address": f"{addr}:{dn.xfer}",
+                "dfs.datanode.http.address": f"{addr}:{dn.http}",
+                "dfs.datanode.ipc.address": f"{addr}:{dn.ipc}",
+                "dfs.datanode.https.address": f"{addr}:0",
+                "dfs.datanode.hostname": addr,
             }
-            self._write_conf_dir(self._datanode_conf_dir(i), core, hdfs_dn)
+            core_dn = {**core, "hadoop.tmp.dir": str(self.node_dirs[name] / "tmp")} if name in self.node_dirs else core
+            self._write_conf_dir(self._datanode_conf_dir(i), core_dn, hdfs_dn)
         if self.datanodes > 1:
             self._write_conf_dir(self.conf_dir, core, hdfs)
 
@@ -351,8 +379,14 @@ class HdfsCluster(NodeGroup):
             for name, proc in self._procs.items():
                 if proc.poll() is not None:
                     raise HdfsClusterError(
-                        f"{name} exited with {proc.returncode}; see {self.logs_dir / (name + '.log')}"
+                        f"{name} exited with {proc.returncode}; see {self._log_dir(name) / (name + '.log')}"
                     )
+            if self.ready_check is not None:
+                ready, last = self.ready_check(self)
+                if ready:
+                    return
+                time.sleep(0.5)
+                continue
             try:
                 live = self.live_datanodes()
                 info = _jmx(self.webhdfs_url, "Hadoop:service=NameNode,name=NameNodeInfo")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -159,6 +160,9 @@ class NodeGroup:
 
     _procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
     _launches: dict[str, NodeLaunch] = field(default_factory=dict, repr=False)
+    #: starts a node somewhere else (a simulated host: ``operations.hosts``): (name, argv, log, env, cwd)
+    runner: Callable[[str, list[str], Path, dict[str, str], Path | None], subprocess.Popen[bytes]] | None = field(
+        default=None, repr=False)
 
     def launches(self) -> dict[str, NodeLaunch]:
         """How each node was started (what ``radctl cluster start NODE`` runs again)."""
@@ -177,6 +181,10 @@ class NodeGroup:
 
     def _spawn_node(self, name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None = None) -> None:
         self._launches[name] = NodeLaunch.of(cmd, log, env, cwd)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        if self.runner is not None:
+            self._procs[name] = self.runner(name, cmd, log, env, cwd)
+            return
         with log.open("ab") as out:
             self._procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                  env=env, cwd=cwd, start_new_session=True)  # fmt: skip

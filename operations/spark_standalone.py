@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,15 +65,24 @@ class SparkStandalone(NodeGroup):
     master_port: int = 0
     web_port: int = 0
     start_seconds: float | None = None
+    #: on separate hosts: node name (``master``, ``worker-1`` …) → the address it binds; a worker's
+    #: directory (work dir, logs) on its own host; the readiness check, run where the master can be
+    #: reached (``(ready, what it saw)``). Defaults: 127.0.0.1, one directory, checked from here
+    addresses: dict[str, str] = field(default_factory=dict)
+    node_dirs: dict[str, Path] = field(default_factory=dict)
+    ready_check: Callable[[SparkStandalone], tuple[bool, str]] | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
+
+    def address(self, node: str) -> str:
+        return self.addresses.get(node, "127.0.0.1")
 
     @property
     def master_url(self) -> str:
-        return f"spark://127.0.0.1:{self.master_port}"
+        return f"spark://{self.address('master')}:{self.master_port}"
 
     @property
     def web_url(self) -> str:
-        return f"http://127.0.0.1:{self.web_port}"
+        return f"http://{self.address('master')}:{self.web_port}"
 
     @property
     def logs_dir(self) -> Path:
@@ -96,12 +106,12 @@ class SparkStandalone(NodeGroup):
         t0 = time.monotonic()
         self.master_port = self.master_port or free_port()
         self.web_port = self.web_port or free_port()
-        self._spawn("master", MASTER_MAIN, "--host", "127.0.0.1", "--port", str(self.master_port),
+        self._spawn("master", MASTER_MAIN, "--host", self.address("master"), "--port", str(self.master_port),
                     "--webui-port", str(self.web_port))  # fmt: skip
         for name in self.worker_names():
-            work = self.base_dir / name
-            work.mkdir(exist_ok=True)
-            self._spawn(name, WORKER_MAIN, "--host", "127.0.0.1", "--port", str(free_port()),
+            work = self.node_dirs[name] / "work" if name in self.node_dirs else self.base_dir / name
+            work.mkdir(parents=True, exist_ok=True)
+            self._spawn(name, WORKER_MAIN, "--host", self.address(name), "--port", str(free_port()),
                         "--webui-port", str(free_port()), "--cores", str(self.cores_per_worker),
                         "--memory", self.memory_per_worker, "--work-dir", str(work), self.master_url)  # fmt: skip
         try:
@@ -127,9 +137,14 @@ class SparkStandalone(NodeGroup):
         return env
 
     def _spawn(self, name: str, main: str, *args: str) -> None:
-        (self.base_dir / "conf").mkdir(exist_ok=True)  # type: ignore[operator]
+        home = self.node_dirs.get(name, self.base_dir)  # a worker on another host: its own directory there
+        assert home is not None
+        logs = home / "logs" if name in self.node_dirs else self.logs_dir
+        (home / "conf").mkdir(parents=True, exist_ok=True)
+        logs.mkdir(parents=True, exist_ok=True)
+        env = {**self._env(), "SPARK_LOCAL_IP": self.address(name), "SPARK_CONF_DIR": str(home / "conf")}
         cmd = [str(spark_home() / "bin" / "spark-class"), main, *args]
-        self._spawn_node(name, cmd, self.logs_dir / f"spark-{name}.log", self._env(), cwd=self.base_dir)
+        self._spawn_node(name, cmd, logs / f"spark-{name}.log", env, cwd=home)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
@@ -139,6 +154,12 @@ class SparkStandalone(NodeGroup):
                 if proc.poll() is not None:
                     raise SparkClusterError(
                         f"spark {name} exited with {proc.returncode}; see {self.logs_dir / f'spark-{name}.log'}")
+            if self.ready_check is not None:
+                ready, last = self.ready_check(self)
+                if ready:
+                    return
+                time.sleep(0.5)
+                continue
             try:
                 alive = int(self.state().get("aliveworkers", 0))
                 if alive >= self.workers:

@@ -92,12 +92,6 @@ def test_a_failing_body_still_removes_everything(tmp_path: Path) -> None:
     assert leftover_namespaces(hosts.tag) == []
 
 
-#: run on host 1: the brokers the cluster lists (what a client there sees)
-BROKERS = """
-import sys
-from confluent_kafka.admin import AdminClient
-print(len(AdminClient({"bootstrap.servers": sys.argv[1]}).list_topics(timeout=5).brokers))
-"""
 #: run on host 1: an idempotent producer of N numbered events, acks=all; prints how many were delivered
 PRODUCE = """
 import sys, time
@@ -130,58 +124,60 @@ print(len(values), len(set(values)))
 """
 
 
-def test_kafka_on_three_hosts_survives_one_dying(tmp_path: Path) -> None:
-    """Three Kafka KRaft nodes, one per simulated host, each on its host's address and disk. A client on
-    host 1 produces 6,000 events with acks=all while host 2 dies (every process SIGKILLed, its
-    namespace torn down) and comes back; every accepted event is read back exactly once."""
-    from operations.cluster import FAILOVER
-    from operations.kafka_broker import KafkaBroker, new_cluster_id
+def test_the_cluster_on_three_hosts_survives_host_2_dying(tmp_path: Path) -> None:
+    """Kafka ×3, HDFS (NameNode on host 1, a DataNode on hosts 2 and 3) and Spark standalone (master on
+    host 1, a worker on hosts 2 and 3), each node on its host's address and disk
+    (operations/host_cluster.py). From host 1 a client sees 3 brokers, 2 live DataNodes and 2 workers;
+    a file written to HDFS from host 1 has its 2 replicas on the DataNodes' hosts, whose disks hold
+    the blocks. Then a client on host 1 produces 6,000 events (acks=all, idempotent) while host 2 dies
+    (every process SIGKILLed, its namespace torn down) and comes back with its disk; every accepted
+    event is read back exactly once."""
+    from operations.host_cluster import HostCluster
 
     hosts = SimulatedHosts(3, tmp_path / "hosts")
     with hosts:
-        voters: dict[int, int | str] = {n: f"{hosts.address(n)}:9093" for n in (1, 2, 3)}
-        cid = new_cluster_id()
-        brokers = {n: KafkaBroker(home=hosts.host_dir(n), host=hosts.address(n), port=9092, controller_port=9093,
-                                  heap="256m", node_id=n, voters=voters, cluster_id=cid, replication=3,
-                                  extra=FAILOVER) for n in (1, 2, 3)}  # fmt: skip
+        cluster = HostCluster(hosts).up()
+        try:
+            seen = cluster.probe()
+            assert (seen["brokers"], seen["live_datanodes"], seen["alive_workers"]) == (3, 2, 2), seen
+            assert cluster.hdfs is not None and cluster.spark is not None
+            assert cluster.spark.master_url == "spark://198.18.0.11:7077"
+            write = ("import sys\nfrom hdfs import InsecureClient\n"
+                     "c = InsecureClient(sys.argv[1], user='root')\n"
+                     "c.write('/probe/blob', data=b'x' * 100000, overwrite=True, replication=2)\n"
+                     "print(c.status('/probe/blob')['replication'])\n")  # fmt: skip
+            assert hosts.run(1, [PY, "-c", write, cluster.hdfs.webhdfs_url]).stdout.strip() == "2"
+            for h in (2, 3):  # the block lives on the DataNodes' hosts
+                blocks = list((cluster.node_dir(h) / "hdfs" / "data").rglob("blk_*"))
+                assert any(b.stat().st_size == 100000 for b in blocks), h
+            assert not list((cluster.node_dir(1) / "hdfs").rglob("blk_*"))  # no DataNode on host 1
 
-        def launch(n: int) -> None:
-            b = brokers[n]
-            b.prepare()  # config and storage on the host's disk (the same path inside the host)
-            b.process = hosts.spawn(n, b.command(), b.out_file, cwd=b.kafka_dir)
-
-        def on_host1(script: str, *args: str, timeout: float = 60) -> str:
-            return hosts.run(1, [PY, "-c", script, *args], timeout=timeout).stdout.strip()
-
-        bootstrap = ",".join(f"{hosts.address(n)}:9092" for n in (1, 2, 3))
-        for n in (1, 2, 3):
-            launch(n)
-
-        def wait_brokers(count: int) -> None:
+            bootstrap = cluster.bootstrap_servers
+            create = ("import sys\nfrom confluent_kafka.admin import AdminClient, NewTopic\n"
+                      "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
+                      "a.create_topics([NewTopic('events', 3, 3)])['events'].result(30)\n")  # fmt: skip
+            hosts.run(1, [PY, "-c", create, bootstrap])
+            producer = hosts.spawn(1, [PY, "-c", PRODUCE, bootstrap, "events", "0", "6000"], tmp_path / "produce.log")
+            time.sleep(3)
+            killed = hosts.kill_host(2)  # the machine dies mid-produce: its broker, DataNode and worker
+            time.sleep(5)
+            hosts.start_host(2)
+            cluster.launch_broker(2)  # the Kafka node comes back with its disk
+            assert producer.wait(timeout=240) == 0, (tmp_path / "produce.log").read_text()[-2000:]
+            delivered = int((tmp_path / "produce.log").read_text().split()[-1])
             deadline = time.monotonic() + 120
-            while hosts.run(1, [PY, "-c", BROKERS, bootstrap], check=False, timeout=30).stdout.strip() != str(count):
-                assert time.monotonic() < deadline, [brokers[n].out_file.read_text()[-2000:] for n in (1, 2, 3)]
+            while cluster.probe().get("brokers") != 3:
+                assert time.monotonic() < deadline, cluster.probe()
                 time.sleep(1)
-
-        wait_brokers(3)
-        create = ("import sys\nfrom confluent_kafka.admin import AdminClient, NewTopic\n"
-                  "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
-                  "a.create_topics([NewTopic('events', 3, 3)])['events'].result(30)\n")  # fmt: skip
-        on_host1(create, bootstrap)
-
-        producer = hosts.spawn(1, [PY, "-c", PRODUCE, bootstrap, "events", "0", "6000"], tmp_path / "produce.log")
-        time.sleep(3)
-        killed = hosts.kill_host(2)  # the machine dies mid-produce
-        time.sleep(5)
-        hosts.start_host(2)
-        launch(2)  # the node comes back with its disk
-        assert producer.wait(timeout=240) == 0, (tmp_path / "produce.log").read_text()[-2000:]
-        delivered = int((tmp_path / "produce.log").read_text().split()[-1])
-        wait_brokers(3)
-        total, distinct = map(int, on_host1(CONSUME, bootstrap, "events", timeout=120).split())
-        print(f"\nkafka on 3 hosts: produced 6000, accepted {delivered}, read back {total} ({distinct} distinct); "
-              f"host 2 killed: {len(killed)} processes")
-        assert delivered == 6000  # two in-sync replicas stayed: nothing was refused
-        assert total == distinct == delivered  # every accepted event exactly once
-        assert len(killed) >= 2  # the broker's JVM and the host's holder
+            consumed = hosts.run(1, [PY, "-c", CONSUME, bootstrap, "events"], timeout=120).stdout.split()
+            total, distinct = int(consumed[0]), int(consumed[1])
+            print(f"\ncluster on 3 hosts: up in {sum(cluster.timings.values()):.1f} s "
+                  f"({', '.join(f'{k} {v:.1f}s' for k, v in cluster.timings.items())}); host 2 killed "
+                  f"({len(killed)} processes) mid-produce: produced 6000, accepted {delivered}, read back {total} "
+                  f"({distinct} distinct)")
+            assert delivered == 6000  # two in-sync replicas stayed: nothing was refused
+            assert total == distinct == delivered  # every accepted event exactly once
+            assert len(killed) >= 4  # the broker, the DataNode, the worker and the host's holder
+        finally:
+            cluster.down()
     assert leftover_namespaces(hosts.tag) == []

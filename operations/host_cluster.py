@@ -1,0 +1,189 @@
+"""The multi-node cluster of :mod:`operations.cluster`, each node group on its own simulated host
+(:mod:`operations.hosts`): host 1 — a Kafka node, the HDFS NameNode, the Spark master (and, later,
+radstack's own services and drivers); hosts 2 … N — a Kafka node, a DataNode and a Spark worker each.
+
+Every node binds its host's address and keeps its files on its host's disk; the nodes are started
+in their host's namespaces. The machine itself has no route to the hosts, so every readiness check
+runs on host 1 (``probe``), as a client there would see the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from operations.cluster import FAILOVER, ClusterError
+from operations.hdfs_local import HdfsCluster
+from operations.hosts import SimulatedHosts
+from operations.kafka_broker import KafkaBroker, new_cluster_id
+from operations.spark_standalone import SparkStandalone
+
+KAFKA_PORT, CONTROLLER_PORT = 9092, 9093
+
+#: run on host 1: what a client there sees of the cluster (JSON)
+PROBE = """
+import json, sys, urllib.request
+from confluent_kafka.admin import AdminClient
+bootstrap, webhdfs, spark_web = sys.argv[1:4]
+out = {}
+try:
+    out["brokers"] = len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).brokers)
+except Exception as e:
+    out["brokers"] = 0; out["kafka_error"] = repr(e)
+def get(url):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return json.loads(r.read())
+if webhdfs != "-":
+    try:
+        beans = {b["name"]: b for b in get(webhdfs + "/jmx?qry=Hadoop:service=NameNode,*")["beans"]}
+        out["live_datanodes"] = int(beans["Hadoop:service=NameNode,name=FSNamesystemState"]["NumLiveDataNodes"])
+        out["safemode"] = beans["Hadoop:service=NameNode,name=NameNodeInfo"]["Safemode"]
+    except Exception as e:
+        out["hdfs_error"] = repr(e)
+if spark_web != "-":
+    try:
+        out["alive_workers"] = int(get(spark_web + "/json").get("aliveworkers", 0))
+    except Exception as e:
+        out["spark_error"] = repr(e)
+print(json.dumps(out))
+"""
+
+
+@dataclass
+class HostCluster:
+    """Kafka × N, HDFS (NameNode + N−1 DataNodes) and Spark standalone (master + N−1 workers) on
+    ``hosts`` (already up)."""
+
+    hosts: SimulatedHosts
+    brokers: dict[int, KafkaBroker] = field(default_factory=dict)
+    hdfs: HdfsCluster | None = None
+    spark: SparkStandalone | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def data_hosts(self) -> list[int]:
+        return list(range(2, self.hosts.count + 1))
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(b.bootstrap_servers for b in self.brokers.values())
+
+    def node_dir(self, host: int) -> Path:
+        return self.hosts.host_dir(host) / "cluster"
+
+    # ---------------------------------------------------------------- probing from host 1
+    def probe(self) -> dict[str, Any]:
+        webhdfs = self.hdfs.webhdfs_url if self.hdfs is not None and self.hdfs.ports is not None else "-"
+        spark = self.spark.web_url if self.spark is not None and self.spark.web_port else "-"
+        out = self.hosts.run(1, [sys.executable, "-c", PROBE, self.bootstrap_servers, webhdfs, spark],
+                             check=False, timeout=30)  # fmt: skip
+        try:
+            return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+        except (ValueError, IndexError):
+            return {"error": out.stderr.strip()[-500:]}
+
+    def _wait(self, ready: Any, what: str, timeout: float) -> None:
+        deadline, seen = time.monotonic() + timeout, {}
+        while time.monotonic() < deadline:
+            seen = self.probe()
+            if ready(seen):
+                return
+            time.sleep(0.5)
+        raise ClusterError(f"{what} not ready on the hosts within {timeout:.0f}s: {seen}")
+
+    # ---------------------------------------------------------------- lifecycle
+    def up(self, timeout: float = 180.0) -> HostCluster:
+        try:
+            t0 = time.monotonic()
+            self.start_kafka(timeout)
+            self.timings["kafka"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            self.start_hdfs()
+            self.timings["hdfs"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            self.start_spark()
+            self.timings["spark"] = time.monotonic() - t0
+        except BaseException:
+            self.down()
+            raise
+        return self
+
+    def start_kafka(self, timeout: float = 180.0) -> None:
+        hosts = range(1, self.hosts.count + 1)
+        voters: dict[int, int | str] = {n: f"{self.hosts.address(n)}:{CONTROLLER_PORT}" for n in hosts}
+        cid = new_cluster_id()
+        self.brokers = {n: KafkaBroker(home=self.node_dir(n), host=self.hosts.address(n), port=KAFKA_PORT,
+                                       controller_port=CONTROLLER_PORT, heap="256m", node_id=n, voters=voters,
+                                       cluster_id=cid, replication=min(3, self.hosts.count), extra=FAILOVER)
+                        for n in hosts}  # fmt: skip
+        for n in hosts:
+            self.launch_broker(n)
+        self._wait(lambda s: s.get("brokers") == len(self.brokers), "Kafka", timeout)
+
+    def launch_broker(self, host: int) -> None:
+        """Start (again) the Kafka node of ``host``, on its disk (the same path inside the host)."""
+        b = self.brokers[host]
+        b.prepare()
+        b.process = self.hosts.spawn(host, b.command(), b.out_file, cwd=b.kafka_dir)
+
+    def _runner(self, host_of: dict[str, int]) -> Any:
+        def run(name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None) -> Any:
+            return self.hosts.spawn(host_of[name], cmd, log, env=env, cwd=cwd)
+        return run
+
+    def start_hdfs(self) -> None:
+        names = [f"datanode-{i + 1}" for i in range(len(self.data_hosts))]
+        if len(names) == 1:
+            names = ["datanode"]
+        host_of = {"namenode": 1, **dict(zip(names, self.data_hosts, strict=True))}
+        count = len(names)
+        self.hdfs = HdfsCluster(
+            base_dir=self.node_dir(1) / "hdfs", datanodes=count, replication=min(2, count),
+            addresses={name: self.hosts.address(h) for name, h in host_of.items()},
+            node_dirs={name: self.node_dir(h) / "hdfs" for name, h in host_of.items() if name != "namenode"},
+            runner=self._runner(host_of),
+            ready_check=lambda _c: self._ready(lambda s: s.get("live_datanodes") == count and s.get("safemode") == ""),
+        )  # fmt: skip
+        self.hdfs.start(attempts=1)
+
+    def start_spark(self) -> None:
+        workers = len(self.data_hosts)
+        host_of = {"master": 1, **{f"worker-{i + 1}": h for i, h in enumerate(self.data_hosts)}}
+        self.spark = SparkStandalone(
+            base_dir=self.node_dir(1) / "spark", workers=workers, master_port=7077, web_port=8080,
+            addresses={name: self.hosts.address(h) for name, h in host_of.items()},
+            node_dirs={name: self.node_dir(h) / "spark" for name, h in host_of.items() if name != "master"},
+            runner=self._runner(host_of),
+            ready_check=lambda _c: self._ready(lambda s: s.get("alive_workers") == workers),
+        )  # fmt: skip
+        self.spark.start()
+
+    def _ready(self, ok: Any) -> tuple[bool, str]:
+        seen = self.probe()
+        return bool(ok(seen)), json.dumps(seen)
+
+    def down(self) -> None:
+        """Stop every node (the hosts stay; :meth:`SimulatedHosts.down` removes them)."""
+        if self.spark is not None:
+            self.spark.stop()
+        if self.hdfs is not None:
+            self.hdfs.stop()
+        for b in self.brokers.values():
+            b.stop(timeout=20)
+
+    def settings(self) -> dict[str, Any]:
+        """The radstack settings a process on host 1 uses to run on this cluster."""
+        assert self.hdfs is not None and self.spark is not None
+        return {
+            "kafka": {"embedded": False, "bootstrap_servers": self.bootstrap_servers,
+                      "replication_factor": min(3, self.hosts.count)},
+            "deep_storage": self.hdfs.deep_storage_settings("/radstack"),
+            "spark": {"master": self.spark.master_url,
+                      "conf": {"spark.executor.memory": "1g", "spark.cores.max": str(len(self.data_hosts)),
+                               "spark.pyspark.python": sys.executable,
+                               "spark.pyspark.driver.python": sys.executable}},
+        }  # fmt: skip
