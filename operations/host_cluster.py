@@ -16,42 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations.cluster import FAILOVER, ClusterError
+from operations.cluster import FAILOVER, ClusterError, probe_from_host, write_state
 from operations.hdfs_local import HdfsCluster
 from operations.hosts import SimulatedHosts
 from operations.kafka_broker import KafkaBroker, new_cluster_id
+from operations.processes import NodeLaunch
 from operations.spark_standalone import SparkStandalone
 
 KAFKA_PORT, CONTROLLER_PORT = 9092, 9093
-
-#: run on host 1: what a client there sees of the cluster (JSON)
-PROBE = """
-import json, sys, urllib.request
-from confluent_kafka.admin import AdminClient
-bootstrap, webhdfs, spark_web = sys.argv[1:4]
-out = {}
-try:
-    out["brokers"] = len(AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=5).brokers)
-except Exception as e:
-    out["brokers"] = 0; out["kafka_error"] = repr(e)
-def get(url):
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.loads(r.read())
-if webhdfs != "-":
-    try:
-        beans = {b["name"]: b for b in get(webhdfs + "/jmx?qry=Hadoop:service=NameNode,*")["beans"]}
-        out["live_datanodes"] = int(beans["Hadoop:service=NameNode,name=FSNamesystemState"]["NumLiveDataNodes"])
-        out["safemode"] = beans["Hadoop:service=NameNode,name=NameNodeInfo"]["Safemode"]
-    except Exception as e:
-        out["hdfs_error"] = repr(e)
-if spark_web != "-":
-    try:
-        out["alive_workers"] = int(get(spark_web + "/json").get("aliveworkers", 0))
-    except Exception as e:
-        out["spark_error"] = repr(e)
-print(json.dumps(out))
-"""
-
 
 @dataclass
 class HostCluster:
@@ -63,6 +35,8 @@ class HostCluster:
     hdfs: HdfsCluster | None = None
     spark: SparkStandalone | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: node name (as `radctl cluster status` names it) → the host it runs on
+    placement: dict[str, int] = field(default_factory=dict)
 
     @property
     def data_hosts(self) -> list[int]:
@@ -77,14 +51,9 @@ class HostCluster:
 
     # ---------------------------------------------------------------- probing from host 1
     def probe(self) -> dict[str, Any]:
-        webhdfs = self.hdfs.webhdfs_url if self.hdfs is not None and self.hdfs.ports is not None else "-"
-        spark = self.spark.web_url if self.spark is not None and self.spark.web_port else "-"
-        out = self.hosts.run(1, [sys.executable, "-c", PROBE, self.bootstrap_servers, webhdfs, spark],
-                             check=False, timeout=30)  # fmt: skip
-        try:
-            return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-        except (ValueError, IndexError):
-            return {"error": out.stderr.strip()[-500:]}
+        webhdfs = self.hdfs.webhdfs_url if self.hdfs is not None and self.hdfs.ports is not None else None
+        spark = self.spark.web_url if self.spark is not None and self.spark.web_port else None
+        return probe_from_host(self.hosts, self.bootstrap_servers, webhdfs, spark)
 
     def _wait(self, ready: Any, what: str, timeout: float) -> None:
         deadline, seen = time.monotonic() + timeout, {}
@@ -121,6 +90,7 @@ class HostCluster:
                                        cluster_id=cid, replication=min(3, self.hosts.count), extra=FAILOVER)
                         for n in hosts}  # fmt: skip
         for n in hosts:
+            self.placement[f"kafka-{n}"] = n
             self.launch_broker(n)
         self._wait(lambda s: s.get("brokers") == len(self.brokers), "Kafka", timeout)
 
@@ -129,6 +99,27 @@ class HostCluster:
         b = self.brokers[host]
         b.prepare()
         b.process = self.hosts.spawn(host, b.command(), b.out_file, cwd=b.kafka_dir)
+
+    def pids(self) -> dict[str, int]:
+        out = {f"kafka-{n}": b.process.pid for n, b in self.brokers.items() if b.process and b.process.poll() is None}
+        out.update(self.hdfs.pids() if self.hdfs else {})
+        out.update({f"spark-{k}": v for k, v in (self.spark.pids() if self.spark else {}).items()})
+        return out
+
+    def launches(self) -> dict[str, NodeLaunch]:
+        """How every node was started, with its host (what ``radctl cluster start NODE`` runs again)."""
+        out = {f"kafka-{n}": NodeLaunch.of(b.command(), b.out_file, None, b.kafka_dir) for n, b in self.brokers.items()}
+        out.update(self.hdfs.launches() if self.hdfs else {})
+        out.update({f"spark-{k}": v for k, v in (self.spark.launches() if self.spark else {}).items()})
+        for name, launch in out.items():
+            launch.host = self.placement[name]
+        return out
+
+    def write_state(self, home: Path) -> None:
+        assert self.hdfs is not None and self.spark is not None
+        write_state(home, pids=self.pids(), launches=self.launches(), bootstrap_servers=self.bootstrap_servers,
+                    hdfs=self.hdfs, spark=self.spark, settings={"home": str(home), **self.settings()},
+                    timings=self.timings, hosts=self.hosts)  # fmt: skip
 
     def _runner(self, host_of: dict[str, int]) -> Any:
         def run(name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None) -> Any:
@@ -140,6 +131,7 @@ class HostCluster:
         if len(names) == 1:
             names = ["datanode"]
         host_of = {"namenode": 1, **dict(zip(names, self.data_hosts, strict=True))}
+        self.placement.update(host_of)
         count = len(names)
         self.hdfs = HdfsCluster(
             base_dir=self.node_dir(1) / "hdfs", datanodes=count, replication=min(2, count),
@@ -153,8 +145,12 @@ class HostCluster:
     def start_spark(self) -> None:
         workers = len(self.data_hosts)
         host_of = {"master": 1, **{f"worker-{i + 1}": h for i, h in enumerate(self.data_hosts)}}
+        self.placement.update({f"spark-{name}": h for name, h in host_of.items()})
         self.spark = SparkStandalone(
             base_dir=self.node_dir(1) / "spark", workers=workers, master_port=7077, web_port=8080,
+            # a worker whose host died is declared lost after 10 s (Spark's default: 60 s), so its
+            # replacement on the same address can register
+            extra_env={"SPARK_MASTER_OPTS": "-Dspark.worker.timeout=10"},
             addresses={name: self.hosts.address(h) for name, h in host_of.items()},
             node_dirs={name: self.node_dir(h) / "spark" for name, h in host_of.items() if name != "master"},
             runner=self._runner(host_of),

@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from radstack.process_state import pid_alive
+
 #: the address range the hosts live in: 198.18.0.0/15 is reserved for benchmarking networks
 SUBNET_PREFIX = "198.18.0."
 PREFIX_LEN = 24
@@ -74,6 +76,25 @@ def processes_in_netns(name: str) -> list[int]:
     return out
 
 
+class RunningProcess:
+    """A process this one did not start (a host's holder, read back from a state file): ``pid``,
+    ``poll()`` and ``wait()`` as on a ``Popen``."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def poll(self) -> int | None:
+        return None if pid_alive(self.pid) else 0
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while pid_alive(self.pid):
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0)
+            time.sleep(0.05)
+        return 0
+
+
 @dataclass
 class SimulatedHosts:
     """``count`` hosts, host 1 … count; their directories under ``base_dir/h<i>``."""
@@ -81,7 +102,24 @@ class SimulatedHosts:
     count: int
     base_dir: Path
     tag: str = field(default_factory=lambda: secrets.token_hex(3))
-    holders: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict, repr=False)
+    holders: dict[int, subprocess.Popen[bytes] | RunningProcess] = field(default_factory=dict, repr=False)
+
+    def to_state(self) -> dict[str, object]:
+        """What another process needs to run commands on these hosts, kill them and remove them."""
+        return {"count": self.count, "base_dir": str(self.base_dir), "tag": self.tag,
+                "holders": {str(h): p.pid for h, p in self.holders.items()},
+                "addresses": {str(h): self.address(h) for h in range(1, self.count + 1)}}  # fmt: skip
+
+    @classmethod
+    def from_state(cls, state: dict[str, object]) -> SimulatedHosts:
+        holders = state.get("holders") or {}
+        assert isinstance(holders, dict)
+        return cls(int(str(state["count"])), Path(str(state["base_dir"])), str(state["tag"]),
+                   {int(h): RunningProcess(int(pid)) for h, pid in holders.items()})  # fmt: skip
+
+    def host_running(self, host: int) -> bool:
+        holder = self.holders.get(host)
+        return holder is not None and holder.poll() is None and _netns_inode(self.netns(host)) is not None
 
     @property
     def switch(self) -> str:
@@ -124,18 +162,25 @@ class SimulatedHosts:
         _ip("-n", self.switch, "link", "set", far, "up")
         home = self.host_dir(host)
         home.mkdir(parents=True, exist_ok=True)
-        stage = STAGE_DIR / f"{self.tag}-h{host}"
+        stage, image = STAGE_DIR / f"{self.tag}-h{host}", STAGE_DIR / f"{self.tag}-h{host}-image"
         stage.mkdir(parents=True, exist_ok=True)
-        # the host's directory is bound aside first (it may sit under the machine's /tmp), then /tmp and
-        # the hosts' base directory are covered by empty tmpfs mounts and the host's own directory is
-        # bound back at its path: paths are the same inside and outside, other hosts' dirs are gone
+        image.mkdir(parents=True, exist_ok=True)
+        # the host's directory and the project tree are bound aside first (either may sit under the
+        # machine's /tmp), then /tmp and the hosts' base directory are covered by empty tmpfs mounts and
+        # both are bound back at their paths: paths are the same inside and outside, other hosts' dirs
+        # are gone, the project tree is read-only
         base = self.base_dir
-        setup = (f"mount --bind {home} {stage} && mount -t tmpfs tmpfs /tmp && mkdir -p {base} && "
-                 f"mount -t tmpfs tmpfs {base} && mkdir -p {home} && mount --bind {stage} {home} && "
-                 f"umount {stage} && mount --bind {REPO} {REPO} && mount -o remount,bind,ro {REPO} && "
+        setup = (f"mount --bind {home} {stage} && mount --bind {REPO} {image} && mount -t tmpfs tmpfs /tmp && "
+                 f"mkdir -p {base} && mount -t tmpfs tmpfs {base} && mkdir -p {home} && "
+                 f"mount --bind {stage} {home} && umount {stage} && mkdir -p {REPO} && "
+                 f"mount --bind {image} {REPO} && umount {image} && mount -o remount,bind,ro {REPO} && "
                  "touch /tmp/.ready && exec sleep infinity")  # fmt: skip
-        holder = subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private",
-                                   "sh", "-c", setup], stdin=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        # its output to a file, not to the launcher's: a holder lives on after a `radctl cluster up`, and
+        # must not keep that command's pipes open
+        with open(self.base_dir / f"h{host}.holder.log", "ab") as log:
+            holder = subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private",
+                                       "sh", "-c", setup], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                      start_new_session=True)  # fmt: skip
         self.holders[host] = holder
         deadline = time.monotonic() + 10
         while True:
@@ -173,8 +218,9 @@ class SimulatedHosts:
         if _netns_inode(self.switch) is not None:
             _ip("netns", "del", self.switch)
         for host in range(1, self.count + 1):
-            with contextlib.suppress(OSError):
-                (STAGE_DIR / f"{self.tag}-h{host}").rmdir()
+            for stage in (STAGE_DIR / f"{self.tag}-h{host}", STAGE_DIR / f"{self.tag}-h{host}-image"):
+                with contextlib.suppress(OSError):
+                    stage.rmdir()
 
     def remove_dirs(self) -> None:
         shutil.rmtree(self.base_dir, ignore_errors=True)

@@ -140,6 +140,7 @@ class NodeLaunch:
     log: str
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    host: int | None = None  # the simulated host it runs on (operations.hosts), None: this machine
 
     @classmethod
     def of(cls, argv: list[str], log: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> NodeLaunch:

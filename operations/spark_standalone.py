@@ -71,6 +71,8 @@ class SparkStandalone(NodeGroup):
     addresses: dict[str, str] = field(default_factory=dict)
     node_dirs: dict[str, Path] = field(default_factory=dict)
     ready_check: Callable[[SparkStandalone], tuple[bool, str]] | None = field(default=None, repr=False)
+    #: environment entries for every node (e.g. ``SPARK_MASTER_OPTS``)
+    extra_env: dict[str, str] = field(default_factory=dict)
     _own_dir: bool = field(default=False, repr=False)
 
     def address(self, node: str) -> str:
@@ -142,7 +144,7 @@ class SparkStandalone(NodeGroup):
         logs = home / "logs" if name in self.node_dirs else self.logs_dir
         (home / "conf").mkdir(parents=True, exist_ok=True)
         logs.mkdir(parents=True, exist_ok=True)
-        env = {**self._env(), "SPARK_LOCAL_IP": self.address(name), "SPARK_CONF_DIR": str(home / "conf")}
+        env = {**self._env(), **self.extra_env, "SPARK_LOCAL_IP": self.address(name), "SPARK_CONF_DIR": str(home / "conf")}
         cmd = [str(spark_home() / "bin" / "spark-class"), main, *args]
         self._spawn_node(name, cmd, logs / f"spark-{name}.log", env, cwd=home)
 

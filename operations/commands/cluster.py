@@ -4,6 +4,7 @@ the background, no containers; one node at a time with ``start|stop|restart NODE
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import orjson
@@ -20,6 +21,8 @@ from operations.cluster import (
     start_node,
     stop_node,
 )
+from operations.host_cluster import HostCluster
+from operations.hosts import HostsError, SimulatedHosts
 from radstack.config import load_settings
 
 console = Console(highlight=False)
@@ -38,10 +41,16 @@ def up(
     kafka_nodes: int = typer.Option(3, min=1, help="Kafka KRaft nodes (broker + controller each)."),
     datanodes: int = typer.Option(2, min=1, help="HDFS DataNodes (replication min(2, datanodes))."),
     workers: int = typer.Option(2, min=1, help="Spark standalone workers (1 core, 2 GB each)."),
+    hosts: int = typer.Option(0, min=0, help="Run on this many simulated hosts (Linux namespaces, root): host 1 "
+                              "a Kafka node, the NameNode and the Spark master; every other host a Kafka node, a "
+                              "DataNode and a worker (the node counts then follow the hosts)."),
     config: Path = CONFIG_OPT,
 ) -> None:
     """Start every node in the background; prints the settings file that runs radstack on it."""
     settings = load_settings(config)
+    if hosts:
+        _up_on_hosts(Path(settings.home), hosts)
+        return
     cluster = LocalCluster(home=Path(settings.home), kafka_nodes=kafka_nodes, datanodes=datanodes,
                            spark_workers=workers, jvm_dir=settings.jvm_dir)  # fmt: skip
     try:
@@ -54,6 +63,32 @@ def up(
     console.print(f"[green]cluster up[/green] ({times})")
     _print_status(read_state(cluster.home))
     console.print(f"run radstack on it: RADSTACK_CONFIG={cluster.settings_file} radctl …")
+
+
+def _up_on_hosts(home: Path, count: int) -> None:
+    if count < 2:
+        console.print("[red]--hosts needs at least 2 hosts (host 1 and one for the data nodes)[/red]")
+        raise typer.Exit(2)
+    if read_state(home)["running"]:
+        console.print(f"[red]a cluster is already running from {home / 'cluster'}; `radctl cluster down` first[/red]")
+        raise typer.Exit(1)
+    shutil.rmtree(home / "cluster", ignore_errors=True)
+    (home / "cluster").mkdir(parents=True)
+    sim = SimulatedHosts(count, home / "cluster" / "hosts")
+    try:
+        with console.status(f"making {count} hosts, then starting Kafka, HDFS and Spark on them …"):
+            sim.up()
+            cluster = HostCluster(sim).up()
+            cluster.write_state(home)
+    except (ClusterError, HostsError, RuntimeError) as e:
+        sim.down()
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+    times = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
+    console.print(f"[green]cluster up on {count} hosts[/green] ({times})")
+    _print_status(read_state(home))
+    console.print(f"run radstack on host 1: nsenter into it (see `radctl cluster status --json`), "
+                  f"RADSTACK_CONFIG={home / 'cluster' / 'radstack.yaml'} radctl …")
 
 
 @cluster_app.command("status")
@@ -116,9 +151,15 @@ def restart(name: str = NODE_ARG, config: Path = CONFIG_OPT) -> None:
 
 
 def _print_status(state: dict) -> None:  # type: ignore[type-arg]
-    t = Table("node", "pid", "state")
+    hosts = state.get("hosts") or {}
+    t = Table("host", "node", "pid", "state") if hosts else Table("node", "pid", "state")
     for name, info in state["processes"].items():
-        t.add_row(name, str(info["pid"]), "[green]running[/green]" if info["alive"] else "[red]gone[/red]")
+        row = [name, str(info["pid"]), "[green]running[/green]" if info["alive"] else "[red]gone[/red]"]
+        if hosts:
+            h = str(info.get("host"))
+            up = (hosts.get("running") or {}).get(h)
+            row.insert(0, f"{h} {hosts['addresses'].get(h, '')}" + ("" if up else " [red](down)[/red]"))
+        t.add_row(*row)
     console.print(t)
     k, h, s = state["kafka"], state["hdfs"], state["spark"]
     console.print(f"kafka  {k['brokers_serving']}/{k['nodes']} brokers serving  {k['bootstrap_servers']}")

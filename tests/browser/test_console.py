@@ -207,23 +207,26 @@ def test_ingestion_view_tasks_and_state(chrome: Any, lambda_server: Any, console
         return {c.get_attribute("data-counter"): c.find_element(By.CSS_SELECTOR, ".v").text
                 for c in css(chrome, f"#{panel} .card")}
 
-    s = counters("streaming")
+    def read(f: Callable[[], Any]) -> Any:  # the view re-renders as it polls: read again after a stale element
+        return wait_for(chrome, lambda: (f(),), what="a read between two renders")[0]
+
+    s = read(lambda: counters("streaming"))
     assert (s["processed"], s["thrownAway"], s["unparseable"], s["deadLettered"], s["lag"]) == ("5,000", "12", "3", "1", "40")
-    assert "warn" in css(chrome, "#streaming .card[data-counter='thrownAway']")[0].get_attribute("class")
-    assert css(chrome, "#streaming .error-box .msg")[0].text == "batch 17: deep storage write timed out"
-    assert "null" not in css(chrome, "#streaming")[0].text
-    a = counters("archiver")
+    assert "warn" in read(lambda: css(chrome, "#streaming .card[data-counter='thrownAway']")[0].get_attribute("class"))
+    assert read(lambda: css(chrome, "#streaming .error-box .msg")[0].text) == "batch 17: deep storage write timed out"
+    assert "null" not in read(lambda: css(chrome, "#streaming")[0].text)
+    a = read(lambda: counters("archiver"))
     assert (a["records"], a["bytes"], a["invalid_json"]) == ("1,234", "964.5 KB", "2")
-    wm = table_rows(chrome, "#watermarks")
+    wm = read(lambda: table_rows(chrome, "#watermarks"))
     assert wm[0][0] == "wiki-raw" and wm[0][2].startswith("1 min")
     # tasks, newest first, with the row counters of their reports
     tasks = httpx.get(f"{srv.url}/druid/indexer/v1/tasks").json()
-    rows = table_rows(chrome, "#task-table")
+    rows = read(lambda: table_rows(chrome, "#task-table"))
     assert [r[3] for r in rows] == ["SUCCESS"] * 3
     want_processed = [len(events(DAYS[:2], added=100)), len(events(DAYS, added=10, hours=range(1, 24, 2))),
                       len(events(DAYS, added=1))]
     assert [int(r[6].replace(",", "")) for r in rows] == want_processed
-    assert [r.get_attribute("data-task-id") for r in css(chrome, "#task-table tbody tr")] == [t["id"] for t in tasks]
+    assert read(lambda: [r.get_attribute("data-task-id") for r in css(chrome, "#task-table tbody tr")]) == [t["id"] for t in tasks]
     # backfill: the batch layer's endpoint is there, so (auth off) the button is offered
     assert css(chrome, "#backfill-submit") and not css(chrome, "#backfill-unavailable")
     css(chrome, "#task-table tbody tr")[0].click()

@@ -12,6 +12,7 @@ namespaces on a private bridge in 198.18.0.0/24 (operations/hosts.py).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -125,59 +126,82 @@ print(len(values), len(set(values)))
 
 
 def test_the_cluster_on_three_hosts_survives_host_2_dying(tmp_path: Path) -> None:
-    """Kafka ×3, HDFS (NameNode on host 1, a DataNode on hosts 2 and 3) and Spark standalone (master on
-    host 1, a worker on hosts 2 and 3), each node on its host's address and disk
-    (operations/host_cluster.py). From host 1 a client sees 3 brokers, 2 live DataNodes and 2 workers;
-    a file written to HDFS from host 1 has its 2 replicas on the DataNodes' hosts, whose disks hold
-    the blocks. Then a client on host 1 produces 6,000 events (acks=all, idempotent) while host 2 dies
-    (every process SIGKILLed, its namespace torn down) and comes back with its disk; every accepted
-    event is read back exactly once."""
-    from operations.host_cluster import HostCluster
+    """`radctl cluster up --hosts 3`: Kafka ×3, HDFS (NameNode on host 1, a DataNode on hosts 2 and 3)
+    and Spark standalone (master on host 1, a worker on hosts 2 and 3), each node on its host's address
+    and disk (operations/host_cluster.py). `status` (from another process) sees every node on its host,
+    3 brokers, 2 live DataNodes and 2 workers, as a client on host 1 sees them; a file written to HDFS
+    from host 1 has its 2 replicas on the DataNodes' hosts. Then a client on host 1 produces 6,000
+    events (acks=all, idempotent) while host 2 dies — every process SIGKILLed, its namespace torn down —
+    and `radctl cluster start` brings its nodes back (the host first, with its disk): every accepted
+    event is read back exactly once. `down` leaves no namespace behind."""
+    import orjson
 
-    hosts = SimulatedHosts(3, tmp_path / "hosts")
-    with hosts:
-        cluster = HostCluster(hosts).up()
-        try:
-            seen = cluster.probe()
-            assert (seen["brokers"], seen["live_datanodes"], seen["alive_workers"]) == (3, 2, 2), seen
-            assert cluster.hdfs is not None and cluster.spark is not None
-            assert cluster.spark.master_url == "spark://198.18.0.11:7077"
-            write = ("import sys\nfrom hdfs import InsecureClient\n"
-                     "c = InsecureClient(sys.argv[1], user='root')\n"
-                     "c.write('/probe/blob', data=b'x' * 100000, overwrite=True, replication=2)\n"
-                     "print(c.status('/probe/blob')['replication'])\n")  # fmt: skip
-            assert hosts.run(1, [PY, "-c", write, cluster.hdfs.webhdfs_url]).stdout.strip() == "2"
-            for h in (2, 3):  # the block lives on the DataNodes' hosts
-                blocks = list((cluster.node_dir(h) / "hdfs" / "data").rglob("blk_*"))
-                assert any(b.stat().st_size == 100000 for b in blocks), h
-            assert not list((cluster.node_dir(1) / "hdfs").rglob("blk_*"))  # no DataNode on host 1
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")} | {"RADSTACK_HOME": str(home)}
 
-            bootstrap = cluster.bootstrap_servers
-            create = ("import sys\nfrom confluent_kafka.admin import AdminClient, NewTopic\n"
-                      "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
-                      "a.create_topics([NewTopic('events', 3, 3)])['events'].result(30)\n")  # fmt: skip
-            hosts.run(1, [PY, "-c", create, bootstrap])
-            producer = hosts.spawn(1, [PY, "-c", PRODUCE, bootstrap, "events", "0", "6000"], tmp_path / "produce.log")
-            time.sleep(3)
-            killed = hosts.kill_host(2)  # the machine dies mid-produce: its broker, DataNode and worker
-            time.sleep(5)
-            hosts.start_host(2)
-            cluster.launch_broker(2)  # the Kafka node comes back with its disk
-            assert producer.wait(timeout=240) == 0, (tmp_path / "produce.log").read_text()[-2000:]
-            delivered = int((tmp_path / "produce.log").read_text().split()[-1])
-            deadline = time.monotonic() + 120
-            while cluster.probe().get("brokers") != 3:
-                assert time.monotonic() < deadline, cluster.probe()
-                time.sleep(1)
-            consumed = hosts.run(1, [PY, "-c", CONSUME, bootstrap, "events"], timeout=120).stdout.split()
-            total, distinct = int(consumed[0]), int(consumed[1])
-            print(f"\ncluster on 3 hosts: up in {sum(cluster.timings.values()):.1f} s "
-                  f"({', '.join(f'{k} {v:.1f}s' for k, v in cluster.timings.items())}); host 2 killed "
-                  f"({len(killed)} processes) mid-produce: produced 6000, accepted {delivered}, read back {total} "
-                  f"({distinct} distinct)")
-            assert delivered == 6000  # two in-sync replicas stayed: nothing was refused
-            assert total == distinct == delivered  # every accepted event exactly once
-            assert len(killed) >= 4  # the broker, the DataNode, the worker and the host's holder
-        finally:
-            cluster.down()
-    assert leftover_namespaces(hosts.tag) == []
+    def radctl(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PY, "-m", "operations", "cluster", *args], env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)  # fmt: skip
+
+    def status() -> dict:  # type: ignore[type-arg]
+        return dict(orjson.loads(radctl("status", "--json").stdout))
+
+    hosts: SimulatedHosts | None = None
+    try:
+        up = radctl("up", "--hosts", "3", timeout=600)
+        assert up.returncode == 0, up.stdout[-3000:] + up.stderr[-3000:]
+        state = status()
+        hosts = SimulatedHosts.from_state(state["hosts"])
+        where = {name: info["host"] for name, info in state["processes"].items()}
+        assert where == {"kafka-1": 1, "kafka-2": 2, "kafka-3": 3, "namenode": 1, "datanode-1": 2, "datanode-2": 3,
+                         "spark-master": 1, "spark-worker-1": 2, "spark-worker-2": 3}, where
+        assert all(p["alive"] for p in state["processes"].values())
+        assert (state["kafka"]["brokers_serving"], state["hdfs"]["live_datanodes"], state["spark"]["alive_workers"]) \
+            == (3, 2, 2), state
+        assert state["spark"]["master_url"] == "spark://198.18.0.11:7077"
+
+        write = ("import sys\nfrom hdfs import InsecureClient\n"
+                 "c = InsecureClient(sys.argv[1], user='root')\n"
+                 "c.write('/probe/blob', data=b'x' * 100000, overwrite=True, replication=2)\n"
+                 "print(c.status('/probe/blob')['replication'])\n")  # fmt: skip
+        assert hosts.run(1, [PY, "-c", write, state["hdfs"]["webhdfs_url"]]).stdout.strip() == "2"
+        for h in (2, 3):  # the block lives on the DataNodes' hosts, on their disks
+            blocks = list((hosts.host_dir(h) / "cluster" / "hdfs" / "data").rglob("blk_*"))
+            assert any(b.stat().st_size == 100000 for b in blocks), h
+        assert not list((hosts.host_dir(1) / "cluster").rglob("blk_*"))  # no DataNode on host 1
+
+        bootstrap = state["kafka"]["bootstrap_servers"]
+        create = ("import sys\nfrom confluent_kafka.admin import AdminClient, NewTopic\n"
+                  "a = AdminClient({'bootstrap.servers': sys.argv[1]})\n"
+                  "a.create_topics([NewTopic('events', 3, 3)])['events'].result(30)\n")  # fmt: skip
+        hosts.run(1, [PY, "-c", create, bootstrap])
+        producer = hosts.spawn(1, [PY, "-c", PRODUCE, bootstrap, "events", "0", "6000"], tmp_path / "produce.log")
+        time.sleep(3)
+        killed = hosts.kill_host(2)  # the machine dies mid-produce: its broker, DataNode and worker
+        gone = status()
+        assert [n for n, p in gone["processes"].items() if not p["alive"]] == ["kafka-2", "datanode-1", "spark-worker-1"]
+        assert gone["hosts"]["running"] == {"1": True, "2": False, "3": True}
+        time.sleep(3)
+        for node in ("kafka-2", "datanode-1", "spark-worker-1"):  # the first brings host 2 back
+            started = radctl("start", node)
+            assert started.returncode == 0, started.stdout + started.stderr
+        assert producer.wait(timeout=240) == 0, (tmp_path / "produce.log").read_text()[-2000:]
+        delivered = int((tmp_path / "produce.log").read_text().split()[-1])
+        deadline = time.monotonic() + 120
+        while (back := status())["kafka"]["brokers_serving"] != 3 or back["spark"]["alive_workers"] != 2:
+            assert time.monotonic() < deadline, back
+            time.sleep(1)
+        assert all(p["alive"] for p in back["processes"].values())
+        consumed = hosts.run(1, [PY, "-c", CONSUME, bootstrap, "events"], timeout=120).stdout.split()
+        total, distinct = int(consumed[0]), int(consumed[1])
+        print(f"\ncluster on 3 hosts: up {state['timings_s']}; host 2 killed ({len(killed)} processes) mid-produce: "
+              f"produced 6000, accepted {delivered}, read back {total} ({distinct} distinct)")
+        assert delivered == 6000  # two in-sync replicas stayed: nothing was refused
+        assert total == distinct == delivered  # every accepted event exactly once
+        assert len(killed) >= 4  # the broker, the DataNode, the worker and the host's holder
+    finally:
+        down = radctl("down")
+        if hosts is not None:
+            hosts.down()  # whatever `down` could not reach
+    assert down.returncode == 0 and "stopped" in down.stdout, down.stdout + down.stderr
+    assert hosts is not None and leftover_namespaces(hosts.tag) == []
