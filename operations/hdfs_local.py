@@ -27,7 +27,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -125,12 +124,10 @@ class HdfsCluster(NodeGroup):
     ports: HdfsPorts | None = None
     start_seconds: float | None = None
     #: on separate hosts: node name (``namenode``, ``datanode-1`` …) → the address it binds and
-    #: registers with; a DataNode's directory (data, conf, logs) on its own host; and the readiness
-    #: check, run where the nodes can be reached (``(ready, what it saw)``). Defaults: 127.0.0.1, one
-    #: directory, checked from here
+    #: registers with, and a DataNode's directory (data, conf, logs) on its own host (defaults:
+    #: 127.0.0.1, one directory; where they start and are checked from: NodeGroup's runner and ready_check)
     addresses: dict[str, str] = field(default_factory=dict)
     node_dirs: dict[str, Path] = field(default_factory=dict)
-    ready_check: Callable[[HdfsCluster], tuple[bool, str]] | None = field(default=None, repr=False)
     _own_dir: bool = field(default=False, repr=False)
 
     # ---------------------------------------------------------------- addresses
@@ -381,25 +378,23 @@ class HdfsCluster(NodeGroup):
                     raise HdfsClusterError(
                         f"{name} exited with {proc.returncode}; see {self._log_dir(name) / (name + '.log')}"
                     )
-            if self.ready_check is not None:
-                ready, last = self.ready_check(self)
+            try:
+                ready, last = self._ready(self._ready_here)
                 if ready:
                     return
-                time.sleep(0.5)
-                continue
-            try:
-                live = self.live_datanodes()
-                info = _jmx(self.webhdfs_url, "Hadoop:service=NameNode,name=NameNodeInfo")
-                safemode = str(info.get("Safemode", "?"))
-                if live >= self.datanodes and safemode == "" and self._probe_write():
-                    return
-                last = f"live datanodes={live}, safemode={safemode!r}"
             except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError) as e:
                 last = repr(e)
             time.sleep(0.3)
         raise HdfsClusterError(
             f"HDFS not ready after {self.start_timeout:.0f}s ({last}); logs in {self.logs_dir}"
         )
+
+    def _ready_here(self) -> tuple[bool, str]:
+        live = self.live_datanodes()
+        info = _jmx(self.webhdfs_url, "Hadoop:service=NameNode,name=NameNodeInfo")
+        safemode = str(info.get("Safemode", "?"))
+        ready = live >= self.datanodes and safemode == "" and self._probe_write()
+        return ready, f"live datanodes={live}, safemode={safemode!r}"
 
     def _probe_write(self) -> bool:
         """A WebHDFS create through the DataNode proves the write path end to end."""

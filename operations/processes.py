@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from radstack.process_state import proc_stat
 
@@ -164,6 +165,13 @@ class NodeGroup:
     #: starts a node somewhere else (a simulated host: ``operations.hosts``): (name, argv, log, env, cwd)
     runner: Callable[[str, list[str], Path, dict[str, str], Path | None], subprocess.Popen[bytes]] | None = field(
         default=None, repr=False)
+    #: readiness checked from where the nodes can be reached (a simulated host): ``(ready, what it saw)``;
+    #: None: the group's own check, from here
+    ready_check: Callable[[Any], tuple[bool, str]] | None = field(default=None, repr=False)
+
+    def _ready(self, here: Callable[[], tuple[bool, str]]) -> tuple[bool, str]:
+        """``(ready, what was seen)`` by ``ready_check`` when one is given, else by ``here``."""
+        return self.ready_check(self) if self.ready_check is not None else here()
 
     def launches(self) -> dict[str, NodeLaunch]:
         """How each node was started (what ``radctl cluster start NODE`` runs again)."""

@@ -23,7 +23,6 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,12 +64,11 @@ class SparkStandalone(NodeGroup):
     master_port: int = 0
     web_port: int = 0
     start_seconds: float | None = None
-    #: on separate hosts: node name (``master``, ``worker-1`` …) → the address it binds; a worker's
-    #: directory (work dir, logs) on its own host; the readiness check, run where the master can be
-    #: reached (``(ready, what it saw)``). Defaults: 127.0.0.1, one directory, checked from here
+    #: on separate hosts: node name (``master``, ``worker-1`` …) → the address it binds, and a worker's
+    #: directory (work dir, logs) on its own host (defaults: 127.0.0.1, one directory; where they start
+    #: and are checked from: NodeGroup's runner and ready_check)
     addresses: dict[str, str] = field(default_factory=dict)
     node_dirs: dict[str, Path] = field(default_factory=dict)
-    ready_check: Callable[[SparkStandalone], tuple[bool, str]] | None = field(default=None, repr=False)
     #: environment entries for every node (e.g. ``SPARK_MASTER_OPTS``)
     extra_env: dict[str, str] = field(default_factory=dict)
     _own_dir: bool = field(default=False, repr=False)
@@ -156,22 +154,19 @@ class SparkStandalone(NodeGroup):
                 if proc.poll() is not None:
                     raise SparkClusterError(
                         f"spark {name} exited with {proc.returncode}; see {self.logs_dir / f'spark-{name}.log'}")
-            if self.ready_check is not None:
-                ready, last = self.ready_check(self)
+            try:
+                ready, last = self._ready(self._ready_here)
                 if ready:
                     return
-                time.sleep(0.5)
-                continue
-            try:
-                alive = int(self.state().get("aliveworkers", 0))
-                if alive >= self.workers:
-                    return
-                last = f"{alive} of {self.workers} workers registered"
             except (OSError, ValueError) as e:
                 last = repr(e)
             time.sleep(0.3)
         raise SparkClusterError(f"Spark standalone not ready after {self.start_timeout:.0f}s ({last}); "
                                 f"logs in {self.logs_dir}")  # fmt: skip
+
+    def _ready_here(self) -> tuple[bool, str]:
+        alive = int(self.state().get("aliveworkers", 0))
+        return alive >= self.workers, f"{alive} of {self.workers} workers registered"
 
     def stop(self) -> None:
         for name in [*self.worker_names(), "master"]:
