@@ -110,6 +110,11 @@ class HdfsPorts:
         return cls(ports[0], ports[1], dns)
 
 
+def datanode_names(count: int) -> list[str]:
+    """The DataNodes' names: ``datanode`` alone, else ``datanode-1`` … ``datanode-N``."""
+    return ["datanode"] if count == 1 else [f"datanode-{i + 1}" for i in range(count)]
+
+
 @dataclass
 class HdfsCluster(NodeGroup):
     """A single-node HDFS in ``base_dir`` (a fresh temp dir when omitted; removed on stop then)."""
@@ -149,7 +154,7 @@ class HdfsCluster(NodeGroup):
         return self._dir / "conf"
 
     def datanode_names(self) -> list[str]:
-        return ["datanode"] if self.datanodes == 1 else [f"datanode-{i + 1}" for i in range(self.datanodes)]
+        return datanode_names(self.datanodes)
 
     def _datanode_conf_dir(self, i: int) -> Path:
         name = self.datanode_names()[i]

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations.cluster import FAILOVER, ClusterError, probe_from_host, write_state
-from operations.hdfs_local import HdfsCluster
+from operations.cluster import FAILOVER, ClusterError, node_launches, node_pids, probe_from_host, write_state
+from operations.hdfs_local import HdfsCluster, datanode_names
 from operations.hosts import SimulatedHosts
 from operations.kafka_broker import KafkaBroker, new_cluster_id
 from operations.processes import NodeLaunch
-from operations.spark_standalone import SparkStandalone
+from operations.spark_standalone import SparkStandalone, worker_names
 
 KAFKA_PORT, CONTROLLER_PORT = 9092, 9093
 
@@ -101,16 +101,11 @@ class HostCluster:
         b.process = self.hosts.spawn(host, b.command(), b.out_file, cwd=b.kafka_dir)
 
     def pids(self) -> dict[str, int]:
-        out = {f"kafka-{n}": b.process.pid for n, b in self.brokers.items() if b.process and b.process.poll() is None}
-        out.update(self.hdfs.pids() if self.hdfs else {})
-        out.update({f"spark-{k}": v for k, v in (self.spark.pids() if self.spark else {}).items()})
-        return out
+        return node_pids(self.brokers.values(), self.hdfs, self.spark)
 
     def launches(self) -> dict[str, NodeLaunch]:
         """How every node was started, with its host (what ``radctl cluster start NODE`` runs again)."""
-        out = {f"kafka-{n}": NodeLaunch.of(b.command(), b.out_file, None, b.kafka_dir) for n, b in self.brokers.items()}
-        out.update(self.hdfs.launches() if self.hdfs else {})
-        out.update({f"spark-{k}": v for k, v in (self.spark.launches() if self.spark else {}).items()})
+        out = node_launches(self.brokers.values(), self.hdfs, self.spark)
         for name, launch in out.items():
             launch.host = self.placement[name]
         return out
@@ -127,9 +122,7 @@ class HostCluster:
         return run
 
     def start_hdfs(self) -> None:
-        names = [f"datanode-{i + 1}" for i in range(len(self.data_hosts))]
-        if len(names) == 1:
-            names = ["datanode"]
+        names = datanode_names(len(self.data_hosts))
         host_of = {"namenode": 1, **dict(zip(names, self.data_hosts, strict=True))}
         self.placement.update(host_of)
         count = len(names)
@@ -144,7 +137,7 @@ class HostCluster:
 
     def start_spark(self) -> None:
         workers = len(self.data_hosts)
-        host_of = {"master": 1, **{f"worker-{i + 1}": h for i, h in enumerate(self.data_hosts)}}
+        host_of = {"master": 1, **dict(zip(worker_names(workers), self.data_hosts, strict=True))}
         self.placement.update({f"spark-{name}": h for name, h in host_of.items()})
         self.spark = SparkStandalone(
             base_dir=self.node_dir(1) / "spark", workers=workers, master_port=7077, web_port=8080,

@@ -51,6 +51,10 @@ def master_state(web_url: str, timeout: float = 5.0) -> dict[str, Any]:
         return dict(json.loads(r.read()))
 
 
+def worker_names(count: int) -> list[str]:
+    return [f"worker-{i + 1}" for i in range(count)]
+
+
 @dataclass
 class SparkStandalone(NodeGroup):
     """A master and ``workers`` workers in ``base_dir`` (a fresh temp dir when omitted; removed on stop)."""
@@ -91,7 +95,7 @@ class SparkStandalone(NodeGroup):
         return self.base_dir / "logs"
 
     def worker_names(self) -> list[str]:
-        return [f"worker-{i + 1}" for i in range(self.workers)]
+        return worker_names(self.workers)
 
     def state(self) -> dict[str, Any]:
         return master_state(self.web_url)
