@@ -243,9 +243,9 @@ def chunk_summary(metadata: MetadataStore, deep_storage: DeepStorage, spec: Any,
 def check_plan_closed(settings: Settings, plan: BackfillPlan, *, now_ms: int | None = None) -> None:
     """Raise :class:`NotClosedError` naming every chunk that is not closed."""
 
-    catalog = datasource_catalog(settings)
     bad = []
     with MetadataStore.from_settings(settings) as md:
+        catalog = datasource_catalog(settings, md)
         for ds, chunks in plan.chunks.items():
             bad += [c for c in closed_checks(md, catalog[ds], chunks, now_ms=now_ms) if not c.closed]
     if bad:
@@ -299,11 +299,11 @@ def run_local(
 
     if not force:
         check_plan_closed(settings, plan, now_ms=now_ms)
-    catalog = datasource_catalog(settings)
     storage = open_deep_storage(settings)
     size = chunks_per_job(settings)
     results: list[ChunkResult] = []
     with MetadataStore.from_settings(settings) as md:
+        catalog = datasource_catalog(settings, md)
         for ds, chunks in plan.chunks.items():
             spec = catalog[ds]
             for group in _job_groups(chunks, size, spec.data_schema.segment_granularity):
@@ -476,9 +476,9 @@ def run_airflow(
 
 def _before_summaries(settings: Settings, plan: BackfillPlan) -> dict[tuple[str, Interval], tuple[int, int, list[str]]]:
 
-    catalog = datasource_catalog(settings)
     storage = open_deep_storage(settings)
     with MetadataStore.from_settings(settings) as md:
+        catalog = datasource_catalog(settings, md)
         return {
             (ds, c): chunk_summary(md, storage, catalog[ds], c) for ds, chunks in plan.chunks.items() for c in chunks
         }
@@ -507,9 +507,9 @@ def _wait_airflow(settings: Settings, cl: AirflowClient, results: list[ChunkResu
                 progress(r)
         if pending:
             time.sleep(poll_seconds)
-    catalog = datasource_catalog(settings)
     storage = open_deep_storage(settings)
     with MetadataStore.from_settings(settings) as md:
+        catalog = datasource_catalog(settings, md)
         for r in results:
             r.rows, r.events, versions = chunk_summary(md, storage, catalog[r.datasource], r.interval)
             r.version = ", ".join(versions)
