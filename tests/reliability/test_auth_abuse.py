@@ -123,8 +123,9 @@ def test_unknown_user_takes_as_long_as_a_wrong_password(tmp_path: Path) -> None:
         unknown: list[float] = []
         wrong: list[float] = []
         with httpx.Client(base_url=srv.url, timeout=30) as c:
-            for i in range(24):
-                for name, out in (("ghost", unknown), ("bob", wrong)):
+            for i in range(32):
+                pair = (("ghost", unknown), ("bob", wrong))
+                for name, out in pair if i % 2 else pair[::-1]:  # alternate who goes first
                     t = time.perf_counter()
                     r = c.get("/druid/coordinator/v1/datasources", auth=(name, f"guess-{i}"))
                     out.append(time.perf_counter() - t)
@@ -133,7 +134,9 @@ def test_unknown_user_takes_as_long_as_a_wrong_password(tmp_path: Path) -> None:
         u, w = statistics.median(unknown[4:]), statistics.median(wrong[4:])
         REPORT.setdefault("auth timing", {}).update({"unknown user p50 ms": round(u * 1000, 1),
                                                      "wrong password p50 ms": round(w * 1000, 1)})
-        assert abs(u - w) <= 0.2 * w, (u, w)
+        # the leak this guards against (no hash, or a cheaper one, for an unknown name) is a factor of
+        # 10 or more; 35 % leaves room for a loaded 2-core machine's scheduler (CI saw 22 % from noise)
+        assert abs(u - w) <= 0.35 * w, (u, w)
     finally:
         srv.kill9()
 
