@@ -62,10 +62,17 @@ $(AIRFLOW_STAMP): pyproject.toml
 
 airflow: $(AIRFLOW_STAMP)
 
+# Two passes: the unit, integration and browser tests on two workers (most of their time is spent
+# waiting for JVMs, brokers and micro-batch triggers, not computing), then the reliability and cluster
+# suites alone (they time latencies under load and start a dozen JVMs each). Both passes always run;
+# the target fails if either did.
 test: system venv jvm airflow
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q --durations=30
+	@status=0; \
+	$(PY) -m pytest -q -n 2 --dist loadfile -m 'not druid and not reliability and not cluster' --durations=20 || status=1; \
+	$(PY) -m pytest -q -m 'reliability or cluster' --durations=20 || status=1; \
+	exit $$status
 
 # The reliability suite alone (~12 min; RADSTACK_SOAK=1 for the long version, RADSTACK_RELIABILITY_SEED=random
 # for a fresh corpus). `make test` runs it too; its figures are printed at the end of the run.
