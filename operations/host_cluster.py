@@ -1,6 +1,7 @@
 """The multi-node cluster of :mod:`operations.cluster`, each node group on its own simulated host
-(:mod:`operations.hosts`): host 1 — a Kafka node, the HDFS NameNode, the Spark master (and, later,
-radstack's own services and drivers); hosts 2 … N — a Kafka node, a DataNode and a Spark worker each.
+(:mod:`operations.hosts`): host 1 — a Kafka node, the HDFS NameNode, the Spark master and the metadata
+store (PostgreSQL, which every host reaches with a password; radstack's own services and drivers run
+there too); hosts 2 … N — a Kafka node, a DataNode and a Spark worker each.
 
 Every node binds its host's address and keeps its files on its host's disk; the nodes are started
 in their host's namespaces. The machine itself has no route to the hosts, so every readiness check
@@ -10,20 +11,46 @@ runs on host 1 (``probe``), as a client there would see the cluster.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations.cluster import FAILOVER, ClusterError, node_launches, node_pids, probe_from_host, write_state
+import yaml
+
+from operations.cluster import (
+    FAILOVER,
+    SETTINGS_FILE,
+    ClusterError,
+    node_launches,
+    node_pids,
+    probe_from_host,
+    write_state,
+)
 from operations.hdfs_local import HdfsCluster, datanode_names
 from operations.hosts import SimulatedHosts
 from operations.kafka_broker import KafkaBroker, new_cluster_id
-from operations.processes import NodeLaunch
+from operations.postgres_local import PostgresNode
+from operations.processes import NodeLaunch, stop_process_group
 from operations.spark_standalone import SparkStandalone, worker_names
 
-KAFKA_PORT, CONTROLLER_PORT = 9092, 9093
+KAFKA_PORT, CONTROLLER_PORT, POSTGRES_PORT = 9092, 9093, 5432
+METADATA_DATABASE = "radstack"
+
+
+def host_home(hosts: SimulatedHosts, host: int) -> Path:
+    """A host's own radstack home (on its disk): its settings, datasource specs, logs, scratch."""
+    return hosts.host_dir(host) / "radstack"
+
+
+def host_environment(hosts: SimulatedHosts, host: int) -> dict[str, str]:
+    """What a radstack command on ``host`` runs with: that host's home and settings, and the host's
+    address for Spark (a driver there advertises it to the executors on the other hosts)."""
+    home = host_home(hosts, host)
+    return {"RADSTACK_HOME": str(home), "RADSTACK_CONFIG": str(home / SETTINGS_FILE),
+            "SPARK_LOCAL_IP": hosts.address(host)}  # fmt: skip
 
 @dataclass
 class HostCluster:
@@ -34,6 +61,8 @@ class HostCluster:
     brokers: dict[int, KafkaBroker] = field(default_factory=dict)
     hdfs: HdfsCluster | None = None
     spark: SparkStandalone | None = None
+    metadata: PostgresNode | None = None
+    metadata_process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     timings: dict[str, float] = field(default_factory=dict)
     #: node name (as `radctl cluster status` names it) → the host it runs on
     placement: dict[str, int] = field(default_factory=dict)
@@ -76,6 +105,9 @@ class HostCluster:
             t0 = time.monotonic()
             self.start_spark()
             self.timings["spark"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            self.start_metadata()
+            self.timings["metadata"] = time.monotonic() - t0
         except BaseException:
             self.down()
             raise
@@ -100,21 +132,58 @@ class HostCluster:
         b.prepare()
         b.process = self.hosts.spawn(host, b.command(), b.out_file, cwd=b.kafka_dir)
 
+    def start_metadata(self, timeout: float = 60.0) -> None:
+        """PostgreSQL on host 1, on its address (every host's drivers write segments' metadata there)."""
+        host = 1
+        self.placement["metadata"] = host
+        self.metadata = PostgresNode(self.node_dir(host) / "postgres", address=self.hosts.address(host),
+                                     port=POSTGRES_PORT, run=lambda argv: self.hosts.run(host, argv, check=False))  # fmt: skip
+        self.metadata.base_dir.mkdir(parents=True, exist_ok=True)
+        self.metadata.init()
+        self.launch_metadata()
+        deadline = time.monotonic() + timeout
+        while not self.metadata.ready():
+            if self.metadata_process is None or self.metadata_process.poll() is not None \
+                    or time.monotonic() > deadline:
+                raise ClusterError(f"PostgreSQL did not start on host {host}; see {self.metadata.log_file}")
+            time.sleep(0.2)
+        self.metadata.create_database(METADATA_DATABASE)
+
+    def launch_metadata(self) -> None:
+        assert self.metadata is not None
+        self.metadata_process = self.hosts.spawn(self.placement["metadata"], self.metadata.command(),
+                                                  self.metadata.log_file)  # fmt: skip
+
     def pids(self) -> dict[str, int]:
-        return node_pids(self.brokers.values(), self.hdfs, self.spark)
+        out = node_pids(self.brokers.values(), self.hdfs, self.spark)
+        if self.metadata_process is not None and self.metadata_process.poll() is None:
+            out["metadata"] = self.metadata_process.pid
+        return out
 
     def launches(self) -> dict[str, NodeLaunch]:
         """How every node was started, with its host (what ``radctl cluster start NODE`` runs again)."""
         out = node_launches(self.brokers.values(), self.hdfs, self.spark)
+        if self.metadata is not None:
+            out["metadata"] = NodeLaunch.of(self.metadata.command(), self.metadata.log_file)
         for name, launch in out.items():
             launch.host = self.placement[name]
         return out
 
     def write_state(self, home: Path) -> None:
+        """``state.json`` and the settings in ``home/cluster``, and each host's own copy of the settings in
+        its radstack home (as an operator would install them on every machine)."""
         assert self.hdfs is not None and self.spark is not None
         write_state(home, pids=self.pids(), launches=self.launches(), bootstrap_servers=self.bootstrap_servers,
                     hdfs=self.hdfs, spark=self.spark, settings={"home": str(home), **self.settings()},
                     timings=self.timings, hosts=self.hosts)  # fmt: skip
+        for host in range(1, self.hosts.count + 1):
+            hh = host_home(self.hosts, host)
+            hh.mkdir(parents=True, exist_ok=True)
+            target = hh / SETTINGS_FILE
+            target.touch(mode=0o600)
+            target.chmod(0o600)
+            target.write_text(f"# generated by `radctl cluster up --hosts`: radstack on host {host}\n"
+                              + yaml.safe_dump({"home": str(hh), **self.settings()}, sort_keys=False))
 
     def _runner(self, host_of: dict[str, int]) -> Any:
         def run(name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None) -> Any:
@@ -157,6 +226,8 @@ class HostCluster:
 
     def down(self) -> None:
         """Stop every node (the hosts stay; :meth:`SimulatedHosts.down` removes them)."""
+        if self.metadata_process is not None and self.metadata_process.poll() is None:
+            stop_process_group(self.metadata_process.pid, 20)
         if self.spark is not None:
             self.spark.stop()
         if self.hdfs is not None:
@@ -165,9 +236,11 @@ class HostCluster:
             b.stop(timeout=20)
 
     def settings(self) -> dict[str, Any]:
-        """The radstack settings a process on host 1 uses to run on this cluster."""
-        assert self.hdfs is not None and self.spark is not None
+        """The radstack settings a process on any host uses to run on this cluster (the metadata store's
+        password included: the file is written for the cluster's operator only)."""
+        assert self.hdfs is not None and self.spark is not None and self.metadata is not None
         return {
+            "metadata": {"url": self.metadata.url(METADATA_DATABASE)},
             "kafka": {"embedded": False, "bootstrap_servers": self.bootstrap_servers,
                       "replication_factor": min(3, self.hosts.count)},
             "deep_storage": self.hdfs.deep_storage_settings("/radstack"),

@@ -4,6 +4,7 @@ the background, no containers; one node at a time with ``start|stop|restart NODE
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -17,11 +18,13 @@ from operations.cluster import (
     LocalCluster,
     down_from_state,
     read_state,
+    recorded_state,
     restart_node,
     start_node,
+    state_hosts,
     stop_node,
 )
-from operations.host_cluster import HostCluster
+from operations.host_cluster import HostCluster, host_environment
 from operations.hosts import HostsError, SimulatedHosts
 from radstack.config import load_settings
 
@@ -87,8 +90,7 @@ def _up_on_hosts(home: Path, count: int) -> None:
     times = ", ".join(f"{k} {v:.1f}s" for k, v in cluster.timings.items())
     console.print(f"[green]cluster up on {count} hosts[/green] ({times})")
     _print_status(read_state(home))
-    console.print(f"run radstack on host 1: nsenter into it (see `radctl cluster status --json`), "
-                  f"RADSTACK_CONFIG={home / 'cluster' / 'radstack.yaml'} radctl …")
+    console.print("run radstack on a host: radctl cluster exec --host 1 -- radctl serve")
 
 
 @cluster_app.command("status")
@@ -148,6 +150,34 @@ def start(name: str = NODE_ARG, config: Path = CONFIG_OPT) -> None:
 def restart(name: str = NODE_ARG, config: Path = CONFIG_OPT) -> None:
     """Stop and start one node."""
     _one_node("restart", config, name)
+
+
+@cluster_app.command("exec", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def exec_(
+    ctx: typer.Context,
+    host: int = typer.Option(..., "--host", min=1, help="The simulated host (1 … N of `up --hosts N`)."),
+    config: Path = CONFIG_OPT,
+) -> None:
+    """Run a command on one simulated host, in its network and mount namespaces, with that host's
+    radstack home and settings (RADSTACK_HOME, RADSTACK_CONFIG) and SPARK_LOCAL_IP set to its address:
+    `radctl cluster exec --host 1 -- radctl serve`."""
+    try:
+        hosts = state_hosts(recorded_state(_home(config)))
+    except ClusterError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+    if hosts is None or not 1 <= host <= hosts.count:
+        console.print("[red]no such host: the cluster was not started with `up --hosts N`, or N is smaller[/red]")
+        raise typer.Exit(2)
+    if not ctx.args:
+        console.print("[red]give the command after --, e.g. -- radctl serve[/red]")
+        raise typer.Exit(2)
+    try:
+        argv = hosts.command(host, list(ctx.args))
+    except HostsError as e:
+        console.print(f"[red]{e}[/red]")
+        raise typer.Exit(1) from e
+    os.execvpe(argv[0], argv, {**os.environ, **host_environment(hosts, host)})
 
 
 def _print_status(state: dict) -> None:  # type: ignore[type-arg]

@@ -109,7 +109,9 @@ def build_spark_session(
     after radstack's own. The driver maps the class-data sharing archive when one was built for this
     JDK and PySpark (:func:`radstack.jvm.class_sharing_options`, ``jvm.class_sharing``). An already
     running session is returned as is (its jars cannot change any more)."""
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # the driver's address: loopback, unless this machine's address for Spark is set (a driver on one
+    # host of a cluster whose executors run on others: `radctl cluster exec` sets it)
+    driver_address = os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
 
@@ -128,8 +130,8 @@ def build_spark_session(
         SparkSession.builder.appName(app_name)
         .master(master or spark_settings.master or "local[*]")
         .config("spark.driver.memory", spark_settings.driver_memory or "2g")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", driver_address)
+        .config("spark.driver.host", driver_address)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.session.timeZone", "UTC")
