@@ -211,8 +211,10 @@ class HostCluster:
         self.spark = SparkStandalone(
             base_dir=self.node_dir(1) / "spark", workers=workers, master_port=7077, web_port=8080,
             # a worker whose host died is declared lost after 10 s (Spark's default: 60 s), so its
-            # replacement on the same address can register
-            extra_env={"SPARK_MASTER_OPTS": "-Dspark.worker.timeout=10"},
+            # replacement on the same address can register; the workers read the same setting for their
+            # heartbeat period (a quarter of it): set on the master only, they beat every 15 s and the
+            # master dropped them every 10
+            extra_env={"SPARK_MASTER_OPTS": "-Dspark.worker.timeout=10", "SPARK_WORKER_OPTS": "-Dspark.worker.timeout=10"},
             addresses={name: self.hosts.address(h) for name, h in host_of.items()},
             node_dirs={name: self.node_dir(h) / "spark" for name, h in host_of.items() if name != "master"},
             runner=self._runner(host_of),

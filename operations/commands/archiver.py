@@ -30,9 +30,9 @@ def run_archiver(
     cfg = archiver_config(settings)
     if topic:
         cfg.topics = list(topic)
-    if not cfg.topics:
-        typer.echo("no topics to archive: set archiver.topics or add datasource specs with processing.topics", err=True)
-        raise typer.Exit(2)
+    # without fixed topics (--topic, archiver.topics) the datasources' topics are re-read while it runs;
+    # none yet is not an error: a supervisor may be posted after the archiver started
+    source = None if topic else topics_source(settings)
     port = settings.archiver.metrics_port if metrics_port is None else metrics_port
     if port:
 
@@ -41,10 +41,12 @@ def run_archiver(
         except OSError as e:  # metrics are not worth refusing to archive for
             logging.getLogger("radstack.archiver").warning("cannot serve /metrics on port %s: %s", port, e)
     metadata = MetadataStore.from_settings(settings)
-    archiver = Archiver(cfg, open_deep_storage(settings), metadata, topics_source=None if topic else topics_source(settings))
+    archiver = Archiver(cfg, open_deep_storage(settings), metadata, topics_source=source)
     signal.signal(signal.SIGTERM, lambda *_: archiver.stop())
     signal.signal(signal.SIGINT, lambda *_: archiver.stop())
-    typer.echo(f"archiving {', '.join(cfg.topics)} as group {cfg.group_id}")
+    typer.echo(f"archiving {', '.join(cfg.topics)} as group {cfg.group_id}" if cfg.topics else
+               "no datasource reads a topic yet: waiting for a spec file or a supervisor (checked every "
+               f"{archiver.topics_refresh_seconds:.0f} s)")
     with frozen_startup_heap():
         stats = archiver.run(idle_exit_seconds=idle_exit)
     typer.echo(f"archived {stats.records} records in {stats.files} files ({stats.bytes} bytes)")

@@ -238,6 +238,8 @@ class Archiver:
         self._subscribe(config.topics)
 
     def _subscribe(self, topics: list[str]) -> None:
+        if not topics:  # nothing to read yet: refresh_topics subscribes once a datasource names a topic
+            return
         self.consumer.subscribe(list(topics), on_assign=self._on_assign, on_revoke=self._on_revoke,
                                 on_lost=self._on_lost)  # fmt: skip
 
@@ -320,6 +322,10 @@ class Archiver:
         last_record = time.monotonic()
         try:
             while not self._stop.is_set():
+                if not self.config.topics:  # no datasource reads a topic yet: wait for one
+                    self._stop.wait(min(1.0, self.topics_refresh_seconds))
+                    self.refresh_topics()
+                    continue
                 got = self._consume_batch()
                 if got:
                     last_record = time.monotonic()

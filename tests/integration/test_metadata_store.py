@@ -365,3 +365,27 @@ def test_created_date_roundtrip_format() -> None:
     # created_date is written with format_instant and read back with parse_instant
     now = 1_700_000_000_123
     assert parse_instant(format_instant(now)) == now
+
+
+_CREATOR = textwrap.dedent("""
+    import sys, time
+    from radstack.storage.metadata import MetadataStore
+    store = MetadataStore.from_url(sys.argv[1])
+    while time.time() < float(sys.argv[2]):  # every process starts creating at the same moment
+        time.sleep(0.001)
+    store.create_tables()
+    print(len(store.segments()))
+""")
+
+
+def test_processes_starting_at_once_on_a_new_database_all_create_the_tables(metadata_url: str) -> None:
+    """A cluster's server, archiver and drivers start together on an empty metadata store: each sees
+    the tables missing. On PostgreSQL they raced to CREATE TABLE and all but one crashed with a unique
+    violation (found on the simulated hosts, #36); now they take turns and all start."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    start = time.time() + 4  # after the interpreters have imported radstack
+    procs = [subprocess.Popen([sys.executable, "-c", _CREATOR, metadata_url, str(start)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(6)]  # fmt: skip
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err[-1500:] for _out, err in outs]
+    assert [out.strip() for out, _err in outs] == ["0"] * 6
