@@ -210,6 +210,9 @@ class HostCluster:
         self.placement.update({f"spark-{name}": h for name, h in host_of.items()})
         self.spark = SparkStandalone(
             base_dir=self.node_dir(1) / "spark", workers=workers, master_port=7077, web_port=8080,
+            # two cores a worker, an application at most one a worker (spark.cores.max in settings()): the
+            # streaming job and a rebuild run side by side, as on a cluster sized for both
+            cores_per_worker=2, memory_per_worker="3g",
             # a worker whose host died is declared lost after 10 s (Spark's default: 60 s), so its
             # replacement on the same address can register; the workers read the same setting for their
             # heartbeat period (a quarter of it): set on the master only, they beat every 15 s and the
@@ -247,7 +250,8 @@ class HostCluster:
                       "replication_factor": min(3, self.hosts.count)},
             "deep_storage": self.hdfs.deep_storage_settings("/radstack"),
             "spark": {"master": self.spark.master_url,
-                      "conf": {"spark.executor.memory": "1g", "spark.cores.max": str(len(self.data_hosts)),
+                      "conf": {"spark.executor.memory": "1g", "spark.executor.cores": "1",
+                               "spark.cores.max": str(len(self.data_hosts)),
                                "spark.pyspark.python": sys.executable,
                                "spark.pyspark.driver.python": sys.executable}},
         }  # fmt: skip

@@ -82,7 +82,8 @@ class SupervisedStreams:
         job.start()
         self._spark = job.spark
         self.jobs[rec.id] = ((rec.generation, rec.reset_generation), job)
-        log.info("supervisor %s: streaming %s (generation %d)", rec.id, rec.topic, rec.generation)
+        log.info("supervisor %s: streaming %s (generation %d, checkpoint %s)", rec.id, rec.topic, rec.generation,
+                 job.checkpoint)
 
     def _forget_offsets(self, rec: SupervisorRecord, job: StreamingJob) -> None:
         log.info("supervisor %s: reset, forgetting its offsets", rec.id)

@@ -409,15 +409,26 @@ def test_the_whole_path_on_three_hosts_survives_host_2_dying(on_hosts: OnHosts) 
     _until("the archive of the first hour", 120, archived, lambda a: a["records"] >= n1)
 
     # phase 2: the rebuild of that hour on the cluster while the next hour's events go in; host 2 dies
+    # as soon as a task of the rebuild runs there (its executor's log in the worker's work dir on host 2)
+    work2 = hosts.host_dir(2) / "cluster" / "spark" / "work"
+    apps_before = {p.name for p in work2.iterdir()}
+    n2 = 4000
+    poster = subprocess.Popen(c._exec(1, [PY, "-c", POST, events, str(n1), str(n2), str(current + 60_000), "2"]),
+                              env=c.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     rebuild = c.spawn(1, [PY, str(REPO / "deploy" / "spark" / "submit-rebuild.py"), "-d", topic,
                           "-i", f"{time.strftime('%Y-%m-%dT%H', time.gmtime(closed / 1000))}/PT1H", "--force"],
-                     "rebuild", **env)  # --force: the hour is closed, but inside the 6 h window period
-    n2 = 4000
-    poster = subprocess.Popen(c._exec(1, [PY, "-c", POST, events, str(n1), str(n2), str(current + 60_000), "0.05"]),
-                              env=c.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    time.sleep(20)  # the rebuild's executors are at work on hosts 2 and 3
-    assert rebuild.poll() is None, (c.logs / "rebuild.log").read_text()[-3000:]
+                      "rebuild", **env)  # --force: the hour is closed, but inside the 6 h window period
+
+    def rebuild_task_on_host_2() -> bool:
+        return any("Running task" in err.read_text(errors="replace")
+                   for app in work2.iterdir() if app.name not in apps_before for err in app.glob("*/stderr"))
+
+    deadline = time.monotonic() + 300
+    while not rebuild_task_on_host_2():
+        assert rebuild.poll() is None and time.monotonic() < deadline, (c.logs / "rebuild.log").read_text()[-3000:]
+        time.sleep(0.2)
     killed = hosts.kill_host(2)
+    assert rebuild.poll() is None and poster.poll() is None  # both were at work when the host died
     time.sleep(5)
     for node in ("kafka-2", "datanode-1", "spark-worker-1"):  # the host comes back, with its disk
         started = c.radctl("start", node)
@@ -436,8 +447,10 @@ def test_the_whole_path_on_three_hosts_survives_host_2_dying(on_hosts: OnHosts) 
     a3 = post(n1 + n2, n3, current + 60_000 + n2 * 200, 0.02)
     assert a3["accepted"] == n3, a3
     c.spawn(3, [PY, submit, "--", "stream", "--timeout", "900"], "stream-host3", **env)
-    realtime_current = _until("the real-time answer after the driver moved to host 3", 300,
-                              lambda: total(current), lambda t: t >= n2 + n3)  # fmt: skip
+    _until("the real-time answer after the driver moved to host 3", 300, lambda: total(current),
+           lambda t: t >= n2 + n3)
+    moved = (c.logs / "stream-host3.log").read_text()
+    assert f"supervisor {topic}: streaming {topic} (generation 1, checkpoint hdfs://" in moved  # host 1's driver's
     time.sleep(5)  # a replayed micro-batch would show up now
     realtime_current = total(current)
     arch = _until("the archive of every accepted event", 180, archived, lambda a: a["records"] >= n1 + n2 + n3)
