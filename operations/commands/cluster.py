@@ -45,7 +45,8 @@ def up(
     datanodes: int = typer.Option(2, min=1, help="HDFS DataNodes (replication min(2, datanodes))."),
     workers: int = typer.Option(2, min=1, help="Spark standalone workers (1 core, 2 GB each)."),
     hosts: int = typer.Option(0, min=0, help="Run on this many simulated hosts (Linux namespaces, root): host 1 "
-                              "a Kafka node, the NameNode and the Spark master; every other host a Kafka node, a "
+                              "a Kafka node, the NameNode, the Spark master and PostgreSQL (the metadata store); "
+                              "every other host a Kafka node, a "
                               "DataNode and a worker (the node counts then follow the hosts)."),
     config: Path = CONFIG_OPT,
 ) -> None:

@@ -15,21 +15,20 @@ import contextlib
 import getpass
 import os
 import posixpath
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import requests
 from hdfs import HdfsError, InsecureClient
 
 from radstack.storage.deep_storage.base import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
 
 CHUNK = 4 * 1024 * 1024
-
-
-def _chunks(f: Any) -> Iterator[bytes]:
-    while chunk := f.read(CHUNK):
-        yield chunk
+#: attempts at one upload when the DataNode the NameNode picked cannot be reached (sleeps 0.5, 1, 2, 4, 4 s)
+WRITE_ATTEMPTS = 6
 
 
 class HdfsDeepStorage:
@@ -72,27 +71,52 @@ class HdfsDeepStorage:
             raise DeepStorageError(f"HDFS rename {src} -> {dst} refused")
 
     # ------------------------------------------------------------------ writes
-    def _put_stream(self, chunks: Iterator[bytes] | bytes, key: str) -> dict[str, Any]:
+    def _put_stream(self, open_data: Callable[[], Any], key: str) -> dict[str, Any]:
+        """Upload what ``open_data()`` gives (bytes or a binary file, opened again for each attempt) to a
+        temp file beside ``key``, then rename it onto the key.
+
+        WebHDFS sends the data to a DataNode the NameNode picks. A DataNode that just died is picked until
+        the NameNode sees it stale (``dfs.namenode.stale.datanode.interval``; on a real cluster it may
+        not have noticed for minutes): the connection to it fails, so the write is asked for again, up to
+        :data:`WRITE_ATTEMPTS` times over about 15 s, and lands on a live one."""
         dst = self._path(key)
         parent, name = posixpath.split(dst)
         tmp = posixpath.join(parent, temp_name(name))
+        for attempt in range(WRITE_ATTEMPTS):
+            data = open_data()
+            try:
+                self.client.write(tmp, data=data, overwrite=True)
+                break
+            except (requests.ConnectionError, requests.Timeout) as e:
+                self._forget(tmp)
+                if attempt == WRITE_ATTEMPTS - 1:
+                    raise DeepStorageError(f"HDFS write of {key!r} failed {WRITE_ATTEMPTS} times: {e}") from e
+                time.sleep(min(4.0, 0.5 * 2**attempt))
+            except BaseException as e:
+                self._forget(tmp)
+                if isinstance(e, HdfsError):  # e.g. no DataNode could take the block: callers may retry
+                    raise DeepStorageError(f"HDFS write of {key!r} failed: {e}") from e
+                raise
+            finally:
+                if hasattr(data, "close"):
+                    data.close()
         try:
-            self.client.write(tmp, data=chunks, overwrite=True)
             self._rename_raw(tmp, dst, overwrite=True)
-        except BaseException as e:
-            with contextlib.suppress(HdfsError, OSError):
-                self.client.delete(tmp)
-            if isinstance(e, HdfsError):  # e.g. no DataNode could take the block: callers may retry
-                raise DeepStorageError(f"HDFS write of {key!r} failed: {e}") from e
+        except BaseException:
+            self._forget(tmp)
             raise
         return self.load_spec(key)
 
+    def _forget(self, tmp: str) -> None:
+        with contextlib.suppress(HdfsError, OSError):
+            self.client.delete(tmp)
+
     def put_file(self, local_path: Path, key: str) -> dict[str, Any]:
-        with open(local_path, "rb") as f:
-            return self._put_stream(_chunks(f), key)
+        return self._put_stream(lambda: open(local_path, "rb"), key)  # noqa: SIM115 - closed by _put_stream
 
     def put_bytes(self, data: bytes, key: str) -> dict[str, Any]:
-        return self._put_stream(bytes(data), key)
+        payload = bytes(data)
+        return self._put_stream(lambda: payload, key)
 
     def rename(self, src_key: str, dst_key: str) -> None:
         src, dst = self._path(src_key), self._path(dst_key)
