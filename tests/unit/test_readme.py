@@ -31,7 +31,8 @@ COVERAGE: dict[str, list[str]] = {
     "radctl airflow up": ["tests/browser/test_airflow_ui.py::test_rebuild_from_the_airflow_ui"],
     "radctl airflow status --show-password": ["tests/integration/test_airflow_rest.py::test_backfill_via_airflow_rest"],
     "radctl cluster up": ["tests/cluster/test_cluster.py::test_cli_up_status_down_frees_every_port"],
-    "radctl cluster up --hosts": ["tests/cluster/test_hosts.py::test_the_cluster_on_three_hosts_survives_host_2_dying"],
+    "radctl cluster up --hosts": ["tests/cluster/test_hosts.py::test_the_cluster_on_three_hosts"],
+    "radctl cluster exec --host N": ["tests/cluster/test_hosts.py::test_the_whole_path_on_three_hosts_survives_host_2_dying"],
     "make test-cluster": ["tests/cluster/test_cluster.py"],
 }
 

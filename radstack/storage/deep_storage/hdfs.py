@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import os
 import posixpath
 import time
@@ -26,6 +27,7 @@ from hdfs import HdfsError, InsecureClient
 
 from radstack.storage.deep_storage.base import DeepStorageError, is_hidden, join_key, normalize_key, temp_name
 
+log = logging.getLogger(__name__)
 CHUNK = 4 * 1024 * 1024
 #: attempts at one upload when the DataNode the NameNode picked cannot be reached (sleeps 0.5, 1, 2, 4, 4 s)
 WRITE_ATTEMPTS = 6
@@ -91,6 +93,8 @@ class HdfsDeepStorage:
                 self._forget(tmp)
                 if attempt == WRITE_ATTEMPTS - 1:
                     raise DeepStorageError(f"HDFS write of {key!r} failed {WRITE_ATTEMPTS} times: {e}") from e
+                log.warning("HDFS write of %r: the DataNode could not be reached (%s); asking the NameNode again",
+                            key, e)  # fmt: skip
                 time.sleep(min(4.0, 0.5 * 2**attempt))
             except BaseException as e:
                 self._forget(tmp)
