@@ -21,7 +21,7 @@ from radstack.spec import DatasourceSpec
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["deliver_all", "dlq_topic", "dlq_topics", "executor_producer", "produce_dead_letters"]
+__all__ = ["deliver_all", "dlq_topic", "dlq_topics", "executor_producer", "forget_producer", "produce_dead_letters"]
 
 _producers: dict[str, Any] = {}
 
@@ -43,6 +43,13 @@ def executor_producer(bootstrap_servers: str) -> Any:
                       "linger.ms": 5, "log_level": 3})
         _producers[bootstrap_servers] = p
     return p
+
+
+def forget_producer(bootstrap_servers: str) -> None:
+    """Drop this process's producer for ``bootstrap_servers`` (a streaming job on it stopped): every
+    message of it was flushed by :func:`deliver_all`, and the last reference gone ends its threads and
+    connections, which otherwise retried a cluster that may be gone for the life of the process."""
+    _producers.pop(bootstrap_servers, None)
 
 
 def deliver_all(bootstrap_servers: str, messages: Iterable[tuple[str, bytes, list[Any] | None]], what: str,

@@ -35,7 +35,7 @@ from radstack.spec import DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.indexer import DEFAULT_MAX_ROWS_PER_SEGMENT
 from radstack.storage.metadata import MetadataStore
-from realtime.streaming.dlq import dlq_topics
+from realtime.streaming.dlq import dlq_topics, forget_producer
 from realtime.streaming.progress import ProgressTracker, new_progress
 from realtime.streaming.sink import SegmentSink, SinkConfig, progress_key
 from realtime.topics import ensure_topics
@@ -310,6 +310,8 @@ class StreamingJob:
                     break
         finally:
             self.poll_progress()
+            if not q.isActive:
+                forget_producer(str(self.options.bootstrap_servers))
         if q.exception() is not None:
             raise RuntimeError(f"streaming query for {self.spec.name} failed: {q.exception()}")
 
@@ -318,3 +320,4 @@ class StreamingJob:
         if self.query is not None and self.query.isActive:
             self.query.stop()
         self.poll_progress()
+        forget_producer(str(self.options.bootstrap_servers))
