@@ -34,6 +34,7 @@ import pytest
 
 from operations.cluster import LocalCluster
 from radstack.config import Settings, load_settings
+from tests.cluster.conftest import REPORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster]
 
@@ -288,6 +289,9 @@ def test_broker_kill_during_produce_stream_archive(cluster: LocalCluster) -> Non
             assert _by_page(srv.url, name) == truth
             total = _sql(srv.url, f'SELECT SUM("count") AS n, SUM(bytes) AS b FROM {name}')[0]
             assert (total["n"], total["b"]) == (n, sum(i % 100 for i in range(n)))
+            REPORT["local cluster, a broker killed mid-produce"] = (
+                f"produced {n}; archived {len(ids)} ({len(set(ids))} distinct); real-time answer = truth; "
+                f"rebuilt total {total['n']}; lost {n - len(set(ids))}; duplicated {len(ids) - len(set(ids))}")
     finally:
         if stream.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -317,6 +321,9 @@ def test_datanode_kill_during_archive(cluster: LocalCluster) -> None:
     assert len(ids) == n, f"archive holds {len(ids)} events, {n} were produced"
     assert len(set(ids)) == n, f"{len(ids) - len(set(ids))} duplicated in the archive"
     assert arch_out["stats"].records == n
+    REPORT["local cluster, a DataNode killed mid-archive"] = (
+        f"produced {n}; archived {len(ids)} ({len(set(ids))} distinct); lost {n - len(set(ids))}; "
+        f"duplicated {len(ids) - len(set(ids))}")
 
 
 def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalCluster, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ import orjson
 import pytest
 
 from operations.hosts import REPO, SimulatedHosts, leftover_namespaces, processes_in_netns
+from tests.cluster.conftest import REPORT
 
 pytestmark = [pytest.mark.slow, pytest.mark.cluster,
               pytest.mark.skipif(sys.platform != "linux", reason="Linux namespaces")]
@@ -303,6 +304,7 @@ def test_the_whole_path_on_three_hosts_survives_host_2_dying(on_hosts: OnHosts) 
 
     c, hosts = on_hosts, on_hosts.hosts
     assert hosts is not None
+    began = time.monotonic()
     _wait_back(c)
     topic = "clicks"
     bootstrap = c.state["kafka"]["bootstrap_servers"]
@@ -404,11 +406,11 @@ def test_the_whole_path_on_three_hosts_survives_host_2_dying(on_hosts: OnHosts) 
     rebuilt = total(closed)
     segments = c.sql(f"SELECT COUNT(*) AS n FROM sys.segments WHERE datasource = '{topic}' AND is_overshadowed = 1")
     produced, accepted = n1 + n2 + n3, a1["accepted"] + a2["accepted"] + a3["accepted"]
-    print(f"\nthe whole path on 3 hosts, host 2 killed ({len(killed)} processes) under the rebuild and the "
-          f"receiver, the driver moved to host 3: produced {produced}, accepted {accepted}, archived "
-          f"{arch['records']} ({arch['distinct']} distinct), real-time total {n1} + {realtime_current}, rebuilt "
-          f"total {rebuilt}, lost {accepted - arch['distinct']}, duplicated {arch['records'] - arch['distinct']}; "
-          f"resent batches {a2['resent']} ({a2['statuses']})")
+    REPORT["whole path on 3 hosts, host 2 killed under the rebuild and the receiver, the driver moved to host 3"] = (
+        f"produced {produced}; accepted {accepted}; archived {arch['records']} ({arch['distinct']} distinct); "
+        f"real-time total {n1} + {realtime_current}; rebuilt total {rebuilt}; lost {accepted - arch['distinct']}; "
+        f"duplicated {arch['records'] - arch['distinct']}; processes killed {len(killed)}; resent batches "
+        f"{a2['resent']} ({a2['statuses']}); seconds {time.monotonic() - began:.0f}")
     assert arch == {"records": accepted, "distinct": accepted}  # every accepted event archived exactly once
     assert realtime_current == n2 + n3  # the moved driver resumed: nothing lost, nothing counted twice
     assert rebuilt == n1  # the rebuild of the closed hour equals the generator's truth
