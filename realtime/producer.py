@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -127,6 +128,18 @@ class Batch:
         return self.result()
 
 
+def _weak_callback(method: Callable[..., None]) -> Callable[..., None]:
+    """``method`` called through a weak reference: a client holding it does not keep its object alive."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(*args)
+
+    return call
+
+
 class BatchProducer:
     """A shared, thread-safe producer for batches of pre-serialized events."""
 
@@ -141,7 +154,9 @@ class BatchProducer:
             **PRODUCER_DEFAULTS,
             "bootstrap.servers": bootstrap_servers,
             "message.timeout.ms": int(delivery_timeout_ms),
-            "error_cb": self._on_error,
+            # weakly: the client holding this object would be a cycle the collector cannot break, and a
+            # closed producer kept its threads, retrying a cluster long gone, for the life of the process
+            "error_cb": _weak_callback(self._on_error),
             **conf,
         }
         self.delivery_timeout_s = delivery_timeout_ms / 1000.0
@@ -278,6 +293,9 @@ class BatchProducer:
         return self._producer.flush(timeout)
 
     def close(self, timeout: float = 10.0) -> None:
+        """Deliver what is queued (up to ``timeout``), then end the client. Idempotent."""
+        if self._stop.is_set():
+            return
         try:
             self._producer.flush(timeout)
         finally:
