@@ -80,7 +80,7 @@ class HdfsDeepStorage:
         WebHDFS sends the data to a DataNode the NameNode picks. A DataNode that just died is picked until
         the NameNode sees it stale (``dfs.namenode.stale.datanode.interval``; on a real cluster it may
         not have noticed for minutes): the connection to it fails, so the write is asked for again, up to
-        :data:`WRITE_ATTEMPTS` times over about 15 s, and lands on a live one."""
+        :data:`WRITE_ATTEMPTS` times over about 12 s, and lands on a live one."""
         dst = self._path(key)
         parent, name = posixpath.split(dst)
         tmp = posixpath.join(parent, temp_name(name))
