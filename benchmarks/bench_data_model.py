@@ -3,14 +3,16 @@
     .venv/bin/python benchmarks/bench_data_model.py [--rows 1000000] [--repeat 5]
 
 Indexes ``--rows`` events (one day, hourly segments, rollup off) through the real indexer into a temp
-home — a country code, a user id (100,000 values), a multi-value ``tags`` dimension, a ``json``
-dimension and an ``HLLSketchBuild`` metric — serves them with a :class:`BrokerService` and times each
+home — a country code, a user id (100,000 values), a session id (a new one on every row), a
+multi-value ``tags`` dimension, a ``json`` dimension and ``HLLSketchBuild`` metrics of the user and the
+session — serves them with a :class:`BrokerService` and times each
 feature query against its plain baseline **in the same process, over the same loaded rows**:
 
 * ``GROUP BY LOOKUP(country, 'names')`` vs ``GROUP BY country`` (a 250-key map lookup);
-* ``APPROX_COUNT_DISTINCT_DS_HLL(users_hll)`` (merging ingested sketches) and
+* ``APPROX_COUNT_DISTINCT_DS_HLL(users_hll)`` (merging ingested sketches: over all rows, per country,
+  and over ``sessions_hll``, where no two rows' sketches are alike) and
   ``APPROX_COUNT_DISTINCT_DS_HLL("user")`` (query-time sketch of raw values) vs DuckDB's own HLL
-  ``APPROX_COUNT_DISTINCT("user")``;
+  ``APPROX_COUNT_DISTINCT`` of the same column, grouped the same way;
 * ``GROUP BY tags`` (multi-value explosion) vs ``GROUP BY country``;
 * ``JSON_VALUE(attrs, '$.plan')`` grouping vs ``GROUP BY country``.
 
@@ -48,10 +50,11 @@ START = 1_767_225_600_000  # 2026-01-01
 SCHEMA: dict[str, Any] = {
     "dataSource": "events",
     "timestampSpec": {"column": "ts", "format": "millis"},
-    "dimensionsSpec": {"dimensions": ["country", "user", {"type": "string", "name": "tags", "multiValueHandling": "SORTED_ARRAY"},
+    "dimensionsSpec": {"dimensions": ["country", "user", "session", {"type": "string", "name": "tags", "multiValueHandling": "SORTED_ARRAY"},
                                       {"type": "json", "name": "attrs"}]},
     "metricsSpec": [{"type": "count", "name": "count"},
-                    {"type": "HLLSketchBuild", "name": "users_hll", "fieldName": "user"}],
+                    {"type": "HLLSketchBuild", "name": "users_hll", "fieldName": "user"},
+                    {"type": "HLLSketchBuild", "name": "sessions_hll", "fieldName": "session"}],
     "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "none", "rollup": False},
 }
 QUERIES: list[tuple[str, str, str]] = [  # (name, query, baseline)
@@ -59,6 +62,10 @@ QUERIES: list[tuple[str, str, str]] = [  # (name, query, baseline)
      "SELECT country, COUNT(*) FROM events GROUP BY 1"),
     ("hll_merge_ingested", "SELECT APPROX_COUNT_DISTINCT_DS_HLL(users_hll) FROM events",
      'SELECT APPROX_COUNT_DISTINCT("user") FROM events'),
+    ("hll_merge_by_country", "SELECT country, APPROX_COUNT_DISTINCT_DS_HLL(users_hll) FROM events GROUP BY 1",
+     'SELECT country, APPROX_COUNT_DISTINCT("user") FROM events GROUP BY 1'),
+    ("hll_merge_all_distinct", "SELECT APPROX_COUNT_DISTINCT_DS_HLL(sessions_hll) FROM events",
+     "SELECT APPROX_COUNT_DISTINCT(session) FROM events"),
     ("hll_raw_values", 'SELECT APPROX_COUNT_DISTINCT_DS_HLL("user") FROM events',
      'SELECT APPROX_COUNT_DISTINCT("user") FROM events'),
     ("multi_value_group_by", "SELECT tags, COUNT(*) FROM events GROUP BY 1",
@@ -77,6 +84,7 @@ def rows(n: int) -> pa.Table:
         "ts": [START + i * (86_400_000 // n) for i in range(n)],
         "country": [rng.choice(countries) for _ in range(n)],
         "user": [f"u{rng.randrange(100_000)}" for _ in range(n)],
+        "session": [f"s{i}" for i in range(n)],  # every row its own value: no two sketches alike
         "tags": [json.dumps(rng.sample(tags, rng.randrange(0, 4))) for _ in range(n)],
         "attrs": [json.dumps({"plan": rng.choice(plans), "seats": rng.randrange(1, 50)}) for _ in range(n)],
     })

@@ -35,7 +35,7 @@ METRIC_TYPES: dict[str, tuple[str, str]] = {
     "doubleMax": ("double", "max"),
     "floatMin": ("float", "min"),
     "floatMax": ("float", "max"),
-    # Apache DataSketches (radstack/sketches.py): a serialized sketch per row, merged on rollup
+    # Apache DataSketches (radstack/sketches/): a serialized sketch per row, merged on rollup
     "HLLSketchBuild": ("sketch", "sketch"),
     "HLLSketchMerge": ("sketch", "sketch"),
     "thetaSketch": ("sketch", "sketch"),

@@ -52,7 +52,7 @@ _VALUE_TYPES: dict[str, pa.DataType] = {
     "double": pa.float64(),
     "json": pa.json_(),  # nested JSON (a ``json`` dimension): JSON text, Parquet's JSON logical type
     "multi": pa.list_(pa.string()),  # a multi-value string dimension: its values, NULL when none
-    "sketch": pa.binary(),  # a DataSketches metric (radstack/sketches.py): the serialized sketch
+    "sketch": pa.binary(),  # a DataSketches metric (radstack/sketches/): the serialized sketch
     # ARRAY columns (``auto`` dimensions cast to an array type): one whole array per row, NULL elements kept
     "array<string>": pa.list_(pa.string()),
     "array<long>": pa.list_(pa.int64()),

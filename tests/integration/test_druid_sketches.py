@@ -1,6 +1,6 @@
 """radstack's DataSketches against the real Apache Druid 33 (``make test-druid``): the same events
 ingested into both with ``HLLSketchBuild`` and ``thetaSketch`` metrics (Druid's ``druid-datasketches``
-extension; radstack's ``radstack/sketches.py``), then the same SQL asked of both brokers. The HLL and
+extension; radstack's ``radstack/sketches/``), then the same SQL asked of both brokers. The HLL and
 theta estimates must be equal — same library, same hashing, same merges."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""radstack/sketches.py: sketches whose estimates do not depend on the order rows arrive in."""
+"""radstack/sketches/: sketches whose estimates do not depend on the order rows arrive in."""
 
 from __future__ import annotations
 

@@ -55,7 +55,7 @@ def _field(spec: dict[str, Any], ctx: QueryContext, sql_type: str) -> str:
 
 
 def _sketch_aggregator(name: str, typ: str, spec: dict[str, Any], ctx: QueryContext) -> Aggregator:
-    """HLL and theta sketch aggregators (radstack/sketches.py): the group's values, or the sketches of a
+    """HLL and theta sketch aggregators (radstack/sketches/): the group's values, or the sketches of a
     sketch column, merged into one sketch and finalized to its estimate, as Druid finalizes them."""
     x = spec.get("fieldName")
     if not x:
@@ -66,7 +66,8 @@ def _sketch_aggregator(name: str, typ: str, spec: dict[str, Any], ctx: QueryCont
     except SketchParamError as e:
         raise invalid_input(f"Aggregator [{name}]: {e}") from e
     merge = ctx.col_type(x) == f"COMPLEX<{family}>"
-    values = f"list({ctx.col(x)})" if merge else f"list(CAST({ctx.col(x)} AS VARCHAR))"
+    # DISTINCT: a repeated value or sketch cannot change an HLL or theta sketch (rules/sketches.py)
+    values = f"list(DISTINCT {ctx.col(x)})" if merge else f"list(DISTINCT CAST({ctx.col(x)} AS VARCHAR))"
     if family == "HLLSketch":
         fn = "DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD"
         sketch = f"{fn}({values}, {params.lg_k}, '{params.tgt_hll_type}')"

@@ -7,12 +7,21 @@ import json
 import re
 import threading
 from collections.abc import Callable, Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
-from radstack.sketches import SketchParams, aggregate, count, estimate, quantile, theta_set_operation
+from radstack.sketches import (
+    SketchParams,
+    aggregate,
+    count,
+    estimate,
+    merge_hll_lists,
+    quantile,
+    theta_set_operation,
+)
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import datetime_to_ms, ms_to_datetime
 from radstack.time.joda import format_millis, parse_to_millis, zone
@@ -91,11 +100,22 @@ def json_paths(text: str | None) -> list[str] | None:
     return list(_paths(doc, "$"))
 
 
-def _hll(merge: bool) -> Callable[..., bytes]:
-    def hll(values: list[Any] | None, lg_k: int | None, tgt: str | None) -> bytes:
-        params = SketchParams("HLLSketch", lg_k=int(lg_k or 12), tgt_hll_type=tgt or "HLL_4")
-        return aggregate(params, values or (), sketches=merge)
-    return hll
+def hll_build(values: list[Any] | None, lg_k: int | None, tgt: str | None) -> bytes:
+    params = SketchParams("HLLSketch", lg_k=int(lg_k or 12), tgt_hll_type=tgt or "HLL_4")
+    return aggregate(params, values or (), sketches=False)
+
+
+def hll_merge_batch(lists: pa.Array, lg_k: pa.Array, tgt: pa.Array) -> pa.Array:
+    """DRUID_HLL_MERGE over a whole batch of groups at once (radstack/sketches/hll_merge.py)."""
+    out: list[bytes | None] = [None] * len(lists)
+    settings = [(int(k or 12), str(t or "HLL_4")) for k, t in zip(lg_k.to_pylist(), tgt.to_pylist(), strict=True)]
+    for lg, t in set(settings):
+        rows = [i for i, s in enumerate(settings) if s == (lg, t)]
+        part = lists if len(rows) == len(lists) else lists.take(pa.array(rows))
+        one_at_a_time = partial(aggregate, SketchParams("HLLSketch", lg_k=lg, tgt_hll_type=t), sketches=True)
+        for i, merged in zip(rows, merge_hll_lists(part, lg, t, one_at_a_time), strict=True):
+            out[i] = merged
+    return pa.array(out, pa.binary())
 
 
 def _sized(family: str, merge: bool) -> Callable[..., bytes]:
@@ -118,6 +138,8 @@ def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float |
 
 
 B, V = "BIGINT", "VARCHAR"
+#: the UDFs that take whole Arrow batches (the others are called once per row)
+ARROW_UDFS = frozenset({"DRUID_HLL_MERGE"})
 UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FLOOR": (time_floor, [B, V, B, V], B),
     "DRUID_TIME_CEIL": (time_ceil, [B, V, B, V], B),
@@ -126,8 +148,8 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_PARSE": (time_parse, [V, V, V], B),
     "DRUID_JSON_PATHS": (json_paths, [V], "VARCHAR[]"),
     # DataSketches (rules/sketches.py): LIST(values) of a group → one sketch; estimates and quantiles
-    "DRUID_HLL_BUILD": (_hll(False), ["VARCHAR[]", "INTEGER", V], "BLOB"),
-    "DRUID_HLL_MERGE": (_hll(True), ["BLOB[]", "INTEGER", V], "BLOB"),
+    "DRUID_HLL_BUILD": (hll_build, ["VARCHAR[]", "INTEGER", V], "BLOB"),
+    "DRUID_HLL_MERGE": (hll_merge_batch, ["BLOB[]", "INTEGER", V], "BLOB"),
     "DRUID_THETA_BUILD": (_sized("thetaSketch", False), ["VARCHAR[]", "INTEGER"], "BLOB"),
     "DRUID_THETA_MERGE": (_sized("thetaSketch", True), ["BLOB[]", "INTEGER"], "BLOB"),
     "DRUID_QUANTILES_BUILD": (_sized("quantilesDoublesSketch", False), ["DOUBLE[]", "INTEGER"], "BLOB"),
@@ -149,8 +171,9 @@ def register(con: duckdb.DuckDBPyConnection, names: set[str], db_key: object = N
             if (key, name) in _registered:
                 continue
             fn, params, ret = UDFS[name]
+            kind = "arrow" if name in ARROW_UDFS else "native"
             try:
-                con.create_function(name, fn, params, ret, null_handling="special",
+                con.create_function(name, fn, params, ret, type=kind, null_handling="special",
                                     exception_handling="return_null", side_effects=False)
             except duckdb.CatalogException as e:
                 if "already exists" not in str(e):

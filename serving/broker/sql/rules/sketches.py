@@ -6,7 +6,7 @@ typed ``VARBINARY`` for the planner). Estimates and quantiles read sketches.
 
 | Druid | here |
 | --- | --- |
-| ``APPROX_COUNT_DISTINCT_DS_HLL(expr[, lgK[, tgtHllType]])`` | ``round(estimate(DRUID_HLL_BUILD/MERGE(LIST(expr), …)))`` (BIGINT) |
+| ``APPROX_COUNT_DISTINCT_DS_HLL(expr[, lgK[, tgtHllType]])`` | ``round(estimate(DRUID_HLL_BUILD/MERGE(LIST(DISTINCT expr), …)))`` (BIGINT) |
 | ``DS_HLL(expr[, lgK[, tgtHllType]])`` | the HLL sketch |
 | ``HLL_SKETCH_ESTIMATE(sketch[, round])``, ``HLL_SKETCH_UNION([lgK, tgtHllType,] sketch, …)`` | estimate / merged sketch |
 | ``APPROX_COUNT_DISTINCT_DS_THETA(expr[, size])``, ``DS_THETA(expr[, size])`` | the same for theta |
@@ -57,9 +57,12 @@ def _str(e: exp.Expression | None, default: str, what: str) -> exp.Expression:
     raise validation_error(f"{what} must be a string literal")
 
 
-def _collected(e: exp.Expression, cast: str | None) -> exp.Expression:
+def _collected(e: exp.Expression, cast: str | None, *, distinct: bool = False) -> exp.Expression:
+    """``LIST`` of a group's values; ``distinct`` where a repeat cannot change the sketch (HLL and theta
+    keep a set: merging a sketch twice, or adding a value twice, is a no-op), so DuckDB hands the UDF
+    each distinct value once."""
     value = e if cast is None else exp.cast(e, exp.DataType.build(cast))
-    return call("LIST", value)
+    return call("LIST", exp.Distinct(expressions=[value]) if distinct else value)
 
 
 def _estimate(sketch: exp.Expression, rounded: bool) -> exp.Expression:
@@ -100,13 +103,13 @@ def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
                                                                                  "HLL_4", "tgtHllType")
         merge = _is_sketch(first)
         sketch = call("DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD",
-                      _collected(first, None if merge else "VARCHAR"), lg_k, tgt)
+                      _collected(first, None if merge else "VARCHAR", distinct=not merge), lg_k, tgt)
         return sketch if name == "DS_HLL" else _estimate(sketch, True)
     if name in ("APPROX_COUNT_DISTINCT_DS_THETA", "DS_THETA"):
         size = _int(args[1] if len(args) > 1 else None, 16384, "size")
         merge = _is_sketch(first)
         sketch = call("DRUID_THETA_MERGE" if merge else "DRUID_THETA_BUILD",
-                      _collected(first, None if merge else "VARCHAR"), size)
+                      _collected(first, None if merge else "VARCHAR", distinct=not merge), size)
         return sketch if name == "DS_THETA" else _estimate(sketch, True)
     if name in ("APPROX_QUANTILE_DS", "DS_QUANTILES_SKETCH"):
         has_fraction = name == "APPROX_QUANTILE_DS"

@@ -34,6 +34,8 @@ from typing import Any
 
 import datasketches as ds
 
+from radstack.sketches.hll_merge import merge_hll_lists, registers_only
+
 __all__ = [
     "SKETCH_METRICS",
     "SketchParams",
@@ -42,6 +44,7 @@ __all__ = [
     "count",
     "estimate",
     "family_of",
+    "merge_hll_lists",
     "parse_params",
     "quantile",
     "theta_set_operation",
@@ -135,27 +138,6 @@ def hll_key(v: Any, string_encoding: str) -> str:
     return text
 
 
-# HLL preamble: byte 5 holds the flags, the low two bits of byte 7 the mode (0 list, 1 set, 2 HLL)
-_HLL_FLAGS, _HLL_MODE, _HLL_MODE_HLL, _OUT_OF_ORDER = 5, 7, 2, 16
-
-
-def _registers_only(data: bytes) -> bytes:
-    """An HLL-mode sketch marked out of order, so that its estimate comes from its registers alone.
-
-    A sketch fed in one stream also carries the HIP estimate, which depends on the order the values
-    (or the small list/set-mode sketches of a merge) arrived in. Rows reach an aggregate in whatever
-    order DuckDB's threads or Spark's tasks deliver them, so that estimate would change from run to run
-    and between SQL and native queries. The registers are the same in any order. Druid's estimate of a
-    merge of HLL-mode sketches is this composite estimate too (a union marks its result out of order).
-    List/set-mode sketches count their coupons exactly and need no mark.
-    """
-    if len(data) <= _HLL_MODE or data[_HLL_MODE] & 3 != _HLL_MODE_HLL:
-        return data
-    marked = bytearray(data)
-    marked[_HLL_FLAGS] |= _OUT_OF_ORDER
-    return bytes(marked)
-
-
 def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) -> bytes:
     """One sketch from ``values``: raw input values, or (``sketches``) serialized sketches to merge."""
     items = [v for v in values if v is not None]
@@ -164,11 +146,11 @@ def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) ->
             union = ds.hll_union(params.lg_k)
             for b in items:
                 union.update(ds.hll_sketch.deserialize(bytes(b)))
-            return _registers_only(bytes(union.get_result(_hll_type(params)).serialize_compact()))
+            return registers_only(bytes(union.get_result(_hll_type(params)).serialize_compact()))
         hll = ds.hll_sketch(params.lg_k, _hll_type(params))
         for v in items:
             hll.update(hll_key(v, params.string_encoding))
-        return _registers_only(bytes(hll.serialize_compact()))
+        return registers_only(bytes(hll.serialize_compact()))
     if params.family == "thetaSketch":
         if sketches:
             theta_union = ds.theta_union(params.lg_k)
