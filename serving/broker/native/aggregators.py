@@ -66,8 +66,8 @@ def _sketch_aggregator(name: str, typ: str, spec: dict[str, Any], ctx: QueryCont
     except SketchParamError as e:
         raise invalid_input(f"Aggregator [{name}]: {e}") from e
     merge = ctx.col_type(x) == f"COMPLEX<{family}>"
-    # DISTINCT: a repeated value or sketch cannot change an HLL or theta sketch (rules/sketches.py)
-    values = f"list(DISTINCT {ctx.col(x)})" if merge else f"list(DISTINCT CAST({ctx.col(x)} AS VARCHAR))"
+    # DISTINCT values: a repeat cannot change an HLL or theta sketch (rules/sketches.py, _collected)
+    values = f"list({ctx.col(x)})" if merge else f"list(DISTINCT CAST({ctx.col(x)} AS VARCHAR))"
     if family == "HLLSketch":
         fn = "DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD"
         sketch = f"{fn}({values}, {params.lg_k}, '{params.tgt_hll_type}')"
