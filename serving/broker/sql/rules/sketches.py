@@ -63,7 +63,7 @@ def _collected(e: exp.Expression, cast: str | None, *, distinct: bool = False) -
     Building from raw values costs about 1 µs a value in the UDF, far more than DuckDB's ``DISTINCT``;
     merging sketches does not take it, because there DuckDB's ``DISTINCT`` costs more than the
     vectorised merge when the sketches are mostly unalike (rolled-up rows: benchmarks/bench_data_model.py
-    measured 2.3× a plain ``LIST`` on 1 M unalike sketches)."""
+    measured ``LIST(DISTINCT)`` at 2.5–3.4× a plain ``LIST`` on 1 M mostly unalike sketches)."""
     value = e if cast is None else exp.cast(e, exp.DataType.build(cast))
     return call("LIST", exp.Distinct(expressions=[value]) if distinct else value)
 
