@@ -35,6 +35,7 @@ from typing import Any
 import datasketches as ds
 
 from radstack.sketches.hll_merge import merge_hll_lists, registers_only
+from radstack.sketches.theta_merge import merge_theta_lists
 
 __all__ = [
     "SKETCH_METRICS",
@@ -45,6 +46,7 @@ __all__ = [
     "estimate",
     "family_of",
     "merge_hll_lists",
+    "merge_theta_lists",
     "parse_params",
     "quantile",
     "theta_set_operation",

@@ -35,6 +35,8 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
+from radstack.sketches.images import buffers, flatten, spans, unaligned, where_all
+
 # the preamble, bytes 0–7 of every HLL image (little-endian)
 _PRE_INTS, _SER_VER, _FAMILY, _LG_K, _LG_ARR, _FLAGS, _COUNT_OR_CUR_MIN, _MODE = range(8)
 _HLL_FAMILY, _SERIAL_VERSION = 7, 1
@@ -74,38 +76,10 @@ def registers_only(data: bytes) -> bytes:
     return bytes(marked)
 
 
-def _unaligned(data: np.ndarray, dtype: str) -> np.ndarray:
-    """A view of ``data`` whose element ``j`` is the ``dtype`` (little-endian) starting at byte ``j``."""
-    width = np.dtype(dtype).itemsize
-    return np.ndarray((max(len(data) - width + 1, 0),), dtype, data, strides=(1,))
-
-
-def _spans(starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For runs of ``counts[i]`` items of 4 bytes from ``starts[i]``: each item's byte position and run."""
-    if len(counts) and counts.min() == counts.max() == 1:
-        return starts, np.arange(len(starts))
-    run = np.repeat(np.arange(len(counts)), counts)
-    step = np.full(len(run), 4, np.int64)
-    live = np.flatnonzero(counts)
-    first = (np.cumsum(counts) - counts)[live]
-    ends = starts[live] + 4 * (counts[live] - 1)  # the last item of each run
-    step[first] = starts[live] - np.concatenate([[0], ends[:-1]])
-    return np.cumsum(step), run
-
-
-def _buffers(blobs: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """The bytes of a binary array (at least 8) and its ``len + 1`` offsets."""
-    blobs = blobs.cast(pa.binary()) if pa.types.is_large_binary(blobs.type) else blobs
-    _, offsets, values = blobs.buffers()
-    data = np.frombuffer(values, np.uint8) if values is not None else np.zeros(0, np.uint8)
-    data = data if len(data) >= 8 else np.concatenate([data, np.zeros(8, np.uint8)])
-    return data, np.frombuffer(offsets, np.int32)[blobs.offset: blobs.offset + len(blobs) + 1].astype(np.int64)
-
-
 def _one_list_layout(blobs: pa.Array) -> tuple[np.ndarray, int] | None:
     """The coupons of every image, when all are compact list-mode images with the same preamble (the
     per-row sketches of data ingested without rollup: one coupon each), read as one block; else None."""
-    data, offs = _buffers(blobs)
+    data, offs = buffers(blobs)
     n = len(offs) - 1
     if n == 0 or not 8 < (width := int(offs[1] - offs[0])) <= _LIST_START + 4 * 7:
         return None
@@ -130,11 +104,11 @@ class _Images:
     """The preambles of every image of a binary array, read column-wise (one 8-byte load per image)."""
 
     def __init__(self, blobs: pa.Array) -> None:
-        self.data, offs = _buffers(blobs)
+        self.data, offs = buffers(blobs)
         self.start, self.length = offs[:-1], np.diff(offs)
         self.readable = self.length >= 8
-        self.u32 = _unaligned(self.data, "<u4")
-        self.head = _unaligned(self.data, "<u8")[np.where(self.readable, self.start, 0)]
+        self.u32 = unaligned(self.data, "<u4")
+        self.head = unaligned(self.data, "<u8")[np.where(self.readable, self.start, 0)]
         self.preamble = self.head.view(np.uint8).reshape(-1, 8)
         self.mode = self.preamble[:, _MODE] & 3
         self.lg_k = self.preamble[:, _LG_K].astype(np.int64)
@@ -173,16 +147,21 @@ def _hll_registers(img: _Images, rows: np.ndarray, lg_k: int, code: int) -> np.n
     exceptions = nibble == _AUX_TOKEN
     if exceptions.any():
         aux_start = img.start[rows] + _HLL_START + k // 2
-        compact = (img.field(_FLAGS)[rows] & _COMPACT) != 0
-        aux_count = img.u32[img.start[rows] + _AUX_COUNT].astype(np.int64)
-        n = np.where(compact, aux_count, np.int64(1) << img.field(_LG_ARR)[rows].astype(np.int64))
-        n = np.where(exceptions.any(axis=1), n, 0)
-        pos, run = _spans(aux_start, n)
+        n = np.where(exceptions.any(axis=1), _aux_slots(img, rows, k), 0)
+        pos, run = spans(aux_start, n, 4)
         entry = img.u32[pos]
         keep = entry != 0
         entry, run = entry[keep], run[keep]
         regs[run, (entry & np.uint32(k - 1)).astype(np.int64)] = (entry >> np.uint32(_SLOT_BITS)).astype(np.uint8)
     return regs
+
+
+def _aux_slots(img: _Images, rows: np.ndarray, k: int) -> np.ndarray:
+    """How many aux-table entries follow the 4-bit registers of HLL_4 images: the exceptions themselves
+    in a compact image, the whole hash table (empty slots 0) in an updatable one."""
+    compact = (img.field(_FLAGS)[rows] & _COMPACT) != 0
+    aux_count = img.u32[img.start[rows] + _AUX_COUNT].astype(np.int64)
+    return np.where(compact, aux_count, np.maximum(img.length[rows] - _HLL_START - k // 2, 0) // 4)
 
 
 def _expected_length(img: _Images, count: np.ndarray) -> np.ndarray:
@@ -193,6 +172,9 @@ def _expected_length(img: _Images, count: np.ndarray) -> np.ndarray:
         k = np.int64(1) << np.minimum(img.lg_k[hll], 30)
         code = img.field(_MODE)[hll] >> 2
         expected[hll] = _HLL_START + np.select([code == _HLL_8, code == _HLL_6], [k, (6 * k) // 8 + 1], k // 2)
+        for lg_k in np.unique(img.lg_k[hll[code == _HLL_4]]):  # HLL_4: the aux table after the registers
+            rows = hll[(code == _HLL_4) & (img.lg_k[hll] == lg_k)]
+            expected[rows] += 4 * _aux_slots(img, rows, 1 << int(min(lg_k, 30)))
     mode_byte = img.field(_MODE)
     ok = (img.readable & (((img.head >> np.uint64(8)) & np.uint64(0xFFFF)) == (_HLL_FAMILY << 8 | _SERIAL_VERSION))
           & (mode_byte & 3 != 3) & (mode_byte < 12) & ((img.field(_LG_K) - np.uint8(4)) <= 17))
@@ -224,19 +206,14 @@ def _coupon_image(coupons: np.ndarray, lg_k: int) -> bytes:
     return head + coupons.astype("<u4").tobytes()
 
 
-def _where(mask: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``arrays`` where ``mask`` holds (no copy when it holds everywhere: the common case)."""
-    return arrays if mask.all() else tuple(a[mask] for a in arrays)
-
-
 def _read_coupons(img: _Images, count: np.ndarray, start: np.ndarray, usable: np.ndarray,
                   group: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every coupon of the usable list/set images, and its group."""
-    start, count, owner = _where(usable & (img.mode != _HLL), start, count, group)
-    pos, run = _spans(start, count)
+    start, count, owner = where_all(usable & (img.mode != _HLL), start, count, group)
+    pos, run = spans(start, count, 4)
     coupons = img.u32[pos]
     coupon_group = owner if len(run) == len(owner) and run[-1:].tolist() == [len(owner) - 1] else owner[run]
-    return _where(coupons != 0, coupons, coupon_group)  # updatable images keep 0 as empty
+    return where_all(coupons != 0, coupons, coupon_group)  # updatable images keep 0 as empty
 
 
 def _merge_coupons(coupons: np.ndarray, coupon_group: np.ndarray, registers: np.ndarray) -> None:
@@ -264,7 +241,7 @@ def _distinct_coupons(coupons: np.ndarray, coupon_group: np.ndarray, groups: np.
     """The distinct coupons of each of ``groups`` (a boolean mask over all groups)."""
     if not groups.any():
         return {}
-    mine = _where(groups[coupon_group], coupon_group.astype(np.uint64), coupons)
+    mine = where_all(groups[coupon_group], coupon_group.astype(np.uint64), coupons)
     keys = np.unique((mine[0] << np.uint64(32)) | mine[1])
     bounds = np.searchsorted((keys >> np.uint64(32)).astype(np.int64), np.arange(len(groups) + 1))
     return {int(g): (keys[bounds[g]:bounds[g + 1]] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
@@ -285,11 +262,7 @@ def merge_hll_lists(lists: pa.Array, lg_k: int, tgt_hll_type: str,
     if n_groups > step:  # the groups' registers at most REGISTER_BUDGET bytes at a time
         return [merged for first in range(0, n_groups, step)
                 for merged in merge_hll_lists(lists.slice(first, step), lg_k, tgt_hll_type, one_at_a_time)]
-    blobs = lists.flatten()
-    group = np.repeat(np.arange(n_groups), np.asarray(lists.value_lengths().fill_null(0), np.int64))
-    if blobs.null_count:
-        present = np.asarray(blobs.is_valid())
-        blobs, group = blobs.filter(pa.array(present)), group[present]
+    blobs, group, _ = flatten(lists)
     registers = np.zeros((n_groups, 1 << lg_k), np.uint8)
     has_registers, unreadable = np.zeros(n_groups, bool), np.zeros(n_groups, bool)
     one_layout = _one_list_layout(blobs)

@@ -19,6 +19,7 @@ from radstack.sketches import (
     count,
     estimate,
     merge_hll_lists,
+    merge_theta_lists,
     quantile,
     theta_set_operation,
 )
@@ -105,17 +106,34 @@ def hll_build(values: list[Any] | None, lg_k: int | None, tgt: str | None) -> by
     return aggregate(params, values or (), sketches=False)
 
 
-def hll_merge_batch(lists: pa.Array, lg_k: pa.Array, tgt: pa.Array) -> pa.Array:
-    """DRUID_HLL_MERGE over a whole batch of groups at once (radstack/sketches/hll_merge.py)."""
+def _per_setting(lists: pa.Array, settings: list[tuple[Any, ...]],
+                 merge: Callable[[pa.Array, tuple[Any, ...]], list[bytes | None]]) -> pa.Array:
+    """``merge`` over the rows of a batch that share one setting (the UDF's literal arguments: in
+    practice one per query), answers put back in row order."""
     out: list[bytes | None] = [None] * len(lists)
-    settings = [(int(k or 12), str(t or "HLL_4")) for k, t in zip(lg_k.to_pylist(), tgt.to_pylist(), strict=True)]
-    for lg, t in set(settings):
-        rows = [i for i, s in enumerate(settings) if s == (lg, t)]
+    for setting in set(settings):
+        rows = [i for i, s in enumerate(settings) if s == setting]
         part = lists if len(rows) == len(lists) else lists.take(pa.array(rows))
-        one_at_a_time = partial(aggregate, SketchParams("HLLSketch", lg_k=lg, tgt_hll_type=t), sketches=True)
-        for i, merged in zip(rows, merge_hll_lists(part, lg, t, one_at_a_time), strict=True):
+        for i, merged in zip(rows, merge(part, setting), strict=True):
             out[i] = merged
     return pa.array(out, pa.binary())
+
+
+def hll_merge_batch(lists: pa.Array, lg_k: pa.Array, tgt: pa.Array) -> pa.Array:
+    """DRUID_HLL_MERGE over a whole batch of groups at once (radstack/sketches/hll_merge.py)."""
+    def merge(part: pa.Array, setting: tuple[Any, ...]) -> list[bytes | None]:
+        params = SketchParams("HLLSketch", lg_k=setting[0], tgt_hll_type=setting[1])
+        return merge_hll_lists(part, params.lg_k, params.tgt_hll_type, partial(aggregate, params, sketches=True))
+    settings = [(int(k or 12), str(t or "HLL_4")) for k, t in zip(lg_k.to_pylist(), tgt.to_pylist(), strict=True)]
+    return _per_setting(lists, settings, merge)
+
+
+def theta_merge_batch(lists: pa.Array, size: pa.Array) -> pa.Array:
+    """DRUID_THETA_MERGE over a whole batch of groups at once (radstack/sketches/theta_merge.py)."""
+    def merge(part: pa.Array, setting: tuple[Any, ...]) -> list[bytes | None]:
+        params = SketchParams("thetaSketch", lg_k=setting[0])
+        return merge_theta_lists(part, params.lg_k, partial(aggregate, params, sketches=True))
+    return _per_setting(lists, [(int(v or 16384).bit_length() - 1,) for v in size.to_pylist()], merge)
 
 
 def _sized(family: str, merge: bool) -> Callable[..., bytes]:
@@ -139,7 +157,7 @@ def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float |
 
 B, V = "BIGINT", "VARCHAR"
 #: the UDFs that take whole Arrow batches (the others are called once per row)
-ARROW_UDFS = frozenset({"DRUID_HLL_MERGE"})
+ARROW_UDFS = frozenset({"DRUID_HLL_MERGE", "DRUID_THETA_MERGE"})
 UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FLOOR": (time_floor, [B, V, B, V], B),
     "DRUID_TIME_CEIL": (time_ceil, [B, V, B, V], B),
@@ -151,7 +169,7 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_HLL_BUILD": (hll_build, ["VARCHAR[]", "INTEGER", V], "BLOB"),
     "DRUID_HLL_MERGE": (hll_merge_batch, ["BLOB[]", "INTEGER", V], "BLOB"),
     "DRUID_THETA_BUILD": (_sized("thetaSketch", False), ["VARCHAR[]", "INTEGER"], "BLOB"),
-    "DRUID_THETA_MERGE": (_sized("thetaSketch", True), ["BLOB[]", "INTEGER"], "BLOB"),
+    "DRUID_THETA_MERGE": (theta_merge_batch, ["BLOB[]", "INTEGER"], "BLOB"),
     "DRUID_QUANTILES_BUILD": (_sized("quantilesDoublesSketch", False), ["DOUBLE[]", "INTEGER"], "BLOB"),
     "DRUID_QUANTILES_MERGE": (_sized("quantilesDoublesSketch", True), ["BLOB[]", "INTEGER"], "BLOB"),
     "DRUID_SKETCH_ESTIMATE": (estimate, ["BLOB"], "DOUBLE"),
