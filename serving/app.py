@@ -324,12 +324,14 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     def self_discovered() -> dict[str, bool]:
         return {"selfDiscovered": True}
 
+    # The query endpoints first: a request is matched against the routes in order, and dashboards'
+    # queries are most of the requests (about 0.3 ms of matching saved on each: docs/benchmarks.md).
+    app.include_router(sql_router)
+    app.include_router(native_router)
     app.include_router(overlord_router)
     app.include_router(supervisors_router)
     app.include_router(coordinator_router)
     app.include_router(lookups_router)
-    app.include_router(sql_router)
-    app.include_router(native_router)
     app.include_router(subscriptions_router)
     app.include_router(console_router)
     for extra in jobs.routers:

@@ -118,6 +118,10 @@ class BrokerService:
         self.poll_seconds = float(coordinator.metadata_poll_seconds)
         self._state = BrokerState(0, {}, (), frozenset())
         self._refresh_lock = threading.Lock()
+        # Bumped before and after each commit of new views (odd while one is under way): a query that
+        # ran outside a transaction checks it to know its snapshot matched the state it was planned on.
+        self._commits = 0
+        self._commit_lock = threading.Lock()
         self._token: Any = object()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -231,19 +235,34 @@ class BrokerService:
         try:
             for _ in range(100):
                 state = self._state
-                cur.execute("BEGIN TRANSACTION")
-                gen = cur.execute(f"SELECT generation FROM {_GEN_TABLE}").fetchone()[0]  # type: ignore[index]
+                # one round trip: each statement costs DuckDB's Python layer ≈ 0.1–0.2 ms
+                gen = cur.execute(f"BEGIN TRANSACTION; SELECT generation FROM {_GEN_TABLE}").fetchone()[0]  # type: ignore[index]
                 if gen == state.generation:
                     break
                 cur.execute("ROLLBACK")
             else:  # pragma: no cover - only under a refresh storm
                 cur.execute("BEGIN TRANSACTION")
                 state = self._state
-            try:
-                yield cur, state
-            finally:
-                with contextlib.suppress(duckdb.Error):
-                    cur.execute("ROLLBACK")
+            yield cur, state
+        finally:
+            cur.close()  # ends the read-only transaction: closing the cursor rolls it back
+
+    @contextlib.contextmanager
+    def optimistic_snapshot(self) -> Iterator[tuple[duckdb.DuckDBPyConnection, BrokerState, Callable[[], bool]]]:
+        """A cursor outside any transaction, the state, and ``unchanged()``: true when no view was
+        committed since the state was taken. A single statement reads one DuckDB snapshot, taken when it
+        starts; when ``unchanged()`` holds after it started, that snapshot is the state's. Else the
+        caller runs it again under :meth:`snapshot`. Saves the transaction's statements (≈ 0.4 ms of
+        DuckDB's Python layer) on every query."""
+        commits = self._commits
+        state = self._state
+        cur = self._db.cursor()
+
+        def unchanged() -> bool:
+            return commits % 2 == 0 and self._commits == commits
+
+        try:
+            yield cur, state, unchanged
         finally:
             cur.close()
 
@@ -302,18 +321,21 @@ class BrokerService:
         """Run ``write`` and move the generation to ``state.generation`` in one DuckDB transaction, then
         serve ``state`` (queries that started before keep their snapshot); nothing changes when it raises."""
         cur = self._db.cursor()
-        try:
-            cur.execute("BEGIN TRANSACTION")
-            write(cur)
-            cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [state.generation])
-            cur.execute("COMMIT")
-            self._state = state
-        except Exception:
-            with contextlib.suppress(duckdb.Error):
-                cur.execute("ROLLBACK")
-            raise
-        finally:
-            cur.close()
+        with self._commit_lock:
+            self._commits += 1
+            try:
+                cur.execute("BEGIN TRANSACTION")
+                write(cur)
+                cur.execute(f"UPDATE {_GEN_TABLE} SET generation = ?", [state.generation])
+                cur.execute("COMMIT")
+                self._state = state
+            except Exception:
+                with contextlib.suppress(duckdb.Error):
+                    cur.execute("ROLLBACK")
+                raise
+            finally:
+                self._commits += 1
+                cur.close()
 
     def _notify(self) -> None:
         for listener in self._listeners:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import threading
 import weakref
@@ -238,9 +239,29 @@ def execute(
     server = server or ServerInfo()
     limits = broker.settings.server if hasattr(broker, "settings") else ServerSettings()
     check_sql_text(sql, max_chars=limits.max_sql_chars, max_depth=limits.max_query_depth)  # before any snapshot
+    run = functools.partial(_execute, broker, sql, context=context, parameters=parameters, metadata=metadata,
+                            running=running, server=server, batch_rows=batch_rows, authorize=authorize,
+                            can_read=can_read, limits=limits)
+    if hasattr(broker, "optimistic_snapshot"):
+        with contextlib.suppress(_ViewsChanged):
+            return run(optimistic=True)
+    return run(optimistic=False)
+
+
+class _ViewsChanged(Exception):
+    """New views were committed while a statement ran outside a transaction: run it again in one."""
+
+
+def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
+             metadata: MetadataStore, running: Any, server: ServerInfo, batch_rows: int,
+             authorize: Callable[[Translation], None] | None, can_read: Callable[[str], bool] | None,
+             limits: ServerSettings, optimistic: bool) -> SqlResult:
     stack = contextlib.ExitStack()
+    unchanged: Callable[[], bool] = lambda: True  # noqa: E731 - a transaction's snapshot always matches
     try:
-        if hasattr(broker, "snapshot"):
+        if optimistic:
+            cur, state, unchanged = stack.enter_context(broker.optimistic_snapshot())
+        elif hasattr(broker, "snapshot"):
             cur, state = stack.enter_context(broker.snapshot())
             with contextlib.suppress(AttributeError, duckdb.Error):
                 cur.complete()  # finish any result the snapshot's own SELECT left open
@@ -273,6 +294,8 @@ def execute(
             json_columns = {i for i, t in enumerate(rel.types) if str(t).upper() == "JSON"}
             if explained is not None:  # plan the statement (no rows) for its signature; answer the plan
                 planned = _columns(rel.limit(0).to_arrow_table().schema, json_columns)
+                if not unchanged():
+                    raise _ViewsChanged
                 table = explain.explain_table(tr, planned, context)
                 return SqlResult(explain.COLUMNS, None, pa.RecordBatchReader.from_batches(table.schema, table.to_batches()),
                                  tr, stack)
@@ -292,7 +315,11 @@ def execute(
                 running.check()
             raise duckdb_error(e) from e
         except duckdb.Error as e:
+            if not unchanged():  # it may have read a view as it was being replaced
+                raise _ViewsChanged from e
             raise duckdb_error(e, getattr(running, "query_id", None)) from e
+        if not unchanged():  # the statement started after new views were committed: not the planned ones
+            raise _ViewsChanged
         return SqlResult(_columns(schema, json_columns, first), first, reader, tr, stack)
     except BaseException:
         stack.close()
