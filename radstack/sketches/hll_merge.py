@@ -35,7 +35,7 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
-from radstack.sketches.images import buffers, flatten, spans, unaligned, where_all
+from radstack.sketches.images import buffers, flatten, merged_one_at_a_time, spans, unaligned, where_all
 
 # the preamble, bytes 0–7 of every HLL image (little-endian)
 _PRE_INTS, _SER_VER, _FAMILY, _LG_K, _LG_ARR, _FLAGS, _COUNT_OR_CUR_MIN, _MODE = range(8)
@@ -291,10 +291,7 @@ def merge_hll_lists(lists: pa.Array, lg_k: int, tgt_hll_type: str,
     out: list[bytes | None] = []
     for g in range(n_groups):
         if unreadable[g]:
-            try:
-                out.append(one_at_a_time(lists[g].as_py() or []))
-            except Exception:  # noqa: BLE001 - an unreadable sketch fails its group, as the UDF always did
-                out.append(None)
+            out.append(merged_one_at_a_time(one_at_a_time, lists[g].as_py()))
             continue
         group_coupons = distinct.get(g)
         if group_coupons is not None and len(group_coupons) <= capacity:

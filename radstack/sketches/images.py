@@ -4,6 +4,9 @@ any width at any byte position, and runs of fixed-size items — the numpy piece
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -52,3 +55,12 @@ def spans(starts: np.ndarray, counts: np.ndarray, width: int) -> tuple[np.ndarra
 def where_all(mask: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     """``arrays`` where ``mask`` holds (no copy when it holds everywhere: the common case)."""
     return arrays if mask.all() else tuple(a[mask] for a in arrays)
+
+
+def merged_one_at_a_time(merge: Callable[[list[Any]], bytes], items: list[Any] | None) -> bytes | None:
+    """A group the vectorised merges cannot read, merged by the library one sketch at a time; None when
+    one of its sketches is unreadable (the UDF's answer for that group, as before them)."""
+    try:
+        return merge(items or [])
+    except Exception:  # noqa: BLE001 - an unreadable sketch fails its group only
+        return None

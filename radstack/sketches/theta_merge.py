@@ -25,7 +25,7 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
-from radstack.sketches.images import buffers, flatten, spans, unaligned, where_all
+from radstack.sketches.images import buffers, flatten, merged_one_at_a_time, spans, unaligned, where_all
 
 _PRE_LONGS, _SER_VER, _FAMILY, _FLAGS, _SEED_HASH = 0, 1, 2, 5, 6
 _SERIAL_VERSION, _COMPACT_FAMILY = 3, 3
@@ -123,10 +123,7 @@ def merge_theta_lists(lists: pa.Array, lg_k: int,
     out: list[bytes | None] = []
     for g in range(n_groups):
         if unreadable[g]:
-            try:
-                out.append(one_at_a_time(lists[g].as_py() or []))
-            except Exception:  # noqa: BLE001 - an unreadable sketch fails its group, as the UDF always did
-                out.append(None)
+            out.append(merged_one_at_a_time(one_at_a_time, lists[g].as_py()))
             continue
         kept = _smallest_distinct(hashes[bounds[g]:bounds[g + 1]], k)
         g_theta = int(group_theta[g])
