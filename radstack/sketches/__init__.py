@@ -34,8 +34,8 @@ from typing import Any
 
 import datasketches as ds
 
-from radstack.sketches.hll_merge import merge_hll_lists, registers_only
-from radstack.sketches.theta_merge import merge_theta_lists
+# The vectorised merges (hll_merge.py, theta_merge.py) need numpy and pyarrow, which the Airflow
+# environment (it imports this package through the specs) does not have: import them from their modules.
 
 __all__ = [
     "SKETCH_METRICS",
@@ -45,10 +45,9 @@ __all__ = [
     "count",
     "estimate",
     "family_of",
-    "merge_hll_lists",
-    "merge_theta_lists",
     "parse_params",
     "quantile",
+    "registers_only",
     "theta_set_operation",
 ]
 
@@ -138,6 +137,27 @@ def hll_key(v: Any, string_encoding: str) -> str:
     if string_encoding == "utf16le" and text.isascii():
         return text.encode("utf-16-le").decode("ascii")
     return text
+
+
+# HLL preamble: byte 5 holds the flags, the low two bits of byte 7 the mode (0 list, 1 set, 2 HLL)
+_HLL_FLAGS, _HLL_MODE, _HLL_MODE_HLL, _OUT_OF_ORDER = 5, 7, 2, 16
+
+
+def registers_only(data: bytes) -> bytes:
+    """An HLL-mode sketch marked out of order, so that its estimate comes from its registers alone.
+
+    A sketch fed in one stream also carries the HIP estimate, which depends on the order the values
+    (or the small list/set-mode sketches of a merge) arrived in. Rows reach an aggregate in whatever
+    order DuckDB's threads or Spark's tasks deliver them, so that estimate would change from run to run
+    and between SQL and native queries. The registers are the same in any order. Druid's estimate of a
+    merge of HLL-mode sketches is this composite estimate too (a union marks its result out of order).
+    List/set-mode sketches count their coupons exactly and need no mark.
+    """
+    if len(data) <= _HLL_MODE or data[_HLL_MODE] & 3 != _HLL_MODE_HLL:
+        return data
+    marked = bytearray(data)
+    marked[_HLL_FLAGS] |= _OUT_OF_ORDER
+    return bytes(marked)
 
 
 def aggregate(params: SketchParams, values: Iterable[Any], *, sketches: bool) -> bytes:

@@ -35,6 +35,7 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
+from radstack.sketches import registers_only
 from radstack.sketches.images import buffers, flatten, merged_one_at_a_time, spans, unaligned, where_all
 
 # the preamble, bytes 0–7 of every HLL image (little-endian)
@@ -57,23 +58,6 @@ def coupon_capacity(lg_k: int) -> int:
     """The most distinct coupons a union of ``lgK`` keeps before it turns to HLL registers (measured on
     the library: a list of 7 below ``lgK`` 8, else a set of 3/32 of the registers)."""
     return 7 if lg_k < 8 else 3 * (1 << lg_k) // 32
-
-
-def registers_only(data: bytes) -> bytes:
-    """An HLL-mode sketch marked out of order, so that its estimate comes from its registers alone.
-
-    A sketch fed in one stream also carries the HIP estimate, which depends on the order the values
-    (or the small list/set-mode sketches of a merge) arrived in. Rows reach an aggregate in whatever
-    order DuckDB's threads or Spark's tasks deliver them, so that estimate would change from run to run
-    and between SQL and native queries. The registers are the same in any order. Druid's estimate of a
-    merge of HLL-mode sketches is this composite estimate too (a union marks its result out of order).
-    List/set-mode sketches count their coupons exactly and need no mark.
-    """
-    if len(data) <= _MODE or data[_MODE] & 3 != _HLL:
-        return data
-    marked = bytearray(data)
-    marked[_FLAGS] |= _OUT_OF_ORDER
-    return bytes(marked)
 
 
 def _one_list_layout(blobs: pa.Array) -> tuple[np.ndarray, int] | None:

@@ -18,11 +18,11 @@ from radstack.sketches import (
     aggregate,
     count,
     estimate,
-    merge_hll_lists,
-    merge_theta_lists,
     quantile,
     theta_set_operation,
 )
+from radstack.sketches.hll_merge import merge_hll_lists
+from radstack.sketches.theta_merge import merge_theta_lists
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import datetime_to_ms, ms_to_datetime
 from radstack.time.joda import format_millis, parse_to_millis, zone
