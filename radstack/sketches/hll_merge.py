@@ -196,7 +196,7 @@ def _read_coupons(img: _Images, count: np.ndarray, start: np.ndarray, usable: np
     start, count, owner = where_all(usable & (img.mode != _HLL), start, count, group)
     pos, run = spans(start, count, 4)
     coupons = img.u32[pos]
-    coupon_group = owner if len(run) == len(owner) and run[-1:].tolist() == [len(owner) - 1] else owner[run]
+    coupon_group = owner if (count == 1).all() else owner[run]  # one coupon an image: runs are the images
     return where_all(coupons != 0, coupons, coupon_group)  # updatable images keep 0 as empty
 
 

@@ -122,3 +122,12 @@ def test_many_groups_are_merged_a_slice_at_a_time(monkeypatch: pytest.MonkeyPatc
     groups: list[list[bytes | None] | None] = [
         [_sketch([rng.randrange(4000) for _ in range(3)]) for _ in range(rng.randrange(0, 900))] for _ in range(10)]
     _check(groups)
+
+
+def test_coupons_go_to_their_own_group_after_an_image_without_any() -> None:
+    # a compact list image holding no coupon (not flagged empty) before a two-coupon image: the coupons'
+    # runs no longer line up with the images, and each coupon must still reach its own group
+    no_coupons = bytes([2, 1, 7, 12, 3, 8, 0, 0])
+    groups: list[list[bytes | None] | None] = [[no_coupons], [_sketch([1, 2])], [_sketch([3])]]
+    out = _check(groups)
+    assert [estimate(b) for b in out] == pytest.approx([0.0, 2.0, 1.0])
