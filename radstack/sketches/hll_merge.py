@@ -36,7 +36,15 @@ import numpy as np
 import pyarrow as pa
 
 from radstack.sketches import registers_only
-from radstack.sketches.images import buffers, flatten, merged_one_at_a_time, spans, unaligned, where_all
+from radstack.sketches.images import (
+    buffers,
+    flatten,
+    merged_one_at_a_time,
+    one_array,
+    spans,
+    unaligned,
+    where_all,
+)
 
 # the preamble, bytes 0–7 of every HLL image (little-endian)
 _PRE_INTS, _SER_VER, _FAMILY, _LG_K, _LG_ARR, _FLAGS, _COUNT_OR_CUR_MIN, _MODE = range(8)
@@ -44,7 +52,6 @@ _HLL_FAMILY, _SERIAL_VERSION = 7, 1
 _EMPTY, _COMPACT, _OUT_OF_ORDER = 4, 8, 16
 _LIST, _SET, _HLL = 0, 1, 2
 _HLL_4, _HLL_6, _HLL_8 = 0, 1, 2
-_TYPE_CODES = {"HLL_4": _HLL_4, "HLL_6": _HLL_6, "HLL_8": _HLL_8}
 # where the coupons start in list / set images, and the HLL-mode header's size and fields
 _LIST_START, _SET_START, _HLL_START = 8, 12, 40
 _AUX_COUNT = 36  # int32: HLL_4's exceptions kept in the aux table
@@ -239,8 +246,7 @@ def merge_hll_lists(lists: pa.Array, lg_k: int, tgt_hll_type: str,
     A null list merges nothing (an empty sketch); null sketches are skipped. ``one_at_a_time`` merges
     a group this module cannot read (see the module notes): its exception leaves that group None.
     """
-    if isinstance(lists, pa.ChunkedArray):
-        lists = lists.chunk(0) if lists.num_chunks == 1 else lists.combine_chunks()
+    lists = one_array(lists)
     n_groups = len(lists)
     step = max(1, REGISTER_BUDGET >> lg_k)
     if n_groups > step:  # the groups' registers at most REGISTER_BUDGET bytes at a time

@@ -11,10 +11,16 @@ import numpy as np
 import pyarrow as pa
 
 
+def one_array(lists: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The lists as one array (DuckDB hands a UDF a chunked array; one chunk is taken as it is)."""
+    if isinstance(lists, pa.ChunkedArray):
+        return lists.chunk(0) if lists.num_chunks == 1 else lists.combine_chunks()
+    return lists
+
+
 def flatten(lists: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, np.ndarray, int]:
     """The non-null items of every list, the list (group) each came from, and the number of lists."""
-    if isinstance(lists, pa.ChunkedArray):
-        lists = lists.chunk(0) if lists.num_chunks == 1 else lists.combine_chunks()
+    lists = one_array(lists)
     items = lists.flatten()
     group = np.repeat(np.arange(len(lists)), np.asarray(lists.value_lengths().fill_null(0), np.int64))
     if items.null_count:

@@ -31,8 +31,7 @@ _PRE_LONGS, _SER_VER, _FAMILY, _FLAGS, _SEED_HASH = 0, 1, 2, 5, 6
 _SERIAL_VERSION, _COMPACT_FAMILY = 3, 3
 _EMPTY, _COMPACT, _ORDERED, _READ_ONLY = 4, 8, 16, 2
 _NO_THETA = (1 << 63) - 1  # theta of a sketch that kept every hash (exact mode)
-_DEFAULT_SEED_HASH = struct.unpack("<H", bytes(ds.compact_theta_sketch.deserialize(
-    bytes(ds.update_theta_sketch().compact().serialize())).serialize())[_SEED_HASH:_SEED_HASH + 2])[0]
+_DEFAULT_SEED_HASH = ds.update_theta_sketch().compact().get_seed_hash()
 
 
 def _one_layout(blobs: pa.Array) -> np.ndarray | None:

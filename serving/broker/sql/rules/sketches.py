@@ -6,7 +6,7 @@ typed ``VARBINARY`` for the planner). Estimates and quantiles read sketches.
 
 | Druid | here |
 | --- | --- |
-| ``APPROX_COUNT_DISTINCT_DS_HLL(expr[, lgK[, tgtHllType]])`` | ``round(estimate(DRUID_HLL_BUILD/MERGE(LIST(DISTINCT expr), …)))`` (BIGINT) |
+| ``APPROX_COUNT_DISTINCT_DS_HLL(expr[, lgK[, tgtHllType]])`` | ``round(estimate(DRUID_HLL_BUILD(LIST(DISTINCT expr), …)))``, or ``DRUID_HLL_MERGE(LIST(sketch), …)`` over a sketch column (BIGINT) |
 | ``DS_HLL(expr[, lgK[, tgtHllType]])`` | the HLL sketch |
 | ``HLL_SKETCH_ESTIMATE(sketch[, round])``, ``HLL_SKETCH_UNION([lgK, tgtHllType,] sketch, …)`` | estimate / merged sketch |
 | ``APPROX_COUNT_DISTINCT_DS_THETA(expr[, size])``, ``DS_THETA(expr[, size])`` | the same for theta |
