@@ -70,12 +70,6 @@ def segment_files(home: Path) -> tuple[list[Path], int]:
     return files, projections
 
 
-def memory(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process, in bytes."""
-    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
-    return int(status["VmRSS"].split()[0]) * 1024, int(status["VmHWM"].split()[0]) * 1024
-
-
 def baseline(files: list[Path]) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", BASELINE, *map(str, files)], capture_output=True, text=True,
                          check=True)
@@ -165,7 +159,7 @@ def main() -> None:
         try:
             first = first_correct_answer(proc, url, t0, truth)
             got, latencies[run] = mix(url, args.requests)
-            rss, hwm = memory(proc.pid)
+            rss, hwm = bb.memory(proc.pid)
         finally:
             bb.stop_server(proc)
         differ = [k for k in answers if not bb._same(answers[k], got[k])]

@@ -91,13 +91,6 @@ def flat_table_latency(rows: int, n: int) -> tuple[list[float], int]:
     return times[n // 10:], int(count)
 
 
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -127,7 +120,7 @@ def main() -> None:
             p50, p99 = statistics.median(times), sorted(times)[int(len(times) * 0.99)]
             out["requests"][name] = {"p50_ms": round(p50, 3), "p99_ms": round(p99, 3)}
             print(f"| {name} | {p50:.2f} | {p99:.2f} | {p50 / base_p50:.1f}× |")
-        out["server_peak_rss_mb"] = round(peak_rss_mb(proc.pid), 1)
+        out["server_peak_rss_mb"] = round(bb.memory(proc.pid)[1] / 2**20, 1)
     finally:
         bb.stop_server(proc)
     print(f"\nserver peak RSS {out['server_peak_rss_mb']} MB")

@@ -232,6 +232,12 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(10)
 
 
+def memory(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process (a server :func:`start_server` started), in bytes."""
+    status = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(status["VmRSS"].split()[0]) * 1024, int(status["VmHWM"].split()[0]) * 1024
+
+
 def dashboard_queries(interval: str) -> dict[str, tuple[str, Any]]:
     a, b = interval.split("/")
     where = f"__time >= TIMESTAMP '{a} 00:00:00' AND __time < TIMESTAMP '{b} 00:00:00'"
