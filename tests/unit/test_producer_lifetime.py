@@ -23,6 +23,14 @@ def _rdkafka_threads() -> int:
     return n
 
 
+def _wait_for_threads_to_end(before: int) -> None:
+    """Until librdkafka's threads are back to ``before`` (fails after 10 s)."""
+    deadline = time.monotonic() + 10
+    while _rdkafka_threads() > before:
+        assert time.monotonic() < deadline, _rdkafka_threads()
+        time.sleep(0.05)
+
+
 def test_a_forgotten_producer_stops_its_threads() -> None:
     before = _rdkafka_threads()
     bootstrap = "127.0.0.1:1"  # nothing listens: the producer keeps trying, as after a broker stopped
@@ -32,10 +40,7 @@ def test_a_forgotten_producer_stops_its_threads() -> None:
     assert _rdkafka_threads() > before
     del p
     forget_producer(bootstrap)  # the last reference: freed at once, no collector needed
-    deadline = time.monotonic() + 10
-    while _rdkafka_threads() > before:
-        assert time.monotonic() < deadline, _rdkafka_threads()
-        time.sleep(0.05)
+    _wait_for_threads_to_end(before)
     forget_producer(bootstrap)  # forgetting twice is harmless
 
 
@@ -56,9 +61,6 @@ def test_a_closed_batch_producer_stops_its_threads() -> None:
         p.close(timeout=0)
         p.close(timeout=0)  # closing twice is harmless
         del p
-        deadline = time.monotonic() + 10
-        while _rdkafka_threads() > before:
-            assert time.monotonic() < deadline, _rdkafka_threads()
-            time.sleep(0.05)
+        _wait_for_threads_to_end(before)
     finally:
         gc.enable()
