@@ -168,7 +168,7 @@ def _archive_ids(cluster: LocalCluster, topic: str) -> list[str]:
     ids: list[str] = []
     for key in storage.list(topic_prefix(topic)):
         if key.endswith(".parquet"):
-            for v in pq.read_table(io.BytesIO(storage.get_bytes(key)), columns=["value"]).column("value").to_pylist():
+            for v in pq.ParquetFile(io.BytesIO(storage.get_bytes(key))).read(columns=["value"]).column("value").to_pylist():
                 ids.append(orjson.loads(v)["id"])
     return ids
 
