@@ -91,6 +91,27 @@ def _one_list_layout(blobs: pa.Array) -> tuple[np.ndarray, int] | None:
     return words[:, _LIST_START // 4:].ravel(), first[_COUNT_OR_CUR_MIN]
 
 
+def single_coupons(blobs: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The coupon of every image that is a compact list of exactly one coupon (a per-row sketch of data
+    ingested without rollup), as int64; null for any other image. A union adds such an image's coupon
+    and nothing else, so the coupon alone merges it (``merge_hll_lists(singles=…)``): the broker keeps it
+    in an integer column beside the sketch (:mod:`serving.broker.segment_cache`), which DuckDB collects
+    many times faster than the images."""
+    blobs = one_array(blobs)
+    data, offs = buffers(blobs)
+    start, length = offs[:-1], np.diff(offs)
+    fits = length == _LIST_START + 4
+    if blobs.null_count:
+        fits &= np.asarray(blobs.is_valid())
+    head = unaligned(data, "<u8")[np.where(fits, start, 0)].view(np.uint8).reshape(-1, 8)
+    coupon = unaligned(data, "<u4")[np.where(fits, start + _LIST_START, 0)].astype(np.int64)
+    fits &= ((head[:, _PRE_INTS] == 2) & (head[:, _SER_VER] == _SERIAL_VERSION) & (head[:, _FAMILY] == _HLL_FAMILY)
+             & (head[:, _LG_K] >= 4) & (head[:, _LG_K] <= 21) & ((head[:, _FLAGS] & (_EMPTY | _COMPACT)) == _COMPACT)
+             & ((head[:, _MODE] & 3) == _LIST) & ((head[:, _MODE] >> 2) <= _HLL_8)
+             & (head[:, _COUNT_OR_CUR_MIN] == 1) & (coupon != 0))
+    return pa.array(coupon, pa.int64(), mask=~fits)
+
+
 class _Images:
     """The preambles of every image of a binary array, read column-wise (one 8-byte load per image)."""
 
@@ -240,18 +261,23 @@ def _distinct_coupons(coupons: np.ndarray, coupon_group: np.ndarray, groups: np.
 
 
 def merge_hll_lists(lists: pa.Array, lg_k: int, tgt_hll_type: str,
-                    one_at_a_time: Callable[[list[Any]], bytes]) -> list[bytes | None]:
+                    one_at_a_time: Callable[[list[Any]], bytes],
+                    singles: pa.Array | None = None) -> list[bytes | None]:
     """Each list of serialized HLL sketches merged into one (``tgt_hll_type``, at most ``lg_k``).
 
     A null list merges nothing (an empty sketch); null sketches are skipped. ``one_at_a_time`` merges
     a group this module cannot read (see the module notes): its exception leaves that group None.
+    ``singles``, when given, holds for each group more sketches as their coupons (:func:`single_coupons`
+    of one-coupon images: the group's sketches are its images and these).
     """
     lists = one_array(lists)
+    singles = None if singles is None else one_array(singles)
     n_groups = len(lists)
     step = max(1, REGISTER_BUDGET >> lg_k)
     if n_groups > step:  # the groups' registers at most REGISTER_BUDGET bytes at a time
         return [merged for first in range(0, n_groups, step)
-                for merged in merge_hll_lists(lists.slice(first, step), lg_k, tgt_hll_type, one_at_a_time)]
+                for merged in merge_hll_lists(lists.slice(first, step), lg_k, tgt_hll_type, one_at_a_time,
+                                              None if singles is None else singles.slice(first, step))]
     blobs, group, _ = flatten(lists)
     registers = np.zeros((n_groups, 1 << lg_k), np.uint8)
     has_registers, unreadable = np.zeros(n_groups, bool), np.zeros(n_groups, bool)
@@ -259,7 +285,6 @@ def merge_hll_lists(lists: pa.Array, lg_k: int, tgt_hll_type: str,
     if one_layout is not None:
         coupons, per_image = one_layout
         coupon_group = group if per_image == 1 else np.repeat(group, per_image)
-        _merge_coupons(coupons, coupon_group, registers)
     else:
         img = _Images(blobs)
         count, start = _coupon_counts(img)
@@ -268,11 +293,16 @@ def merge_hll_lists(lists: pa.Array, lg_k: int, tgt_hll_type: str,
         usable = readable & ((img.field(_FLAGS) & _EMPTY) == 0)
         unreadable[group[~readable]] = True
         coupons, coupon_group = _read_coupons(img, count, start, usable, group)
-        _merge_coupons(coupons, coupon_group, registers)
         hll = usable & (img.mode == _HLL)
         if hll.any():
             has_registers[group[hll]] = True
             _merge_registers(img, hll, group, registers)
+    if singles is not None:
+        values, owner, _ = flatten(singles)
+        if len(values):
+            coupons = np.concatenate([coupons, np.asarray(values, np.int64).astype(np.uint32)])
+            coupon_group = np.concatenate([coupon_group, owner])
+    _merge_coupons(coupons, coupon_group, registers)
     capacity = coupon_capacity(lg_k)
     small = ~has_registers & ~unreadable & (np.count_nonzero(registers, axis=1) <= capacity)
     distinct = _distinct_coupons(coupons, coupon_group, small)

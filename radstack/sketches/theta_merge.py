@@ -25,7 +25,15 @@ import datasketches as ds
 import numpy as np
 import pyarrow as pa
 
-from radstack.sketches.images import buffers, flatten, merged_one_at_a_time, spans, unaligned, where_all
+from radstack.sketches.images import (
+    buffers,
+    flatten,
+    merged_one_at_a_time,
+    one_array,
+    spans,
+    unaligned,
+    where_all,
+)
 
 _PRE_LONGS, _SER_VER, _FAMILY, _FLAGS, _SEED_HASH = 0, 1, 2, 5, 6
 _SERIAL_VERSION, _COMPACT_FAMILY = 3, 3
@@ -49,6 +57,27 @@ def _one_layout(blobs: pa.Array) -> np.ndarray | None:
     block = data[offs[0]: offs[-1]]
     words = (block if offs[0] % 8 == 0 else np.ascontiguousarray(block)).view("<i8").reshape(n, 2)
     return words[:, 1] if (words[:, 0] == words[0, 0]).all() else None
+
+
+def single_hashes(blobs: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The hash of every image that is a compact single-hash sketch of the default seed (a per-row sketch
+    of data ingested without rollup), as int64; null for any other image. Such a sketch is exact (theta
+    1.0), so its hash alone merges it (``merge_theta_lists(singles=…)``): the broker keeps it in an
+    integer column beside the sketch (:mod:`serving.broker.segment_cache`)."""
+    blobs = one_array(blobs)
+    data, offs = buffers(blobs)
+    start, length = offs[:-1], np.diff(offs)
+    fits = length == 16
+    if blobs.null_count:
+        fits &= np.asarray(blobs.is_valid())
+    at = np.where(fits, start, 0)
+    head = unaligned(data, "<u8")[at].view(np.uint8).reshape(-1, 8)
+    seed = head[:, _SEED_HASH].astype(np.uint16) | (head[:, _SEED_HASH + 1].astype(np.uint16) << 8)
+    value = unaligned(data, "<u8")[np.where(fits, start + 8, 0)].view(np.int64)
+    fits &= (((head[:, _PRE_LONGS] & 0x3F) == 1) & (head[:, _SER_VER] == _SERIAL_VERSION)
+             & (head[:, _FAMILY] == _COMPACT_FAMILY) & ((head[:, _FLAGS] & (_EMPTY | _COMPACT)) == _COMPACT)
+             & (seed == _DEFAULT_SEED_HASH) & (value > 0))
+    return pa.array(value, pa.int64(), mask=~fits)
 
 
 def _read(blobs: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -95,12 +124,14 @@ def _compact_image(hashes: np.ndarray, theta: int) -> bytes:
     return head + struct.pack("<IIq", len(hashes), 0, theta) + hashes.astype("<i8").tobytes()
 
 
-def merge_theta_lists(lists: pa.Array, lg_k: int,
-                      one_at_a_time: Callable[[list[Any]], bytes]) -> list[bytes | None]:
+def merge_theta_lists(lists: pa.Array, lg_k: int, one_at_a_time: Callable[[list[Any]], bytes],
+                      singles: pa.Array | None = None) -> list[bytes | None]:
     """Each list of serialized theta sketches merged into one of nominal size ``2**lg_k``.
 
     A null list merges nothing (an empty sketch); null sketches are skipped. ``one_at_a_time`` merges
     a group this module cannot read (see the module notes): its exception leaves that group None.
+    ``singles``, when given, holds for each group more sketches as their hashes (:func:`single_hashes`
+    of single-hash images: the group's sketches are its images and these).
     """
     blobs, group, n_groups = flatten(lists)
     unreadable = np.zeros(n_groups, bool)
@@ -115,6 +146,13 @@ def merge_theta_lists(lists: pa.Array, lg_k: int,
         pos, run = spans(first, count, 8)
         hashes = unaligned(data, "<u8")[pos].view(np.int64)
         hash_group = group[run]
+    if singles is not None:
+        values, owner, _ = flatten(singles)
+        if len(values):
+            order = np.argsort(np.concatenate([hash_group, owner]), kind="stable")  # groups in order again
+            hashes = np.concatenate([hashes, np.asarray(values, np.int64)])[order]
+            hash_group = np.concatenate([hash_group, owner])[order]
+    if (group_theta != _NO_THETA).any():
         below = hashes < group_theta[hash_group]
         hashes, hash_group = where_all(below, hashes, hash_group)
     bounds = np.searchsorted(hash_group, np.arange(n_groups + 1))  # groups come in order

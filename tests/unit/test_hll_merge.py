@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from radstack.sketches import SketchParams, aggregate, estimate
-from radstack.sketches.hll_merge import coupon_capacity, merge_hll_lists
+from radstack.sketches.hll_merge import coupon_capacity, merge_hll_lists, single_coupons
 
 TYPES = ("HLL_4", "HLL_6", "HLL_8")
 
@@ -41,6 +41,7 @@ def _check(groups: list[list[bytes | None] | None], lg_k: int = 12, tgt: str = "
     slow = _one_at_a_time(lg_k, tgt)
     fast = merge_hll_lists(pa.array(groups, pa.list_(pa.binary())), lg_k, tgt, fallback)
     assert len(fell_back) == one_at_a_time, "the groups the vectorised merge reads"
+    assert _split_by_singles(groups, lg_k, tgt, fallback) == fast
     for got, items in zip(fast, groups, strict=True):
         want = slow([b for b in items or [] if b is not None])
         assert got is not None
@@ -49,6 +50,28 @@ def _check(groups: list[list[bytes | None] | None], lg_k: int = 12, tgt: str = "
         if want[7] & 3 == 2:  # registers, kxq sums, zeros, aux: the same bytes (not the unused HIP sum)
             assert got[:8] + got[16:] == want[:8] + want[16:]
     return fast
+
+
+def _split_by_singles(groups: list[list[bytes | None] | None], lg_k: int, tgt: str,
+                      fallback: object) -> list[bytes | None]:
+    """The same merge with every one-coupon image handed over as its coupon (the broker's integer
+    column beside a sketch column) and only the others as images."""
+    images: list[list[bytes | None] | None] = []
+    singles: list[list[int] | None] = []
+    for items in groups:
+        coupons = single_coupons(pa.array(items or [], pa.binary())).to_pylist()
+        images.append(None if items is None else [b for b, c in zip(items, coupons, strict=True) if c is None])
+        singles.append(None if items is None else [c for c in coupons if c is not None])
+    return merge_hll_lists(pa.array(images, pa.list_(pa.binary())), lg_k, tgt, fallback,  # type: ignore[arg-type]
+                           pa.array(singles, pa.list_(pa.int64())))
+
+
+def test_single_coupons_are_read_from_one_coupon_lists_only() -> None:
+    one, two, empty = _sketch([1]), _sketch([1, 2]), _sketch([])
+    coupons = single_coupons(pa.array([one, two, empty, None, _sketch([1], 12, "HLL_8"), _sketch([1], compact=False),
+                                       b"\x02\x01\x07", _sketch(range(5000))], pa.binary())).to_pylist()
+    assert coupons[0] == coupons[4] == int.from_bytes(one[8:12], "little") != 0  # the type does not matter
+    assert coupons[1:4] == [None, None, None] and coupons[5:] == [None, None, None]
 
 
 def test_coupon_capacity_is_where_a_union_turns_to_registers() -> None:

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from radstack.sketches import SketchParams, aggregate, estimate
-from radstack.sketches.theta_merge import merge_theta_lists
+from radstack.sketches.theta_merge import merge_theta_lists, single_hashes
 
 
 def _sketch(values: range | list[int], lg_k: int = 12) -> bytes:
@@ -35,6 +35,14 @@ def _check(groups: list[list[bytes | None] | None], lg_k: int = 12) -> None:
     slow = _one_at_a_time(lg_k)
     fast = merge_theta_lists(pa.array(groups, pa.list_(pa.binary())), lg_k, fallback)
     assert not fell_back, "every group here is read by the vectorised merge"
+    images: list[list[bytes | None] | None] = []
+    singles: list[list[int] | None] = []
+    for items in groups:  # the same merge with every single-hash image handed over as its hash
+        hashes = single_hashes(pa.array(items or [], pa.binary())).to_pylist()
+        images.append(None if items is None else [b for b, h in zip(items, hashes, strict=True) if h is None])
+        singles.append(None if items is None else [h for h in hashes if h is not None])
+    assert merge_theta_lists(pa.array(images, pa.list_(pa.binary())), lg_k, fallback,
+                             pa.array(singles, pa.list_(pa.int64()))) == fast
     for got, items in zip(fast, groups, strict=True):
         want = slow([b for b in items or [] if b is not None])
         assert got == want
@@ -64,3 +72,11 @@ def test_an_unreadable_sketch_fails_its_group_only() -> None:
     out = merge_theta_lists(pa.array(groups, pa.list_(pa.binary())), 12, _one_at_a_time(12))
     assert out[0] is not None and estimate(out[0]) == pytest.approx(10)
     assert out[1:] == [None, None, None]
+
+
+def test_single_hashes_are_read_from_single_hash_images_only() -> None:
+    one = _sketch([1])
+    hashes = single_hashes(pa.array([one, _sketch([1, 2]), _sketch([]), None, b"\x01\x03", _sketch(range(9000))],
+                                    pa.binary())).to_pylist()
+    assert hashes[0] == int.from_bytes(one[8:16], "little") > 0
+    assert hashes[1:] == [None] * 5
