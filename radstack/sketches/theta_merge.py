@@ -105,16 +105,23 @@ def _read(blobs: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarr
 
 
 def _smallest_distinct(hashes: np.ndarray, k: int) -> np.ndarray:
-    """The (at most) ``k + 1`` smallest distinct values of ``hashes``, sorted."""
-    m = k + 1
-    while True:  # the m smallest values hold k + 1 distinct ones unless repeats crowd them out
-        if m * 4 >= len(hashes):
-            return np.unique(hashes)[: k + 1]
-        cut = np.partition(hashes, m - 1)[m - 1]
-        found = np.unique(hashes[hashes <= cut])
+    """The (at most) ``k + 1`` smallest distinct values of ``hashes`` (non-negative), sorted.
+
+    The distinct values below a threshold are all kept; when more than ``k`` of them, their ``k + 1``
+    smallest are the answer. Hashes are uniform, so a threshold of ``2 (k + 1) / n`` of their range
+    usually holds enough when the values are distinct, and each miss raises it by what the repeats so
+    far need: a comparison pass over ``hashes`` each, no partition or sort of all of them."""
+    n = len(hashes)
+    if n <= 4 * (k + 1):
+        return np.unique(hashes)[: k + 1]
+    top = float(1 << 63)
+    threshold = 2.0 * (k + 1) / n * top
+    while threshold < top:
+        found = np.unique(hashes[hashes < np.int64(threshold)])
         if len(found) > k:
             return found[: k + 1]
-        m = int(m * (k + 1) / max(len(found), 1) * 1.25) + 1  # as many more as the repeats so far need
+        threshold *= max(2.0, (k + 1) / max(len(found), 1) * 1.25)
+    return np.unique(hashes)[: k + 1]
 
 
 def _compact_image(hashes: np.ndarray, theta: int) -> bytes:
@@ -148,7 +155,9 @@ def merge_theta_lists(lists: pa.Array, lg_k: int, one_at_a_time: Callable[[list[
         hash_group = group[run]
     if singles is not None:
         values, owner, _ = flatten(singles)
-        if len(values):
+        if len(values) and not len(hashes):
+            hashes, hash_group = np.asarray(values, np.int64), owner
+        elif len(values):
             order = np.argsort(np.concatenate([hash_group, owner]), kind="stable")  # groups in order again
             hashes = np.concatenate([hashes, np.asarray(values, np.int64)])[order]
             hash_group = np.concatenate([hash_group, owner])[order]

@@ -32,13 +32,14 @@ from radstack.time.intervals import Interval, format_instant
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import (
+    SINGLE_PREFIX,
     SegmentCache,
     SegmentLoadError,
     close_cache_database,
     open_cache_database,
 )
 from serving.broker.sql import udfs
-from serving.broker.views import Chunk, ColumnInfo, union_columns, view_sql
+from serving.broker.views import Chunk, ColumnInfo, single_columns, singles_view_sql, union_columns, view_sql
 from serving.lookups import LoadedLookup, LookupChanges, LookupRegistry
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,21 @@ class DatasourceState:
     @property
     def view(self) -> str:
         return quote_ident(self.name)
+
+    @property
+    def sketch_view_name(self) -> str:
+        """The view of the datasource's rows with the integer columns beside its sketch columns
+        (:func:`serving.broker.views.singles_view_sql`; only SQL sketch merges read it)."""
+        return f"__sketches__{self.name}"
+
+    def sketch_view_sql(self) -> str | None:
+        return singles_view_sql(self.chunks, self.columns, self.members)
+
+    @property
+    def singles(self) -> dict[str, str]:
+        """Sketch column → the sketch view's integer column beside it (for the columns some of whose
+        rows have one)."""
+        return {c.name[len(SINGLE_PREFIX):]: c.name for c in single_columns(self.chunks, self.columns)}
 
     def column(self, name: str) -> ColumnInfo | None:
         for c in self.columns:
@@ -384,6 +400,7 @@ class BrokerService:
             for ds, st in old.datasources.items():
                 if ds not in new_states:
                     cur.execute(f"DROP VIEW IF EXISTS {quote_ident(ds)}")
+                    cur.execute(f"DROP VIEW IF EXISTS {quote_ident(st.sketch_view_name)}")
                 for p in st.projections:
                     if p.view_name not in kept:
                         cur.execute(f"DROP VIEW IF EXISTS {p.view}")
@@ -392,6 +409,11 @@ class BrokerService:
                         stores.pop(p.store_table, None)
             for ds, st in new_states.items():
                 cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(ds)} AS {view_sql(st.chunks, st.columns, st.members)}")
+                sketch_view = st.sketch_view_sql()
+                if sketch_view is None:
+                    cur.execute(f"DROP VIEW IF EXISTS {quote_ident(st.sketch_view_name)}")
+                else:
+                    cur.execute(f"CREATE OR REPLACE VIEW {quote_ident(st.sketch_view_name)} AS {sketch_view}")
                 for p in st.projections:
                     key = p.store_key_text
                     if stores.get(p.store_table) != key:  # its files changed: copy them again

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from radstack.sql_text import quote_identifier as quote_ident
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
-from serving.broker.segment_cache import SEGMENT_COLUMN, LoadedSegment, druid_type
+from serving.broker.segment_cache import SEGMENT_COLUMN, LoadedSegment, druid_type, single_column
 
 
 def ts_literal(ms: int) -> str:
@@ -157,12 +157,25 @@ def _select_items(have: dict[str, str], columns: tuple[ColumnInfo, ...]) -> str:
     return ", ".join(items)
 
 
+def _stored(loaded: LoadedSegment) -> dict[str, str]:
+    """The columns a loaded segment's rows have: its file's, and the integer columns beside its sketches."""
+    return {**dict(loaded.columns), **{single_column(n): "BIGINT" for n in loaded.singles}}
+
+
+def single_columns(chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...]) -> tuple[ColumnInfo, ...]:
+    """The integer columns beside the datasource's sketch columns that some chunk's rows have (the sketch
+    view's extra columns: :func:`singles_view_sql`)."""
+    sketches = {c.name for c in columns if c.sql_type == "BLOB"}
+    names = sorted({n for c in chunks for n in c.loaded.singles if n in sketches})
+    return tuple(ColumnInfo(single_column(n), "BIGINT", "LONG", "metric") for n in names)
+
+
 def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:
     """``SELECT`` of one chunk with the datasource's column list (NULLs for columns it lacks)."""
     conds = [w for w in (chunk.loaded.rows_filter,) if w]
     if chunk.needs_clip:
         conds.append(time_range_sql(chunk.clip.start, chunk.clip.end))
-    sql = f"SELECT {extra}{_select_items(dict(chunk.loaded.columns), columns)} FROM {chunk.table}"
+    sql = f"SELECT {extra}{_select_items(_stored(chunk.loaded), columns)} FROM {chunk.table}"
     return sql + (f" WHERE {' AND '.join(conds)}" if conds else "")
 
 
@@ -183,7 +196,7 @@ def select_sqls(chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...],
     for table, group in shared.items():
         have: dict[str, str] = {}
         for c in group:
-            have.update(c.loaded.columns)
+            have.update(_stored(c.loaded))
         whole = {c.loaded.number for c in group if not c.needs_clip}
         conds = [_between(a, b) for a, b in _runs(members[table], whole)]
         conds += [f"({c.loaded.rows_filter} AND {time_range_sql(c.clip.start, c.clip.end)})"
@@ -215,3 +228,12 @@ def _between(a: int, b: int) -> str:
 def view_sql(chunks: tuple[Chunk, ...], columns: tuple[ColumnInfo, ...],
              members: Mapping[str, Sequence[int]]) -> str:
     return " UNION ALL ".join(select_sqls(chunks, columns, members))
+
+
+def singles_view_sql(chunks: tuple[Chunk, ...], columns: tuple[ColumnInfo, ...],
+                     members: Mapping[str, Sequence[int]]) -> str | None:
+    """The datasource's sketch view: its rows with the datasource's columns and then the integer columns
+    beside its sketch columns (None when no chunk has one). Only SQL merges of those sketches read it
+    (rules/sketch_singles.py); the datasource's own view, and every ``*``, never shows them."""
+    extra = single_columns(chunks, columns)
+    return view_sql(chunks, columns + extra, members) if extra else None

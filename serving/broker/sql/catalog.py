@@ -75,6 +75,9 @@ class Catalog:
     #: lookup name → :class:`serving.lookups.LoadedLookup` (its table has columns ``k``, ``v``): the
     #: ``lookup`` schema and ``LOOKUP()``
     lookups: dict[str, Any] = field(default_factory=dict)
+    #: datasource → its sketch view and the sketch columns it has an integer column beside
+    #: (:mod:`serving.broker.sql.rules.sketch_singles`)
+    sketch_views: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
     #: per catalog (a broker generation): sqlglot schemas built once, and recent translations
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
@@ -120,6 +123,8 @@ class Catalog:
             if ds in self.datasources:
                 names.add(ds)
                 names.update(view.view_name for view in self.projections.get(ds, ()))
+                if ds in self.sketch_views:
+                    names.add(self.sketch_views[ds][0])
         names.update(SYSTEM_TABLES[key] for key in system_tables)
         for name in lookups:
             if name in self.lookups:

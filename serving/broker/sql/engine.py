@@ -97,7 +97,8 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
         catalog = Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
                            for ds, st in state.datasources.items()},
                           {ds: st.projections for ds, st in state.datasources.items() if st.projections},
-                          dict(getattr(state, "lookups", {})))
+                          dict(getattr(state, "lookups", {})),
+                          {ds: (st.sketch_view_name, st.singles) for ds, st in state.datasources.items() if st.singles})
         with _CATALOGS_LOCK:
             _CATALOGS[broker] = (state, catalog)
         return catalog

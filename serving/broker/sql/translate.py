@@ -28,6 +28,7 @@ from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.result_types import result_types
 from serving.broker.sql.rules.scan_order import check_scan_order
+from serving.broker.sql.rules.sketch_singles import sketch_singles
 from serving.broker.sql.rules.string_min_max import string_min_max
 from serving.broker.sql.rules.tables import resolve_tables
 from serving.broker.sql.rules.typing import annotate
@@ -116,6 +117,7 @@ def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any
     tree = annotate(tree, ctx, system_schema)
     tree = apply_bottom_up(tree, TYPED_RULES, ctx)
     tree = apply_bottom_up(tree, FUNCTION_RULES, ctx)  # declared by the rule modules
+    tree = sketch_singles(tree, ctx)
     functions.check_output(tree)
     guard.check_read_only([tree])
     check_relations(tree, ctx.catalog.relations(ctx.datasources, ctx.system_tables, ctx.lookups))

@@ -106,34 +106,58 @@ def hll_build(values: list[Any] | None, lg_k: int | None, tgt: str | None) -> by
     return aggregate(params, values or (), sketches=False)
 
 
-def _per_setting(lists: pa.Array, settings: list[tuple[Any, ...]],
-                 merge: Callable[[pa.Array, tuple[Any, ...]], list[bytes | None]]) -> pa.Array:
+def _per_setting(lists: pa.Array, singles: pa.Array | None, settings: list[tuple[Any, ...]],
+                 merge: Callable[[pa.Array, pa.Array | None, tuple[Any, ...]], list[bytes | None]]) -> pa.Array:
     """``merge`` over the rows of a batch that share one setting (the UDF's literal arguments: in
     practice one per query), answers put back in row order."""
     out: list[bytes | None] = [None] * len(lists)
     for setting in set(settings):
         rows = [i for i, s in enumerate(settings) if s == setting]
-        part = lists if len(rows) == len(lists) else lists.take(pa.array(rows))
-        for i, merged in zip(rows, merge(part, setting), strict=True):
+        if len(rows) == len(lists):
+            part, part_singles = lists, singles
+        else:
+            taken = pa.array(rows)
+            part, part_singles = lists.take(taken), None if singles is None else singles.take(taken)
+        for i, merged in zip(rows, merge(part, part_singles, setting), strict=True):
             out[i] = merged
     return pa.array(out, pa.binary())
 
 
+def _hll_merge(lists: pa.Array, singles: pa.Array | None, lg_k: pa.Array, tgt: pa.Array) -> pa.Array:
+    def merge(part: pa.Array, part_singles: pa.Array | None, setting: tuple[Any, ...]) -> list[bytes | None]:
+        params = SketchParams("HLLSketch", lg_k=setting[0], tgt_hll_type=setting[1])
+        return merge_hll_lists(part, params.lg_k, params.tgt_hll_type, partial(aggregate, params, sketches=True),
+                               part_singles)
+    settings = [(int(k or 12), str(t or "HLL_4")) for k, t in zip(lg_k.to_pylist(), tgt.to_pylist(), strict=True)]
+    return _per_setting(lists, singles, settings, merge)
+
+
+def _theta_merge(lists: pa.Array, singles: pa.Array | None, size: pa.Array) -> pa.Array:
+    def merge(part: pa.Array, part_singles: pa.Array | None, setting: tuple[Any, ...]) -> list[bytes | None]:
+        params = SketchParams("thetaSketch", lg_k=setting[0])
+        return merge_theta_lists(part, params.lg_k, partial(aggregate, params, sketches=True), part_singles)
+    return _per_setting(lists, singles, [(int(v or 16384).bit_length() - 1,) for v in size.to_pylist()], merge)
+
+
 def hll_merge_batch(lists: pa.Array, lg_k: pa.Array, tgt: pa.Array) -> pa.Array:
     """DRUID_HLL_MERGE over a whole batch of groups at once (radstack/sketches/hll_merge.py)."""
-    def merge(part: pa.Array, setting: tuple[Any, ...]) -> list[bytes | None]:
-        params = SketchParams("HLLSketch", lg_k=setting[0], tgt_hll_type=setting[1])
-        return merge_hll_lists(part, params.lg_k, params.tgt_hll_type, partial(aggregate, params, sketches=True))
-    settings = [(int(k or 12), str(t or "HLL_4")) for k, t in zip(lg_k.to_pylist(), tgt.to_pylist(), strict=True)]
-    return _per_setting(lists, settings, merge)
+    return _hll_merge(lists, None, lg_k, tgt)
+
+
+def hll_merge_singles_batch(lists: pa.Array, singles: pa.Array, lg_k: pa.Array, tgt: pa.Array) -> pa.Array:
+    """DRUID_HLL_MERGE_SINGLES: the same, each group's one-coupon sketches given as their coupons
+    (rules/sketch_singles.py)."""
+    return _hll_merge(lists, singles, lg_k, tgt)
 
 
 def theta_merge_batch(lists: pa.Array, size: pa.Array) -> pa.Array:
     """DRUID_THETA_MERGE over a whole batch of groups at once (radstack/sketches/theta_merge.py)."""
-    def merge(part: pa.Array, setting: tuple[Any, ...]) -> list[bytes | None]:
-        params = SketchParams("thetaSketch", lg_k=setting[0])
-        return merge_theta_lists(part, params.lg_k, partial(aggregate, params, sketches=True))
-    return _per_setting(lists, [(int(v or 16384).bit_length() - 1,) for v in size.to_pylist()], merge)
+    return _theta_merge(lists, None, size)
+
+
+def theta_merge_singles_batch(lists: pa.Array, singles: pa.Array, size: pa.Array) -> pa.Array:
+    """DRUID_THETA_MERGE_SINGLES: the same, each group's single-hash sketches given as their hashes."""
+    return _theta_merge(lists, singles, size)
 
 
 def _sized(family: str, merge: bool) -> Callable[..., bytes]:
@@ -157,7 +181,8 @@ def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float |
 
 B, V = "BIGINT", "VARCHAR"
 #: the UDFs that take whole Arrow batches (the others are called once per row)
-ARROW_UDFS = frozenset({"DRUID_HLL_MERGE", "DRUID_THETA_MERGE"})
+ARROW_UDFS = frozenset({"DRUID_HLL_MERGE", "DRUID_THETA_MERGE", "DRUID_HLL_MERGE_SINGLES",
+                        "DRUID_THETA_MERGE_SINGLES"})
 UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FLOOR": (time_floor, [B, V, B, V], B),
     "DRUID_TIME_CEIL": (time_ceil, [B, V, B, V], B),
@@ -170,6 +195,8 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_HLL_MERGE": (hll_merge_batch, ["BLOB[]", "INTEGER", V], "BLOB"),
     "DRUID_THETA_BUILD": (_sized("thetaSketch", False), ["VARCHAR[]", "INTEGER"], "BLOB"),
     "DRUID_THETA_MERGE": (theta_merge_batch, ["BLOB[]", "INTEGER"], "BLOB"),
+    "DRUID_HLL_MERGE_SINGLES": (hll_merge_singles_batch, ["BLOB[]", "BIGINT[]", "INTEGER", V], "BLOB"),
+    "DRUID_THETA_MERGE_SINGLES": (theta_merge_singles_batch, ["BLOB[]", "BIGINT[]", "INTEGER"], "BLOB"),
     "DRUID_QUANTILES_BUILD": (_sized("quantilesDoublesSketch", False), ["DOUBLE[]", "INTEGER"], "BLOB"),
     "DRUID_QUANTILES_MERGE": (_sized("quantilesDoublesSketch", True), ["BLOB[]", "INTEGER"], "BLOB"),
     "DRUID_SKETCH_ESTIMATE": (estimate, ["BLOB"], "DOUBLE"),
