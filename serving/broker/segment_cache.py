@@ -142,6 +142,8 @@ class LoadedSegment:
     number: int | None = None
     #: sketch columns with an integer column of their per-row values beside them (:func:`single_column`)
     singles: tuple[str, ...] = ()
+    #: those of them whose every row has its value there (a merge needs none of their images)
+    whole_singles: tuple[str, ...] = ()
 
     @property
     def identifier(self) -> str:
@@ -389,7 +391,10 @@ class SegmentCache:
                 cur.execute(f'INSERT INTO {table} ("{SEGMENT_COLUMN}", {", ".join(_q(n) for n in names)}) '
                             f"SELECT {number}, {select} FROM {_LOADING}")
             time_stats = 'epoch_ms(min("__time")), epoch_ms(max("__time"))' if "__time" in names else "NULL, NULL"
-            n, lo, hi = cur.execute(f"SELECT count(*), {time_stats} FROM {table} WHERE {where}").fetchone()  # type: ignore[misc]
+            singles = [n for n, _ in stored if n.startswith(SINGLE_PREFIX)]
+            counts = "".join(f", count({_q(n)})" for n in singles)
+            n, lo, hi, *present = cur.execute(  # type: ignore[misc]
+                f"SELECT count(*), {time_stats}{counts} FROM {table} WHERE {where}").fetchone()
             loaded = LoadedSegment(
                 segment=segment,
                 table=table,
@@ -402,7 +407,8 @@ class SegmentCache:
                 complex=complex_columns,
                 arrays=_marked_columns(parquet, ARRAY_KEY),
                 number=None if own else number,
-                singles=tuple(n[len(SINGLE_PREFIX):] for n, _ in stored if n.startswith(SINGLE_PREFIX)),
+                singles=tuple(n[len(SINGLE_PREFIX):] for n in singles),
+                whole_singles=tuple(c[len(SINGLE_PREFIX):] for c, k in zip(singles, present, strict=True) if k == n),
             )
             cur.execute(f"INSERT INTO {_CATALOG} VALUES (?, ?)", [sid, _to_record(loaded)])
             cur.execute("COMMIT")
@@ -636,6 +642,7 @@ def _from_record(info: str) -> LoadedSegment | None:
             arrays=pairs(d["arrays"]),
             number=None if d.get("number") is None else int(d["number"]),
             singles=tuple(str(n) for n in d.get("singles", ())),  # none in a cache an older version wrote
+            whole_singles=tuple(str(n) for n in d.get("whole_singles", ())),
         )
     except (ValueError, KeyError, TypeError):
         return None

@@ -76,6 +76,12 @@ class DatasourceState:
         rows have one)."""
         return {c.name[len(SINGLE_PREFIX):]: c.name for c in single_columns(self.chunks, self.columns)}
 
+    @property
+    def whole_singles(self) -> frozenset[str]:
+        """The sketch columns every visible row of which has its one value beside it."""
+        sets = [set(c.loaded.whole_singles) for c in self.chunks]
+        return frozenset(set.intersection(*sets) if sets else set())
+
     def column(self, name: str) -> ColumnInfo | None:
         for c in self.columns:
             if c.name == name:

@@ -83,6 +83,17 @@ def test_merges_of_the_integer_columns_answer_what_the_images_answer(env: Any, q
     assert run(env, fast) == run(env, images)
 
 
+@pytest.mark.parametrize("query", QUERIES)
+def test_where_every_row_is_one_value_no_image_is_collected(broker_env: Any, query: str) -> None:
+    rows = events(0)  # rollup off: every row keeps its own visitor's sketch
+    no_rollup = {**SCHEMA, "granularitySpec": {**SCHEMA["granularitySpec"], "rollup": False}}
+    broker_env.index(rows, no_rollup, version="2024-02-01T00:00:00.000Z")
+    broker_env.service.refresh()
+    fast = query.format(src="visits")
+    assert "CAST(NULL AS BLOB[])" in _translated(broker_env, fast)
+    assert run(broker_env, fast) == run(broker_env, query.format(src=IMAGES))
+
+
 def test_most_rows_have_their_sketch_as_one_value(env: Any) -> None:
     with env.service.snapshot() as (cur, _):
         cur.complete()
@@ -139,7 +150,8 @@ def test_rows_loaded_without_the_integer_column_are_merged_from_their_images(
     assert sorted(ls.singles for ls in loaded) == [(), ("users_hll", "users_theta")]
     assert len({ls.table for ls in loaded}) == 1  # one datasource table, the column added for the second
     for query in QUERIES:
-        assert "__sketches__visits" in _translated(broker_env, query.format(src="visits"))
+        translated = _translated(broker_env, query.format(src="visits"))
+        assert "__sketches__visits" in translated and "CAST(NULL AS BLOB[])" not in translated
         assert run(broker_env, query.format(src="visits")) == run(broker_env, query.format(src=IMAGES))
 
 

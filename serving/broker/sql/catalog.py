@@ -75,9 +75,9 @@ class Catalog:
     #: lookup name → :class:`serving.lookups.LoadedLookup` (its table has columns ``k``, ``v``): the
     #: ``lookup`` schema and ``LOOKUP()``
     lookups: dict[str, Any] = field(default_factory=dict)
-    #: datasource → its sketch view and the sketch columns it has an integer column beside
-    #: (:mod:`serving.broker.sql.rules.sketch_singles`)
-    sketch_views: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    #: datasource → its sketch view, the sketch columns it has an integer column beside (→ that column),
+    #: and those whose every row has its value there (:mod:`serving.broker.sql.rules.sketch_singles`)
+    sketch_views: dict[str, tuple[str, dict[str, str], frozenset[str]]] = field(default_factory=dict)
     #: per catalog (a broker generation): sqlglot schemas built once, and recent translations
     _memo: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 

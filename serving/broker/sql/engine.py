@@ -98,7 +98,8 @@ def catalog_of(broker: Any, state: Any = None) -> Catalog:
                            for ds, st in state.datasources.items()},
                           {ds: st.projections for ds, st in state.datasources.items() if st.projections},
                           dict(getattr(state, "lookups", {})),
-                          {ds: (st.sketch_view_name, st.singles) for ds, st in state.datasources.items() if st.singles})
+                          {ds: (st.sketch_view_name, st.singles, st.whole_singles)
+                           for ds, st in state.datasources.items() if st.singles})
         with _CATALOGS_LOCK:
             _CATALOGS[broker] = (state, catalog)
         return catalog

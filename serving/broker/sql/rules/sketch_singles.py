@@ -11,7 +11,10 @@ merge over a datasource's own view becomes::
     → DRUID_HLL_MERGE_SINGLES(LIST(t.s) FILTER (WHERE t.v IS NULL [AND c]),
                               LIST(t.v) FILTER (WHERE t.v IS NOT NULL [AND c]), lgK, type)
 
-with ``t`` reading the sketch view instead (the theta merge likewise). Both merges answer the same
+with ``t`` reading the sketch view instead (the theta merge likewise). Where every visible row of the
+column has its value there (per-row sketches ingested without rollup), the images are not collected at
+all: ``DRUID_HLL_MERGE_SINGLES(CAST(NULL AS BLOB[]), LIST(t.v) [FILTER (WHERE c)], lgK, type)``, so
+DuckDB does not even scan the sketch column. Both merges answer the same
 sketch (``tests/unit/test_hll_merge.py``, ``tests/unit/test_theta_merge.py``). A ``SELECT`` that also
 selects ``*`` keeps the datasource's view, so a star never shows the integer columns, and so does a
 merge over a subquery, a CTE or a projection (only the datasource's own rows have them).
@@ -79,12 +82,16 @@ def sketch_singles(tree: exp.Expression, ctx: TranslationContext) -> exp.Express
             if view is None or col.name not in view[1]:
                 continue
             value = exp.column(view[1][col.name], table=col.table, quoted=True)
-            absent = exp.Is(this=value.copy(), expression=exp.Null())
-            present = exp.Not(this=absent.copy())
-            if cond is not None:
-                absent, present = exp.and_(absent, cond.copy()), exp.and_(present, cond.copy())
-            merge.replace(call(MERGES[name], _collected(col.copy(), absent), _collected(value, present),
-                               *(a.copy() for a in merge.expressions[1:])))
+            if col.name in view[2]:  # every row has its value: no image to collect (nor to scan)
+                images: exp.Expression = exp.cast(exp.Null(), exp.DataType.build("BLOB[]", dialect="duckdb"))
+                values = call("LIST", value) if cond is None else _collected(value, cond.copy())
+            else:
+                absent = exp.Is(this=value.copy(), expression=exp.Null())
+                present = exp.Not(this=absent.copy())
+                if cond is not None:
+                    absent, present = exp.and_(absent, cond.copy()), exp.and_(present, cond.copy())
+                images, values = _collected(col.copy(), absent), _collected(value, present)
+            merge.replace(call(MERGES[name], images, values, *(a.copy() for a in merge.expressions[1:])))
             ctx.udfs.add(MERGES[name])
             if id(table) not in swapped:  # the sketch view, under the alias the columns name
                 swapped[id(table)] = ds
