@@ -11,6 +11,7 @@ limit) into the same 400.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -76,13 +77,18 @@ def sql_depth(sql: str) -> int:
     return deepest
 
 
+#: dashboards repeat their statements: the depth of recent short ones is remembered (at most 256 × 4 KiB)
+_remembered_depth = functools.lru_cache(maxsize=256)(sql_depth)
+_REMEMBERED_CHARS = 4096
+
+
 def check_sql_text(sql: str, *, max_chars: int, max_depth: int) -> None:
     """Refuse SQL longer than ``max_chars`` or nested deeper than ``max_depth`` (400)."""
     if max_chars and len(sql) > max_chars:
         raise too_large(f"The SQL query is {len(sql):,} characters long; the limit is {max_chars:,} "
                         "(server.max_sql_chars)")
     if max_depth:
-        depth = sql_depth(sql)
+        depth = _remembered_depth(sql) if len(sql) <= _REMEMBERED_CHARS else sql_depth(sql)
         if depth > max_depth:
             raise too_complex(f"it nests {depth} levels deep (parentheses, NOTs, subqueries); the limit is "
                               f"{max_depth} (server.max_query_depth)")
