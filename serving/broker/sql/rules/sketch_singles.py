@@ -4,8 +4,8 @@ A datasource ingested without rollup holds one sketch per row, and each such HLL
 value (an HLL coupon, a theta hash). The broker keeps that value in an integer column beside the sketch
 column (:data:`serving.broker.segment_cache.SINGLE_PREFIX`; null for every other sketch), reachable only
 through the datasource's sketch view (``__sketches__<datasource>``: the datasource's columns, then
-those). DuckDB collects a million integers about six times faster than a million sketch images, so a
-merge over a datasource's own view becomes::
+those). DuckDB collects a million integers in 5.5–11 ms, a million sketch images in 35–39 ms
+(docs/benchmarks.md), so a merge over a datasource's own view becomes::
 
     DRUID_HLL_MERGE(LIST(t.s) [FILTER (WHERE c)], lgK, type)
     → DRUID_HLL_MERGE_SINGLES(LIST(t.s) FILTER (WHERE t.v IS NULL [AND c]),
@@ -14,8 +14,7 @@ merge over a datasource's own view becomes::
 with ``t`` reading the sketch view instead (the theta merge likewise). Where every visible row of the
 column has its value there (per-row sketches ingested without rollup), the images are not collected at
 all: ``DRUID_HLL_MERGE_SINGLES(CAST(NULL AS BLOB[]), LIST(t.v) [FILTER (WHERE c)], lgK, type)``, so
-DuckDB does not even scan the sketch column. Both merges answer the same
-sketch (``tests/unit/test_hll_merge.py``, ``tests/unit/test_theta_merge.py``). A ``SELECT`` that also
+DuckDB does not even scan the sketch column. Both merges answer the same sketch (``tests/unit/test_hll_merge.py``, ``tests/unit/test_theta_merge.py``). A ``SELECT`` that also
 selects ``*`` keeps the datasource's view, so a star never shows the integer columns, and so does a
 merge over a subquery, a CTE or a projection (only the datasource's own rows have them).
 """
