@@ -4,7 +4,7 @@ datasource table for the segments that share it, ``UNION ALL`` the segments that
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from radstack.sql_text import quote_identifier as quote_ident
@@ -162,12 +162,16 @@ def _stored(loaded: LoadedSegment) -> dict[str, str]:
     return {**dict(loaded.columns), **{single_column(n): "BIGINT" for n in loaded.singles}}
 
 
+def single_infos(sketch_columns: Iterable[str]) -> tuple[ColumnInfo, ...]:
+    """The integer columns beside ``sketch_columns``, as extra columns of a select list."""
+    return tuple(ColumnInfo(single_column(n), "BIGINT", "LONG", "metric") for n in sorted(sketch_columns))
+
+
 def single_columns(chunks: Sequence[Chunk], columns: tuple[ColumnInfo, ...]) -> tuple[ColumnInfo, ...]:
     """The integer columns beside the datasource's sketch columns that some chunk's rows have (the sketch
     view's extra columns: :func:`singles_view_sql`)."""
     sketches = {c.name for c in columns if c.sql_type == "BLOB"}
-    names = sorted({n for c in chunks for n in c.loaded.singles if n in sketches})
-    return tuple(ColumnInfo(single_column(n), "BIGINT", "LONG", "metric") for n in names)
+    return single_infos({n for c in chunks for n in c.loaded.singles if n in sketches})
 
 
 def chunk_select_sql(chunk: Chunk, columns: tuple[ColumnInfo, ...], extra: str = "") -> str:

@@ -166,3 +166,54 @@ def test_a_restarted_broker_keeps_the_integer_columns(env: Any) -> None:
         assert [run(env, q.format(src="visits")) for q in QUERIES] == before
     finally:
         env.service.stop()
+
+
+NATIVE = [
+    {"queryType": "timeseries", "granularity": "hour",
+     "aggregations": [{"type": "HLLSketchMerge", "name": "h", "fieldName": "users_hll", "round": True},
+                      {"type": "thetaSketch", "name": "t", "fieldName": "users_theta"}]},
+    {"queryType": "groupBy", "granularity": "all", "dimensions": ["page"],
+     "aggregations": [{"type": "filtered", "filter": {"type": "selector", "dimension": "page", "value": "B"},
+                       "aggregator": {"type": "HLLSketchMerge", "name": "h", "fieldName": "users_hll",
+                                      "lgK": 14, "tgtHllType": "HLL_8"}},
+                      {"type": "thetaSketch", "name": "t", "fieldName": "users_theta", "size": 1024}],
+     "postAggregations": [{"type": "HLLSketchEstimate", "name": "e", "round": True,
+                           "field": {"type": "fieldAccess", "fieldName": "h"}}]},
+    {"queryType": "topN", "granularity": "all", "dimension": "page", "metric": "h", "threshold": 2,
+     "aggregations": [{"type": "HLLSketchBuild", "name": "h", "fieldName": "users_hll"}]},
+]
+
+
+@pytest.mark.parametrize("query", NATIVE, ids=[q["queryType"] for q in NATIVE])
+def test_native_merges_read_the_integer_columns_where_every_row_has_one(
+        broker_env: Any, monkeypatch: pytest.MonkeyPatch, query: dict[str, Any]) -> None:
+    from serving.broker.native import run_native_query
+    from serving.broker.native.aggregators import merged_sketch_columns
+    from serving.broker.native.context import QueryContext
+
+    no_rollup = {**SCHEMA, "granularitySpec": {**SCHEMA["granularitySpec"], "rollup": False}}
+    broker_env.index(events(0), no_rollup, version="2024-02-01T00:00:00.000Z")
+    broker_env.service.refresh()
+    full = {"dataSource": "visits", "intervals": ["2024-01-01/2024-01-03"], **query}
+    read: list[dict[str, str]] = []
+    real = QueryContext.read_singles
+
+    def spy(ctx: QueryContext, columns: set[str]) -> None:
+        real(ctx, columns)
+        read.append(dict(ctx.singles))
+
+    monkeypatch.setattr(QueryContext, "read_singles", spy)
+    fast = run_native_query(broker_env.service, full)
+    assert read == [{c: f"__rs_single__{c}" for c in merged_sketch_columns(query["aggregations"])}]
+    assert max(_numbers(fast)) > 100  # real estimates, not empty sketches
+    monkeypatch.setattr(QueryContext, "read_singles", lambda ctx, columns: None)  # the images, as before
+    assert fast == run_native_query(broker_env.service, full)
+
+
+def _numbers(value: Any) -> list[float]:
+    """Every number in a native answer."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return [float(value)] if isinstance(value, (int, float)) and not isinstance(value, bool) else []

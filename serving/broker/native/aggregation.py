@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from serving.broker.native.aggregators import Aggregator, parse_aggregator
+from serving.broker.native.aggregators import Aggregator, merged_sketch_columns, parse_aggregator
 from serving.broker.native.context import QueryContext, q
 from serving.broker.native.dimensions import DimensionSpec
 from serving.broker.native.postaggregators import PostAggregator, parse_post_aggregators
@@ -25,6 +25,7 @@ class AggregationPlan:
 
     @classmethod
     def create(cls, ctx: QueryContext, dims: list[DimensionSpec]) -> AggregationPlan:
+        ctx.read_singles(merged_sketch_columns(ctx.query.get("aggregations")))
         ctx.base()
         aggs = [parse_aggregator(a, ctx) for a in ctx.query.get("aggregations") or []]
         names = [d.output_name for d in dims] + [a.name for a in aggs]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from radstack.projections import ROWS_COLUMN
 from radstack.sketches import SketchParamError, parse_params
+from radstack.sql_text import quote_identifier
 from serving.broker.native.dimensions import parse_dimension
 from serving.errors import invalid_input, unsupported
 
@@ -68,11 +69,13 @@ def _sketch_aggregator(name: str, typ: str, spec: dict[str, Any], ctx: QueryCont
     merge = ctx.col_type(x) == f"COMPLEX<{family}>"
     # DISTINCT values: a repeat cannot change an HLL or theta sketch (rules/sketches.py, _collected)
     values = f"list({ctx.col(x)})" if merge else f"list(DISTINCT CAST({ctx.col(x)} AS VARCHAR))"
+    fn = ("DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD") if family == "HLLSketch" else (
+        "DRUID_THETA_MERGE" if merge else "DRUID_THETA_BUILD")
+    if merge and x in ctx.singles:  # every row's sketch is one value, beside it: no image to collect
+        fn, values = f"{fn}_SINGLES", f"CAST(NULL AS BLOB[]), list({quote_identifier(ctx.singles[x])})"
     if family == "HLLSketch":
-        fn = "DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD"
         sketch = f"{fn}({values}, {params.lg_k}, '{params.tgt_hll_type}')"
     else:
-        fn = "DRUID_THETA_MERGE" if merge else "DRUID_THETA_BUILD"
         sketch = f"{fn}({values}, {1 << params.lg_k})"
     estimate = f"DRUID_SKETCH_ESTIMATE({sketch})"
     if spec.get("round"):
@@ -99,6 +102,24 @@ def _quantiles_aggregator(name: str, spec: dict[str, Any], ctx: QueryContext) ->
     else:
         sql = f"DRUID_QUANTILES_BUILD(list(TRY_CAST({ctx.col(x)} AS DOUBLE)), {params.k})"
     return Aggregator(name, sql, QUANTILES, None, spec)
+
+
+def merged_sketch_columns(specs: Any) -> set[str]:
+    """The columns HLL and theta sketch aggregators of ``specs`` (filtered ones too) read: a merge where
+    they are sketch columns (:meth:`QueryContext.read_singles`)."""
+    out: set[str] = set()
+    stack = list(specs) if isinstance(specs, list) else []
+    while stack:
+        spec = stack.pop()
+        if not isinstance(spec, dict):
+            continue
+        typ = _LENIENT.get(str(spec.get("type")), str(spec.get("type")))
+        if typ == "filtered":
+            stack.append(spec.get("aggregator"))
+        elif typ in ("thetaSketch", "HLLSketchBuild", "HLLSketchMerge", "HLLSketch") and isinstance(
+                spec.get("fieldName"), str):
+            out.add(spec["fieldName"])
+    return out
 
 
 def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:

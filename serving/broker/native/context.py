@@ -31,7 +31,7 @@ from serving.broker.query_manager import RunningQuery
 from serving.broker.relations import check_statement
 from serving.broker.segment_cache import druid_type
 from serving.broker.service import BrokerState, DatasourceState
-from serving.broker.views import Chunk, quote_ident, select_sqls, time_range_sql
+from serving.broker.views import Chunk, quote_ident, select_sqls, single_infos, time_range_sql
 from serving.errors import DruidError, invalid_input, unsupported
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}
@@ -117,6 +117,9 @@ class QueryContext:
     virtual_names: set[str] = field(default_factory=set)
     projection: ProjectionView | None = None  # the aggregate projection this query reads, if any
     multi_value: frozenset[str] = frozenset()  # multi-value string dimensions (lists of strings)
+    #: sketch columns whose merges read the integer column beside them (set before :meth:`base`, by
+    #: :meth:`read_singles`): sketch column → that column, which the base rows then carry
+    singles: dict[str, str] = field(default_factory=dict)
     _base: str | None = None
     _missing: list[str] | None = None
 
@@ -236,6 +239,16 @@ class QueryContext:
         self._base = self.relation(self.source_sql())
         return self._base
 
+    def read_singles(self, sketch_columns: set[str]) -> None:
+        """Before :meth:`base`: the merges of ``sketch_columns`` read their integer columns wherever every
+        visible row has its value there (one datasource, no projection; rules/sketch_singles.py does the
+        same for SQL)."""
+        if self._base is not None or len(self.datasources) != 1 or self.projection is not None:
+            return
+        ds = self.datasources[0]
+        whole, beside = ds.whole_singles, ds.singles
+        self.singles = {c: beside[c] for c in sorted(sketch_columns) if c in whole and c in beside}
+
     def source_sql(self) -> str:
         """Only the chunks overlapping the query intervals (cheaper than the whole view), each clipped
         to its visible interval; the datasource's own column list, NULLs where a segment lacks one."""
@@ -245,7 +258,8 @@ class QueryContext:
             have = {c.name for c in ds.columns}
             pad = [f"NULL AS {q(c)}" for c in cols if c not in have]
             chunks = [c for c in ds.chunks if any(c.clip.overlaps(iv) for iv in self.intervals)]
-            for sql in select_sqls(chunks, ds.columns, ds.members):
+            columns = ds.columns + single_infos(self.singles) if self.singles else ds.columns
+            for sql in select_sqls(chunks, columns, ds.members):
                 if pad and len(self.datasources) > 1:
                     sql = f"SELECT *, {', '.join(pad)} FROM ({sql})"
                 parts.append(sql)
