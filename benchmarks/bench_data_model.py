@@ -12,7 +12,8 @@ feature query against its plain baseline **in the same process, over the same lo
 * ``APPROX_COUNT_DISTINCT_DS_HLL(users_hll)`` (merging ingested sketches: over all rows, per country,
   and over ``sessions_hll``, where no two rows' sketches are alike),
   ``APPROX_COUNT_DISTINCT_DS_THETA(users_theta)`` (merging ingested theta sketches) and
-  ``APPROX_COUNT_DISTINCT_DS_HLL("user")`` (query-time sketch of raw values) vs DuckDB's own HLL
+  ``APPROX_COUNT_DISTINCT_DS_HLL("user")`` (query-time sketch of raw values), and the native
+  ``HLLSketchMerge`` / ``thetaSketch`` aggregators over the ingested sketches, vs DuckDB's own HLL
   ``APPROX_COUNT_DISTINCT`` of the same column, grouped the same way;
 * ``GROUP BY tags`` (multi-value explosion) vs ``GROUP BY country``;
 * ``JSON_VALUE(attrs, '$.plan')`` grouping vs ``GROUP BY country``.
@@ -44,6 +45,7 @@ from radstack.storage.deep_storage import open_deep_storage  # noqa: E402
 from radstack.storage.indexer import index_partition  # noqa: E402
 from radstack.storage.metadata import MetadataStore  # noqa: E402
 from radstack.storage.publish import publish  # noqa: E402
+from serving.broker.native import run_native_query  # noqa: E402
 from serving.broker.service import BrokerService  # noqa: E402
 from serving.broker.sql.engine import execute  # noqa: E402
 from serving.lookups import CONFIG_KEY  # noqa: E402
@@ -60,7 +62,7 @@ SCHEMA: dict[str, Any] = {
                     {"type": "thetaSketch", "name": "users_theta", "fieldName": "user"}],
     "granularitySpec": {"segmentGranularity": "hour", "queryGranularity": "none", "rollup": False},
 }
-QUERIES: list[tuple[str, str, str]] = [  # (name, query, baseline)
+QUERIES: list[tuple[str, str | dict[str, Any], str]] = [  # (name, query: SQL or a native query, baseline)
     ("lookup", "SELECT LOOKUP(country, 'names') AS c, COUNT(*) FROM events GROUP BY 1",
      "SELECT country, COUNT(*) FROM events GROUP BY 1"),
     ("hll_merge_ingested", "SELECT APPROX_COUNT_DISTINCT_DS_HLL(users_hll) FROM events",
@@ -70,6 +72,14 @@ QUERIES: list[tuple[str, str, str]] = [  # (name, query, baseline)
     ("hll_merge_all_distinct", "SELECT APPROX_COUNT_DISTINCT_DS_HLL(sessions_hll) FROM events",
      "SELECT APPROX_COUNT_DISTINCT(session) FROM events"),
     ("theta_merge_ingested", "SELECT APPROX_COUNT_DISTINCT_DS_THETA(users_theta) FROM events",
+     'SELECT APPROX_COUNT_DISTINCT("user") FROM events'),
+    ("hll_merge_native", {"queryType": "timeseries", "dataSource": "events", "granularity": "all",
+                          "intervals": ["2026-01-01/2026-01-02"],
+                          "aggregations": [{"type": "HLLSketchMerge", "name": "n", "fieldName": "users_hll"}]},
+     'SELECT APPROX_COUNT_DISTINCT("user") FROM events'),
+    ("theta_merge_native", {"queryType": "timeseries", "dataSource": "events", "granularity": "all",
+                            "intervals": ["2026-01-01/2026-01-02"],
+                            "aggregations": [{"type": "thetaSketch", "name": "n", "fieldName": "users_theta"}]},
      'SELECT APPROX_COUNT_DISTINCT("user") FROM events'),
     ("hll_raw_values", 'SELECT APPROX_COUNT_DISTINCT_DS_HLL("user") FROM events',
      'SELECT APPROX_COUNT_DISTINCT("user") FROM events'),
@@ -95,16 +105,19 @@ def rows(n: int) -> pa.Table:
     })
 
 
-def timed(broker: BrokerService, metadata: MetadataStore, sql: str, repeat: int) -> float:
+def timed(broker: BrokerService, metadata: MetadataStore, query: str | dict[str, Any], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        res = execute(broker, sql, metadata=metadata)
-        try:
-            for _ in res.batches():
-                pass
-        finally:
-            res.close()
+        if isinstance(query, dict):
+            run_native_query(broker, query)
+        else:
+            res = execute(broker, query, metadata=metadata)
+            try:
+                for _ in res.batches():
+                    pass
+            finally:
+                res.close()
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
