@@ -31,9 +31,62 @@ SCALARS = frozenset({"HLL_SKETCH_ESTIMATE", "HLL_SKETCH_UNION", "THETA_SKETCH_ES
 FUNCTIONS = AGGREGATES | SCALARS
 
 
-def _is_sketch(e: exp.Expression) -> bool:
+def _is_sketch(e: exp.Expression, ctx: TranslationContext) -> bool:
     t = e.type
-    return t is not None and t.is_type(exp.DataType.Type.VARBINARY, exp.DataType.Type.BINARY)
+    if t is not None and t.is_type(exp.DataType.Type.VARBINARY, exp.DataType.Type.BINARY):
+        return True
+    if isinstance(e, exp.Column) and (t is None or t.is_type(exp.DataType.Type.UNKNOWN)):
+        passed_on = _through_stars(e, ctx)
+        return passed_on is not None and passed_on.upper().startswith("COMPLEX<") and passed_on.upper() != "COMPLEX<JSON>"
+    return False
+
+
+def _from_sources(select: exp.Select) -> list[exp.Expression]:
+    from_ = select.args.get("from_")
+    sources = [from_.this] if isinstance(from_, exp.From) else []
+    return sources + [j.this for j in select.args.get("joins") or []]
+
+
+def _cte_named(node: exp.Expression, name: str) -> exp.CTE | None:
+    while node is not None:
+        with_ = node.args.get("with_")
+        for cte in with_.expressions if isinstance(with_, exp.With) else []:
+            if cte.alias == name:
+                return cte
+        node = node.parent
+    return None
+
+
+def _through_stars(col: exp.Column, ctx: TranslationContext) -> str | None:
+    """The Druid type of a datasource column that subqueries or CTEs selecting ``*`` pass on unchanged
+    (``FROM (SELECT * FROM ds) AS t``, as Superset's virtual datasets write): stars stay unexpanded, so
+    the type annotation does not see through them, and a sketch column would be taken for raw values."""
+    select, alias, name = col.find_ancestor(exp.Select), col.table, col.name
+    for _ in range(16):  # levels of nesting followed
+        if select is None:
+            return None
+        sources = _from_sources(select)
+        named = [s for s in sources if s.alias_or_name == alias] if alias else sources
+        if len(named) != 1:
+            return None
+        source = named[0]
+        inner: exp.Expression | None = source.this if isinstance(source, exp.Subquery) else None
+        if isinstance(source, exp.Table) and not source.args.get("db"):
+            columns = ctx.catalog.datasources.get(source.name)
+            if columns is not None:
+                return next((c.druid_type for c in columns if c.name == name), None)
+            cte = _cte_named(select, source.name)
+            inner = cte.this if cte is not None else None
+        if not isinstance(inner, exp.Select) or any(e.alias_or_name == name for e in inner.expressions):
+            return None  # not a query, or one that names the column itself (annotated, or changed)
+        stars = [e for e in inner.expressions
+                 if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))]
+        star = stars[0] if len(stars) == 1 else None
+        modifiers = star.this if isinstance(star, exp.Column) else star
+        if star is None or any(modifiers.args.get(k) for k in ("except", "replace", "rename")):
+            return None
+        select, alias = inner, star.table if isinstance(star, exp.Column) else ""
+    return None
 
 
 def _nan_when_empty(quantile: exp.Expression) -> exp.Expression:
@@ -94,23 +147,23 @@ def sketches(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     args = list(node.expressions)
     if not args:
         raise validation_error(f"{name} needs an argument")
-    udf = _translate(name, args)
+    udf = _translate(name, args, ctx)
     ctx.udfs.update(n.name.upper() for n in udf.find_all(exp.Anonymous) if n.name.upper().startswith("DRUID_"))
     return udf
 
 
-def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
+def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -> exp.Expression:
     first = args[0]
     if name in ("APPROX_COUNT_DISTINCT_DS_HLL", "DS_HLL"):
         lg_k, tgt = _int(args[1] if len(args) > 1 else None, 12, "lgK"), _str(args[2] if len(args) > 2 else None,
                                                                                  "HLL_4", "tgtHllType")
-        merge = _is_sketch(first)
+        merge = _is_sketch(first, ctx)
         sketch = call("DRUID_HLL_MERGE" if merge else "DRUID_HLL_BUILD",
                       _collected(first, None if merge else "VARCHAR", distinct=not merge), lg_k, tgt)
         return sketch if name == "DS_HLL" else _estimate(sketch, True)
     if name in ("APPROX_COUNT_DISTINCT_DS_THETA", "DS_THETA"):
         size = _int(args[1] if len(args) > 1 else None, 16384, "size")
-        merge = _is_sketch(first)
+        merge = _is_sketch(first, ctx)
         sketch = call("DRUID_THETA_MERGE" if merge else "DRUID_THETA_BUILD",
                       _collected(first, None if merge else "VARCHAR", distinct=not merge), size)
         return sketch if name == "DS_THETA" else _estimate(sketch, True)
@@ -119,7 +172,7 @@ def _translate(name: str, args: list[exp.Expression]) -> exp.Expression:
         if has_fraction and len(args) < 2:
             raise validation_error("APPROX_QUANTILE_DS needs an expression and a fraction")
         k = _int(args[2 if has_fraction else 1] if len(args) > (2 if has_fraction else 1) else None, 128, "k")
-        merge = _is_sketch(first)
+        merge = _is_sketch(first, ctx)
         sketch = call("DRUID_QUANTILES_MERGE" if merge else "DRUID_QUANTILES_BUILD",
                       _collected(first, None if merge else "DOUBLE"), k)
         if not has_fraction:
