@@ -46,6 +46,8 @@ from realtime.streaming.progress import streaming_health
 EXAMPLE_SPEC = Path(__file__).resolve().parent.parent / "examples" / "quickstart" / "ads.yaml"
 DATASOURCE = "ads"
 MINUTE = 60_000
+#: the longest the generator's first late event waits for the stream's first rows
+FIRST_ROWS_TIMEOUT_S = 300
 
 # Faster loops than the production defaults, written to the quickstart home's radstack.yaml only
 # when that file does not exist yet.
@@ -288,6 +290,10 @@ class _Generator(threading.Thread):
         self.unique = 0
         self.error: BaseException | None = None
         self.summary: dict[str, Any] | None = None
+        #: set once the real-time answer shows rows: the stream has committed a micro-batch, so its
+        #: watermark exists; the first late event waits for it (else a slow first micro-batch could hold
+        #: every late event of a short run, and none would be late for it)
+        self.stream_has_rows = threading.Event()
 
     def run(self) -> None:
         try:
@@ -296,6 +302,7 @@ class _Generator(threading.Thread):
             opts = GeneratorOptions(
                 events=o.events, seed=o.seed, sim_rate=o.rate, duplicates=o.duplicates, late=o.late,
                 late_max_ms=Period.parse(o.late_max).fixed_millis,
+                before_first_late=lambda: self.stream_has_rows.wait(timeout=FIRST_ROWS_TIMEOUT_S),
             )  # fmt: skip
             start_ms = opts.resolved_start()
             sink = KafkaSink(self.settings.kafka.clients_bootstrap, {"impressions": "impressions", "clicks": "clicks"})
@@ -346,11 +353,14 @@ def _watch_realtime(settings: Settings, gen: _Generator, console: Console) -> In
         last_query = 0.0
         while gen.is_alive():
             progress.update(task, completed=gen.unique)
-            if time.monotonic() - last_query > 3:
+            # every second until the stream shows its first rows (the generator's late events wait for them)
+            if time.monotonic() - last_query > (3 if gen.stream_has_rows.is_set() else 1):
                 last_query = time.monotonic()
                 with contextlib.suppress(httpx.HTTPError, QuickstartError):
                     a = answer(settings, Interval(start, now_millis() + MINUTE))
                     progress.update(task, answer=f"real-time SQL: {a.events:,} events in {a.rows:,} rows")
+                    if a.events > 0:
+                        gen.stream_has_rows.set()
             time.sleep(0.25)
         progress.update(task, completed=gen.unique)
     # let the last micro-batches land, then show the real-time answer once more

@@ -44,7 +44,7 @@ def _uuid(rng: random.Random) -> str:
 
 def generate(opts: GeneratorOptions, start_ms: int) -> Iterator[Emit]:
     rng = random.Random(opts.seed)
-    inj = Injector(rng, opts.duplicates, opts.late, opts.late_max_ms)
+    inj = Injector(rng, opts.duplicates, opts.late, opts.late_max_ms, opts.before_first_late)
     publisher = weighted(rng, PUBLISHERS, zipf_weights(len(PUBLISHERS)))
     advertiser = weighted(rng, ADVERTISERS, zipf_weights(len(ADVERTISERS), 0.8))
     gender = weighted(rng, GENDERS, [0.48, 0.47, 0.05])

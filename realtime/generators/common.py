@@ -50,6 +50,9 @@ class GeneratorOptions:
     late: float = 0.02
     late_max_ms: int = LATE_MAX_MS  # the latest a late event arrives after its timestamp
     ctr: float = 0.1  # ads: click-through rate
+    #: called (once) before the first late event is emitted: the quickstart waits there until the stream
+    #: has committed a micro-batch, so its watermark exists and the late events are late for it
+    before_first_late: Callable[[], object] | None = None
 
     def resolved_start(self) -> int:
         return self.start_ms or int(time.time()) * 1000
@@ -58,7 +61,8 @@ class GeneratorOptions:
 class Injector:
     """Seeded duplicate and late-event injection shared by the generators."""
 
-    def __init__(self, rng: random.Random, duplicates: float, late: float, late_max_ms: int = LATE_MAX_MS) -> None:
+    def __init__(self, rng: random.Random, duplicates: float, late: float, late_max_ms: int = LATE_MAX_MS,
+                 before_first_late: Callable[[], object] | None = None) -> None:
         if not 0 <= duplicates < 1 or not 0 <= late < 1:
             raise ValueError("duplicate and late rates must be in [0, 1)")
         if late_max_ms <= LATE_MIN_MS:
@@ -68,6 +72,7 @@ class Injector:
         self.duplicates = duplicates
         self.late = late
         self.recent: deque[Emit] = deque(maxlen=RECENT)
+        self.before_first_late = before_first_late
 
     def late_delay_ms(self) -> int:
         """0 for an on-time event; else a log-uniform delay between 2 minutes and ``late_max_ms``
@@ -75,7 +80,11 @@ class Injector:
         if self.late <= 0 or self.rng.random() >= self.late:
             return 0
         lo, hi = math.log(LATE_MIN_MS), math.log(self.late_max_ms)
-        return int(math.exp(self.rng.uniform(lo, hi)))
+        delay = int(math.exp(self.rng.uniform(lo, hi)))
+        if self.before_first_late is not None:
+            wait, self.before_first_late = self.before_first_late, None
+            wait()
+        return delay
 
     def after(self, emit: Emit) -> Iterator[Emit]:
         """Yield ``emit``, then (with the duplicate rate) an exact re-send of a recent event."""

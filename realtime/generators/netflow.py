@@ -104,7 +104,7 @@ def _size(rng: random.Random, protocol: int) -> int:
 def generate(opts: GeneratorOptions, start_ms: int, tables: Tables | None = None) -> Iterator[Emit]:
     tables = tables or Tables(opts.seed)
     rng = random.Random(opts.seed)
-    inj = Injector(rng, opts.duplicates, opts.late, opts.late_max_ms)
+    inj = Injector(rng, opts.duplicates, opts.late, opts.late_max_ms, opts.before_first_late)
     n_as = len(tables.ranges)
     pick_as = weighted(rng, list(range(n_as)), zipf_weights(n_as, 0.9))
     service = weighted(rng, SERVICES, [float(w) for w in SERVICE_WEIGHTS])

@@ -69,6 +69,25 @@ def test_ads_fields_join_ctr_duplicates_and_late():
             assert lag == 0
 
 
+@pytest.mark.parametrize("generate", [ads.generate, netflow.generate])
+def test_the_first_late_event_waits_for_its_hook_and_the_stream_is_unchanged(generate) -> None:
+    """The quickstart's hook: called once, just before the first late event, with every event before it
+    already emitted; the events are the same with or without it."""
+    seen: list[bool] = []
+    calls: list[int] = []
+    out = []
+
+    def hook() -> None:
+        calls.append(len(out))
+
+    for e in generate(_opts(before_first_late=hook), START):
+        out.append(e)
+        seen.append(e.late)
+    first_late = seen.index(True)
+    assert calls == [first_late]  # once, before the first late event was emitted
+    assert [e.value for e in out] == [e.value for e in generate(_opts(), START)]
+
+
 def test_run_writes_stream_truth_and_summary(tmp_path: Path):
     opts = _opts(events=2000)
     summary = run(
