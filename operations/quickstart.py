@@ -299,13 +299,17 @@ class _Generator(threading.Thread):
         try:
 
             o = self.opts
+            sink = KafkaSink(self.settings.kafka.clients_bootstrap, {"impressions": "impressions", "clicks": "clicks"})
+
+            def before_first_late() -> None:  # what was generated so far goes out, then the stream shows it
+                sink.send_pending()
+                self.stream_has_rows.wait(timeout=FIRST_ROWS_TIMEOUT_S)
+
             opts = GeneratorOptions(
                 events=o.events, seed=o.seed, sim_rate=o.rate, duplicates=o.duplicates, late=o.late,
-                late_max_ms=Period.parse(o.late_max).fixed_millis,
-                before_first_late=lambda: self.stream_has_rows.wait(timeout=FIRST_ROWS_TIMEOUT_S),
+                late_max_ms=Period.parse(o.late_max).fixed_millis, before_first_late=before_first_late,
             )  # fmt: skip
             start_ms = opts.resolved_start()
-            sink = KafkaSink(self.settings.kafka.clients_bootstrap, {"impressions": "impressions", "clicks": "clicks"})
             s = run_generator(
                 "ads", ads.generate(opts, start_ms), opts, start_ms, sink, self.out_dir, rate=o.rate,
                 primary="impressions", progress=self._progress,

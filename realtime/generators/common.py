@@ -186,9 +186,13 @@ class KafkaSink:
         self.failed += r.failed
         self.error = self.error or r.error
 
-    def close(self) -> None:
+    def send_pending(self) -> None:
+        """Hand every message held for a batch to the producer now."""
         for s in list(self.pending):
             self._send(s)
+
+    def close(self) -> None:
+        self.send_pending()
         while self.batches:
             self._account(self.batches.popleft().wait(90))
         self.producer.close()
