@@ -1,0 +1,3 @@
+from tests.druid_qa.runner import main
+
+raise SystemExit(main())
