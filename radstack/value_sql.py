@@ -99,7 +99,11 @@ def array_sql(expr: str, src: str, value_type: str, dialect: str = "duckdb") -> 
     if check_dialect(dialect) == "spark":
 
         def convert(v: str) -> str:
-            return f"CAST({v} AS STRING)" if element == "string" else numeric_cast_sql(f"CAST({v} AS STRING)", "string", element, "spark")
+            if element == "string":
+                return f"CAST({v} AS STRING)"
+            # JSON booleans are 1/0 in numeric arrays, as Druid stores them
+            text = f"CASE CAST({v} AS STRING) WHEN 'true' THEN '1' WHEN 'false' THEN '0' ELSE CAST({v} AS STRING) END"
+            return numeric_cast_sql(f"({text})", "string", element, "spark")
 
         if kind == "array":
             return f"transform({expr}, __v -> {convert('__v')})"
@@ -119,6 +123,9 @@ def array_sql(expr: str, src: str, value_type: str, dialect: str = "duckdb") -> 
     items = f"from_json({expr}, '[\"JSON\"]')"
     # a JSON string element is unquoted; numbers and nested values keep their JSON text
     element_text = "CASE WHEN json_type(__v) = 'VARCHAR' THEN json_extract_string(__v, '$') ELSE CAST(__v AS VARCHAR) END"
+    if element != "string":  # JSON booleans are 1/0 in numeric arrays, as Druid stores them
+        element_text = ("CASE WHEN json_type(__v) = 'BOOLEAN' THEN CASE WHEN CAST(__v AS VARCHAR) = 'true' "
+                        f"THEN '1' ELSE '0' END ELSE {element_text} END")
     as_list = f"list_transform({items}, lambda __v: {to_element(element_text, 'string')})"
     return (f"CASE WHEN {expr} IS NULL THEN NULL WHEN json_valid({expr}) AND json_type({expr}) = 'ARRAY' "
             f"THEN CAST({as_list} AS {sql_type(element)}[]) ELSE [{to_element(expr, 'string')}] END")

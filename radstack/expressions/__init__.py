@@ -16,6 +16,7 @@ Two dialects are produced (:mod:`radstack.sql_text`). The parser is :mod:`.ast`,
 """
 
 from radstack.expressions import functions as _functions  # noqa: F401  (fills the function table)
+from radstack.expressions import json_functions as _json_functions  # noqa: F401  (the JSON functions)
 from radstack.expressions.ast import (
     Binary,
     Call,

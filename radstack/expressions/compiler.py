@@ -43,7 +43,7 @@ def normalize_type(t: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Compiled:
-    """A compiled expression: SQL text and its Druid type (``LONG``/``DOUBLE``/``STRING``/None)."""
+    """A compiled expression: SQL text and its Druid type (``LONG``/``DOUBLE``/``STRING``/``JSON``/None)."""
 
     sql: str
     type: str | None
@@ -87,6 +87,10 @@ class Compiler:
     def coerce(self, c: Compiled, to: str | None) -> str:
         if to is None or c.type == to or c.sql == "NULL":
             return c.sql
+        if c.type == "JSON":  # a JSON scalar's text (a string unquoted), then as from a string
+            c = Compiled(f"json_extract_string({c.sql}, '$')", "STRING")
+            if to == "STRING":
+                return c.sql
         if to == "STRING":
             return f"CAST({c.sql} AS {self.sqltype('STRING')})"
         if to == "LONG":
@@ -104,7 +108,7 @@ class Compiler:
         return f"TRY_CAST(trunc({sql}) AS BIGINT)"
 
     def num(self, c: Compiled) -> str:
-        return self.coerce(c, "DOUBLE") if c.type == "STRING" else c.sql
+        return self.coerce(c, "DOUBLE") if c.type in ("STRING", "JSON") else c.sql
 
     def string(self, c: Compiled) -> str:
         return self.coerce(c, "STRING") if c.type not in ("STRING", None) else c.sql

@@ -73,6 +73,7 @@ def parse_data_schema(mapping: Mapping[str, Any]) -> DataSchema:
     timestamp_spec = _parse_timestamp_spec(ts_raw, f"{p}.timestampSpec")
     metrics = _parse_metrics(ds.get("metricsSpec"), f"{p}.metricsSpec")
     dimensions, exclusions = _parse_dimensions(dims_raw, f"{p}.dimensionsSpec")
+    discovery = as_mapping(dims_raw, f"{p}.dimensionsSpec").get("useSchemaDiscovery") is True
     gran = _parse_granularity_spec(ds.get("granularitySpec"), f"{p}.granularitySpec")
     transforms, tfilter = _parse_transform_spec(ds.get("transformSpec"), f"{p}.transformSpec")
 
@@ -111,6 +112,7 @@ def parse_data_schema(mapping: Mapping[str, Any]) -> DataSchema:
         transforms=tuple(transforms),
         transform_filter=tfilter,
         projections=projections,
+        schema_discovery=discovery,
     )
 
 
@@ -210,19 +212,18 @@ def _parse_dimensions(raw: Any, p: str) -> tuple[list[DimensionSchema], list[str
 
 
 def _auto_type(raw: Any, p: str) -> str:
-    """The stored type of an ``auto`` dimension from its ``castToType``. Druid infers the type from the
-    data when there is none; radstack needs it declared (types must agree between segments written by
-    the streaming job and by the batch rebuild, which see different rows)."""
+    """The stored type of an ``auto`` dimension from its ``castToType``; without one, ``auto``: the type
+    is discovered from the rows, as Druid does (native batch tasks only: a datasource spec, whose
+    segments come from the streaming job and the batch rebuild that see different rows, must declare
+    it, see :func:`radstack.spec.datasource.load_datasource_spec`)."""
+    if raw is None:
+        return "auto"
     key = str(raw or "").replace(" ", "").upper()
     if key in ARRAY_TYPES:
         return ARRAY_TYPES[key]
     if key in AUTO_SCALARS:
         return AUTO_SCALARS[key]
     choices = ", ".join([*ARRAY_TYPES, *AUTO_SCALARS])
-    if raw is None:
-        raise SpecError(
-            p, f"an auto dimension needs castToType here (one of {choices}); use type json for nested data"
-        )
     raise SpecError(p, f"{raw!r}: castToType is one of {choices}")
 
 

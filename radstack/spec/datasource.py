@@ -109,5 +109,12 @@ def load_datasource_spec(spec: str | os.PathLike[str] | Mapping[str, Any]) -> Da
         if unknown:
             raise SpecError(unknown[0], "unknown top-level key (expected dataSchema, processing)")
     schema = parse_data_schema(data)
+    if schema.needs_discovery:
+        raise SpecError(
+            "dataSchema.dimensionsSpec",
+            "a datasource spec declares every dimension's type (an auto dimension needs castToType, "
+            "useSchemaDiscovery is for native batch tasks): the streaming job and the batch rebuild see "
+            "different rows and must write the same types",
+        )
     processing = parse_processing(data.get("processing"))
     return DatasourceSpec(schema, processing, source)

@@ -78,7 +78,9 @@ MULTI_VALUE_HANDLING = ("SORTED_ARRAY", "SORTED_SET", "ARRAY")
 class DimensionSchema:
     name: str
     #: string | long | float | double | json, or array<string> | array<long> | array<double> (an
-    #: ``auto`` dimension with an ARRAY ``castToType``)
+    #: ``auto`` dimension with an ARRAY ``castToType``), or ``auto``: an ``auto`` dimension without
+    #: ``castToType``, whose type a native batch task discovers from its rows
+    #: (:mod:`radstack.storage.type_discovery`) before any segment is written
     type: str = "string"
     #: set for a multi-value string dimension (stored as a list of strings); one of MULTI_VALUE_HANDLING
     multi_value_handling: str | None = None
@@ -87,6 +89,11 @@ class DimensionSchema:
     def value_type(self) -> str:
         """The stored value type: ``multi`` for a multi-value string dimension, else :attr:`type`."""
         return "multi" if self.multi_value_handling else self.type
+
+    @property
+    def is_discovered(self) -> bool:
+        """An ``auto`` dimension whose type comes from the data (Druid's type-aware discovery)."""
+        return self.type == "auto"
 
     @property
     def is_array(self) -> bool:
@@ -99,6 +106,8 @@ class DimensionSchema:
         return cls(name, "string", "ARRAY") if value_type == "multi" else cls(name, value_type)
 
     def to_json(self) -> dict[str, Any]:
+        if self.is_discovered:
+            return {"type": "auto", "name": self.name}
         if self.is_array:
             return {"type": "auto", "name": self.name, "castToType": self.type.upper()}
         out = {"type": self.type, "name": self.name}
@@ -189,6 +198,9 @@ class DataSchema:
     transforms: tuple[Transform, ...] = ()
     transform_filter: dict[str, Any] | None = field(default=None, hash=False)
     projections: tuple[ProjectionSpec, ...] = ()
+    #: ``dimensionsSpec.useSchemaDiscovery``: input columns that are not declared become ``auto``
+    #: dimensions (typed from the data), after the declared ones
+    schema_discovery: bool = False
 
     # -- conveniences -------------------------------------------------------------------------
     @property
@@ -212,6 +224,13 @@ class DataSchema:
         return not self.dimensions
 
     @property
+    def needs_discovery(self) -> bool:
+        """Whether some dimension's type is known only from the rows (``auto`` without
+        ``castToType``, or ``useSchemaDiscovery``): only a native batch task, which sees all its rows
+        before writing, can ingest it."""
+        return self.schema_discovery or any(d.is_discovered for d in self.dimensions)
+
+    @property
     def dimension_names(self) -> tuple[str, ...]:
         return tuple(d.name for d in self.dimensions)
 
@@ -232,23 +251,28 @@ class DataSchema:
 
     def resolve_dimensions(self, input_columns: Iterable[str]) -> tuple[DimensionSchema, ...]:
         """The dimensions for rows with these columns: the declared ones, or — schemaless — every
-        column not excluded, as a ``string`` dimension, sorted by name."""
-        if self.dimensions:
+        column not excluded, as a ``string`` dimension, sorted by name. With ``useSchemaDiscovery``
+        the columns not declared follow the declared ones as ``auto`` dimensions."""
+        if self.dimensions and not self.schema_discovery:
             return self.dimensions
-        excluded = self.excluded_from_discovery()
+        excluded = self.excluded_from_discovery() | set(self.dimension_names)
         names = {c for c in input_columns if c not in excluded}
         names.update(t.name for t in self.transforms if t.name not in excluded)
-        return tuple(DimensionSchema(n) for n in sorted(names))
+        found = "auto" if self.schema_discovery else "string"
+        return self.dimensions + tuple(DimensionSchema(n, found) for n in sorted(names))
 
     def to_json(self) -> dict[str, Any]:
         """Druid's ``dataSchema`` JSON (for exported ingestion specs)."""
+        dims_spec: dict[str, Any] = {
+            "dimensions": [d.to_json() for d in self.dimensions],
+            "dimensionExclusions": list(self.dimension_exclusions),
+        }
+        if self.schema_discovery:
+            dims_spec["useSchemaDiscovery"] = True
         out: dict[str, Any] = {
             "dataSource": self.data_source,
             "timestampSpec": self.timestamp_spec.to_json(),
-            "dimensionsSpec": {
-                "dimensions": [d.to_json() for d in self.dimensions],
-                "dimensionExclusions": list(self.dimension_exclusions),
-            },
+            "dimensionsSpec": dims_spec,
             "metricsSpec": [m.to_json() for m in self.metrics],
             "granularitySpec": self.granularity.to_json(),
         }

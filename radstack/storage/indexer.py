@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.expressions import expression_to_sql
+from radstack.expressions import Compiled, compile_expression, expression_to_sql
 from radstack.filters import filter_to_sql
 from radstack.projections import ProjectionSpec
 from radstack.sketches import aggregate
@@ -50,6 +50,7 @@ from radstack.storage.segment_format import (
     write_segment_file,
 )
 from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.storage.type_discovery import discover_dimension_types
 from radstack.time.floor import floor_millis
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, condense
@@ -173,6 +174,10 @@ def _translate_expression(expr: str, column_types: Mapping[str, str]) -> str:
     return expression_to_sql(expr, dialect="duckdb", column_types=dict(column_types))
 
 
+def _compile_expression(expr: str, column_types: Mapping[str, str]) -> Compiled:
+    return compile_expression(expr, dialect="duckdb", column_types=dict(column_types))
+
+
 def _translate_filter(flt: Mapping[str, Any], column_types: Mapping[str, str]) -> str:
 
     return filter_to_sql(dict(flt), dialect="duckdb", column_types=dict(column_types))
@@ -241,8 +246,9 @@ def build_segment_tables(
     con = _connect()
     try:
         # 2-3. transforms and filter
+        json_columns: set[str] = set()
         if schema.transforms or schema.transform_filter is not None:
-            table = _transform_and_filter(con, table, schema, stats)
+            table, json_columns = _transform_and_filter(con, table, schema, stats)
         if table.num_rows == 0:
             return [], schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN]), stats
 
@@ -262,6 +268,8 @@ def build_segment_tables(
         truncated = floor_millis(times, schema.query_granularity)
         table = table.set_column(table.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, pa.array(truncated))
         dims = schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN])
+        # `auto` without castToType: typed from the rows; JSON transform outputs as Druid stores them
+        dims, table = discover_dimension_types(table, dims, json_columns)
         stats.processed += table.num_rows
         out = _rollup_and_sort(con, table, schema, dims, stats)
     finally:
@@ -274,24 +282,26 @@ def build_segment_tables(
 
 def _transform_and_filter(
     con: duckdb.DuckDBPyConnection, table: pa.Table, schema: DataSchema, stats: IngestStats
-) -> pa.Table:
+) -> tuple[pa.Table, set[str]]:
+    """The transformed, filtered rows, and the names of the transforms whose values are JSON text."""
     types = _column_types(table.schema)
     types[TIME_COLUMN] = "long"
     con.register("__idx_in", table)
-    by_name = {t.name: t for t in schema.transforms}
+    compiled = {t.name: _compile_expression(t.expression, types) for t in schema.transforms}
+    json_columns = {name for name, c in compiled.items() if c.type == "JSON"}
     select = []
     for c in table.column_names:
-        if c in by_name:
-            select.append(f"({_translate_expression(by_name[c].expression, types)}) AS {_q(c)}")
+        if c in compiled:
+            select.append(f"({compiled[c].sql}) AS {_q(c)}")
         else:
             select.append(_q(c))
     for t in schema.transforms:
         if t.name not in table.column_names:
-            select.append(f"({_translate_expression(t.expression, types)}) AS {_q(t.name)}")
+            select.append(f"({compiled[t.name].sql}) AS {_q(t.name)}")
     select.append("row_number() OVER () AS __row")
     out = query_arrow(con, f"SELECT {', '.join(select)} FROM __idx_in")
     con.unregister("__idx_in")
-    if TIME_COLUMN in by_name:
+    if TIME_COLUMN in compiled:
         t_ms = _time_to_millis(out.column(TIME_COLUMN))
         out = out.set_column(out.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, t_ms)
         bad = pc.is_null(t_ms)
@@ -312,7 +322,7 @@ def _transform_and_filter(
         rejected = before - out.num_rows
         stats.filtered += rejected
         stats.thrown_away += rejected
-    return out.drop_columns(["__row"])
+    return out.drop_columns(["__row"]), json_columns
 
 
 def _rollup_and_sort(

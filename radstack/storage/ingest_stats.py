@@ -32,6 +32,16 @@ class MaxParseExceptionsExceeded(RuntimeError):
         self.limit = limit
 
 
+class AllRowsUnparseable(RuntimeError):
+    """Every input row was unparseable: the task fails instead of ending SUCCESS with nothing (Druid
+    ends SUCCESS there; radstack says so, docs/ingestion.md)."""
+
+    def __init__(self, unparseable: int, sample: str | None) -> None:
+        why = f"; first: {sample}" if sample else ""
+        super().__init__(f"all {unparseable} input rows were unparseable{why}")
+        self.unparseable = unparseable
+
+
 def _text(raw: Any) -> str:
     if isinstance(raw, str):
         return raw
@@ -76,6 +86,12 @@ class IngestStats:
     def check(self) -> None:
         if self.unparseable > self.max_parse_exceptions:
             raise MaxParseExceptionsExceeded(self.max_parse_exceptions)
+
+    def check_any_parsed(self) -> None:
+        """After a whole input: :class:`AllRowsUnparseable` when rows came in and none could be read."""
+        if self.unparseable and not (self.processed or self.processed_with_error or self.thrown_away):
+            sample = (self.samples[0].get("details") or [None])[0] if self.samples else None
+            raise AllRowsUnparseable(self.unparseable, sample)
 
     def merge(self, other: IngestStats) -> IngestStats:
         """Add ``other`` into this one (samples stay within ``max_samples``); returns self."""

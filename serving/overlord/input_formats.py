@@ -4,8 +4,8 @@
   valid JSON or not an object is *unparseable*: counted, kept as a sample, and skipped.
 - ``csv`` / ``tsv``: ``columns``, ``findColumnsFromHeader``, ``skipHeaderRows``, ``delimiter``
   (tsv; default tab), ``listDelimiter`` (accepted; values are kept whole — radstack segments have
-  no multi-value dimensions). Every value is a string, empty → null, as Druid reads them; a row
-  with the wrong number of values is unparseable.
+  no multi-value dimensions). Every value is a string, empty → null, as Druid reads them; as in
+  Druid, values past the last column are ignored (a trailing delimiter) and missing ones are null.
 - ``parquet``: pyarrow, batch by batch; ``binaryAsString`` casts binary columns to strings.
 
 Files ending in ``.gz``, ``.bz2`` or ``.xz`` are decompressed on the fly. ``processedBytes`` counts
@@ -205,11 +205,10 @@ def _delimited(stream: BinaryIO, fmt: Mapping[str, Any], stats: IngestStats) -> 
     for row in reader:
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
-        if len(row) != width:
-            line = delimiter.join(row)
-            stats.add_unparseable(line, f"Unable to parse row [{line[:200]}]: expected {width} values, got {len(row)}")
-            continue
-        for i, v in enumerate(row):
+        # as Druid zips columns and values (Utils.zipMapPartial): extra values (a trailing delimiter,
+        # as TPC-H's .tbl files end every line) are ignored, missing ones are null
+        for i in range(width):
+            v = row[i] if i < len(row) else None
             buf[i].append(v if v != "" else None)
         n += 1
         if n >= BATCH_ROWS:

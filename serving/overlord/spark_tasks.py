@@ -52,6 +52,8 @@ def runs_on_spark(spec: Any, settings: Settings) -> bool:
         return False
     if spec.append_to_existing or not spec.data_schema.granularity.intervals:
         return False
+    if spec.data_schema.needs_discovery:  # types come from all the rows: the in-process indexer
+        return False
     ctx = (spec.payload or {}).get("context") or {}
     if ctx.get("useSpark") is True:
         return True

@@ -20,6 +20,9 @@ from radstack.time.intervals import format_instant
 from serving.overlord.input_formats import validate_input_format
 from serving.overlord.input_sources import InputSpecError, validate_input_source
 
+#: Druid's partitionsSpec types (hashed, range and single_dim: see _check_secondary_partitions)
+PARTITION_TYPES = ("dynamic", "hashed", "range", "single_dim")
+
 TASK_TYPES = ("index_parallel", "index")
 DEFAULT_MAX_ROWS_PER_SEGMENT = 5_000_000
 DEFAULT_MAX_SAVED_PARSE_EXCEPTIONS = 100
@@ -102,12 +105,15 @@ def parse_task(body: Any, now_ms: int) -> IndexTaskSpec:
     partitions = tuning.get("partitionsSpec") or {}
     if not isinstance(partitions, Mapping):
         raise TaskSpecError("spec.tuningConfig.partitionsSpec", "expected an object")
-    if partitions.get("type", "dynamic") != "dynamic":
+    ptype = partitions.get("type", "dynamic")
+    if ptype not in PARTITION_TYPES:
         raise TaskSpecError("spec.tuningConfig.partitionsSpec.type",
-                            f"only 'dynamic' partitioning is supported, got {partitions.get('type')!r}")
-    if partitions.get("maxRowsPerSegment") is not None:
-        max_rows = _int(partitions["maxRowsPerSegment"], "spec.tuningConfig.partitionsSpec.maxRowsPerSegment",
-                        minimum=1)
+                            f"unknown partitionsSpec type {ptype!r}; expected one of {', '.join(PARTITION_TYPES)}")
+    if ptype != "dynamic":
+        _check_secondary_partitions(partitions, ptype, tuning, append)
+    rows_key = next((k for k in ("maxRowsPerSegment", "targetRowsPerSegment") if partitions.get(k) is not None), None)
+    if rows_key is not None:
+        max_rows = _int(partitions[rows_key], f"spec.tuningConfig.partitionsSpec.{rows_key}", minimum=1)
     elif tuning.get("maxRowsPerSegment") is not None:
         max_rows = _int(tuning["maxRowsPerSegment"], "spec.tuningConfig.maxRowsPerSegment", minimum=1)
     else:
@@ -148,3 +154,31 @@ def parse_task(body: Any, now_ms: int) -> IndexTaskSpec:
         max_saved_parse_exceptions=max_saved,
         payload=payload,
     )
+
+
+def _check_secondary_partitions(partitions: Mapping[str, Any], ptype: str, tuning: Mapping[str, Any],
+                                append: bool) -> None:
+    """Druid's checks of a ``hashed``/``range``/``single_dim`` partitionsSpec. radstack accepts them and
+    writes each time chunk sorted by its dimensions, split by row count (``targetRowsPerSegment`` /
+    ``maxRowsPerSegment``); it does not shard by hash or value range (answers are the same, segments
+    are not pruned by dimension) — docs/ingestion.md says so."""
+    p = "spec.tuningConfig.partitionsSpec"
+    if tuning.get("forceGuaranteedRollup") is not True:
+        raise TaskSpecError("spec.tuningConfig.forceGuaranteedRollup",
+                            f"a {ptype} partitionsSpec needs forceGuaranteedRollup: true (perfect rollup)")
+    if append:
+        raise TaskSpecError("spec.ioConfig.appendToExisting",
+                            "appendToExisting cannot be used with forceGuaranteedRollup")
+    dims_key = "partitionDimension" if ptype == "single_dim" else "partitionDimensions"
+    dims = partitions.get(dims_key)
+    if ptype == "single_dim":
+        if not isinstance(dims, str) or not dims:
+            raise TaskSpecError(f"{p}.partitionDimension", "a single_dim partitionsSpec needs partitionDimension")
+    elif dims is not None and (not isinstance(dims, list) or not all(isinstance(d, str) for d in dims)):
+        raise TaskSpecError(f"{p}.{dims_key}", "expected a list of column names")
+    if ptype == "range" and not dims:
+        raise TaskSpecError(f"{p}.partitionDimensions", "a range partitionsSpec needs partitionDimensions")
+    if ptype == "hashed" and partitions.get("numShards") is not None:
+        _int(partitions["numShards"], f"{p}.numShards", minimum=1)
+        if partitions.get("targetRowsPerSegment") is not None or partitions.get("maxRowsPerSegment") is not None:
+            raise TaskSpecError(f"{p}.numShards", "numShards cannot be used with targetRowsPerSegment or maxRowsPerSegment")

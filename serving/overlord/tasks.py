@@ -34,7 +34,7 @@ from radstack.config import Settings
 from radstack.private_files import private_dir
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.indexer import index_partition
-from radstack.storage.ingest_stats import IngestStats, MaxParseExceptionsExceeded
+from radstack.storage.ingest_stats import AllRowsUnparseable, IngestStats, MaxParseExceptionsExceeded
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.publish import publish
 from radstack.storage.segments import DataSegment, ShardSpec, segment_path
@@ -207,7 +207,7 @@ class TaskRunner:
             status = "SUCCESS"
         except (TaskCancelled, ReadCancelled):
             error = SHUTDOWN_MSG
-        except MaxParseExceptionsExceeded as e:
+        except (MaxParseExceptionsExceeded, AllRowsUnparseable) as e:
             error = str(e)
         except Exception as e:  # noqa: BLE001 - a task never takes the server down
             log.exception("task %s failed", state.spec.id)
@@ -277,6 +277,7 @@ class IndexTaskRun:
             self.written = list(result.segments)
             self._merge_stats(result.stats)
             self.stats.check()
+            self.stats.check_any_parsed()
             self._check_cancel()
             segments = self.written
             if self.spec.append_to_existing:

@@ -58,7 +58,9 @@ def test_mixed_types_become_strings() -> None:
     assert batch.column(0).to_pylist() == ["1", "x", None]
 
 
-def test_csv_header_skip_and_bad_rows() -> None:
+def test_csv_header_skip_and_short_rows() -> None:
+    # as Druid zips columns and values: a short row's missing values are null (its timestamp, if
+    # unreadable, makes it unparseable later, in the indexer)
     data = b"# comment line\nts,page,added\n2020-01-01T00:00:00Z,a,1\n2020-01-01T01:00:00Z,,2\nbroken,row\n"
     stats = IngestStats()
     fmt = {"type": "csv", "findColumnsFromHeader": True, "skipHeaderRows": 1}
@@ -66,8 +68,22 @@ def test_csv_header_skip_and_bad_rows() -> None:
     assert rows == [
         {"ts": "2020-01-01T00:00:00Z", "page": "a", "added": "1"},
         {"ts": "2020-01-01T01:00:00Z", "page": None, "added": "2"},
+        {"ts": "broken", "page": "row", "added": None},
     ]
-    assert stats.unparseable == 1
+    assert stats.unparseable == 0
+
+
+def test_tsv_trailing_delimiter_is_ignored() -> None:
+    # TPC-H's .tbl files end every line with the delimiter: Druid ignores the extra empty value
+    data = b"1|AFRICA|lar deposits|\n2|AMERICA|hs use ironic|\n"
+    fmt = {"type": "tsv", "columns": ["r_regionkey", "r_name", "r_comment"], "delimiter": "|"}
+    stats = IngestStats()
+    rows = _rows(list(read_batches(_entity("region.tbl", data), fmt, stats)))
+    assert rows == [
+        {"r_regionkey": "1", "r_name": "AFRICA", "r_comment": "lar deposits"},
+        {"r_regionkey": "2", "r_name": "AMERICA", "r_comment": "hs use ironic"},
+    ]
+    assert stats.unparseable == 0
 
 
 def test_tsv_with_columns_and_custom_delimiter() -> None:
@@ -188,8 +204,13 @@ def test_parse_task_accepts_top_level_layout_and_given_id() -> None:
         (lambda t: t["spec"]["ioConfig"].update(inputFormat={"type": "avro"}), "spec.ioConfig.inputFormat.type"),
         (lambda t: t["spec"]["ioConfig"].update(appendToExisting="yes"), "spec.ioConfig.appendToExisting"),
         (lambda t: t["spec"]["tuningConfig"].update(maxParseExceptions=-1), "spec.tuningConfig.maxParseExceptions"),
-        (lambda t: t["spec"]["tuningConfig"].update(partitionsSpec={"type": "hashed"}),
+        (lambda t: t["spec"]["tuningConfig"].update(partitionsSpec={"type": "hash"}),
          "spec.tuningConfig.partitionsSpec.type"),
+        # Druid: hashed/range partitioning is for perfect rollup only
+        (lambda t: t["spec"]["tuningConfig"].update(partitionsSpec={"type": "hashed"}),
+         "spec.tuningConfig.forceGuaranteedRollup"),
+        (lambda t: t["spec"]["tuningConfig"].update(partitionsSpec={"type": "range"}, forceGuaranteedRollup=True),
+         "spec.tuningConfig.partitionsSpec.partitionDimensions"),
     ],
 )
 def test_parse_task_errors_name_the_field(mutate, field: str) -> None:  # type: ignore[no-untyped-def]

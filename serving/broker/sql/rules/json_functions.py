@@ -3,6 +3,7 @@
 | Druid | DuckDB |
 | --- | --- |
 | ``JSON_VALUE(expr, path [RETURNING type])`` | the scalar at ``path`` as VARCHAR (NULL for an object or array), ``TRY_CAST`` to ``type`` |
+| ``JSON_VALUE(expr, path RETURNING type ARRAY)`` | the array at ``path``, elements converted as an ARRAY column's (booleans 1/0) |
 | ``JSON_QUERY(expr, path)`` | ``json_extract`` (JSON) |
 | ``JSON_KEYS(expr, path)`` | ``json_keys`` when ``path`` is an object, else NULL |
 | ``JSON_PATHS(expr)`` | every path to a literal (or an array of literals), a UDF |
@@ -19,6 +20,7 @@ import re
 
 from sqlglot import exp
 
+from radstack.value_sql import array_sql
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
@@ -76,6 +78,22 @@ def _case(cond: exp.Expression, then: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=cond, true=then)])
 
 
+def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataType) -> exp.Expression:
+    """``JSON_VALUE(… RETURNING <type> ARRAY)``: the array at ``path`` (NULL for anything else), its
+    elements converted as an ARRAY column stores them (booleans 1/0 in numeric arrays)."""
+    inner = returning.expressions[0] if returning.expressions else exp.DataType.build("VARCHAR")
+    if inner.is_type(*exp.DataType.INTEGER_TYPES, exp.DataType.Type.BOOLEAN):
+        element = "array<long>"
+    elif inner.is_type(*exp.DataType.REAL_TYPES):
+        element = "array<double>"
+    else:
+        element = "array<string>"
+    text = call("JSON_EXTRACT", doc.copy(), path.copy()).sql("duckdb")
+    converted = exp.maybe_parse(array_sql(f"CAST({text} AS VARCHAR)", "string", element), dialect="duckdb")
+    is_array = exp.EQ(this=call("JSON_TYPE", doc, path), expression=_lit("ARRAY"))
+    return _case(is_array, converted)
+
+
 def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.JSONValue):
         path = _lit(_path_text(node.args.get("path"), "JSON_VALUE"))
@@ -85,6 +103,8 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
                                      true=exp.Null())],
                          default=call("JSON_EXTRACT_STRING", doc, path))
         returning = node.args.get("returning")
+        if isinstance(returning, exp.DataType) and returning.is_type(exp.DataType.Type.ARRAY):
+            return _array_value(doc, path, returning)
         if isinstance(returning, exp.DataType) and not returning.is_type(exp.DataType.Type.VARCHAR):
             return exp.TryCast(this=value, to=returning)
         return value
@@ -134,3 +154,5 @@ FUNCTION_RULE = json_functions
 ORDER = 160
 ACCEPTS = frozenset({"JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
 EMITS = frozenset({"JSON", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
+# JSON_VALUE(… RETURNING … ARRAY): radstack.value_sql.array_sql's element-wise conversion
+EMITS_CLASSES = (exp.FromJson, exp.Transform, exp.RegexpFullMatch, exp.Trunc, exp.JSONType, exp.JSONExtractScalar)
