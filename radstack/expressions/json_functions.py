@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from radstack.expressions.ast import Expr
 from radstack.expressions.compiler import Compiled, Compiler, function
+from radstack.expressions.json_path import duckdb_json_path
 from radstack.sql_text import ExpressionError
 
 
@@ -36,9 +37,12 @@ def as_json(c: Compiler, e: Compiled) -> str:
 
 def _path(c: Compiler, n: str, node: Expr) -> str:
     path = c.const_str(n, node, "the path")
-    if path is None or not path.startswith("$"):
-        raise ExpressionError(f"function '{n}': the path must be a JSONPath string starting with '$'")
-    return c.lit_str(path)
+    if path is None:
+        raise ExpressionError(f"function '{n}': the path must be a JSONPath string")
+    try:
+        return c.lit_str(duckdb_json_path(path))
+    except ExpressionError as e:
+        raise ExpressionError(f"function '{n}': {e}") from e
 
 
 def _not_null(j: str) -> str:

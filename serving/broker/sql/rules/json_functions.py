@@ -16,22 +16,15 @@ arrive parsed (sqlglot) or as string literals and are written out in DuckDB's JS
 
 from __future__ import annotations
 
-import re
-
 from sqlglot import exp
 
+from radstack.expressions.json_path import duckdb_json_path, path_key
+from radstack.sql_text import ExpressionError
 from radstack.value_sql import array_sql
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
-
-_SIMPLE_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_JQ_STEP = re.compile(r'\.(?:"((?:[^"\\]|\\.)*)"|([^.\[\]"]+))|\[(-?\d+)\]|\[\'((?:[^\'\\]|\\.)*)\'\]|\["((?:[^"\\]|\\.)*)"\]')
-
-
-def _key(name: str) -> str:
-    return f".{name}" if _SIMPLE_KEY.match(name) else '."' + name.replace('"', '\\"') + '"'
 
 
 def _path_text(node: exp.Expression | None, fn: str) -> str:
@@ -42,27 +35,17 @@ def _path_text(node: exp.Expression | None, fn: str) -> str:
             if isinstance(part, exp.JSONPathRoot):
                 out = "$"
             elif isinstance(part, exp.JSONPathKey):
-                out += _key(str(part.this))
+                out += path_key(str(part.this))
             elif isinstance(part, exp.JSONPathSubscript) and isinstance(part.this, int):
                 out += f"[{part.this}]"
             else:
                 raise validation_error(f"{fn}: unsupported JSON path element {part.sql()!r}")
         return out or "$"
     if isinstance(node, exp.Literal) and node.is_string:
-        text = str(node.this).strip()
-        rest = text[1:] if text.startswith("$") else text
-        out, pos = "$", 0
-        while pos < len(rest):
-            m = _JQ_STEP.match(rest, pos)
-            if m is None:
-                raise validation_error(f"{fn}: invalid JSON path [{text}]")
-            dq, plain, idx, sq, bq = m.groups()
-            if idx is not None:
-                out += f"[{idx}]"
-            else:
-                out += _key(next(g for g in (dq, plain, sq, bq) if g is not None))
-            pos = m.end()
-        return out
+        try:
+            return duckdb_json_path(str(node.this))
+        except ExpressionError as e:
+            raise validation_error(f"{fn}: {e}") from e
     raise validation_error(f"{fn}: the path must be a string literal")
 
 
