@@ -1,0 +1,45 @@
+"""Window frames read and checked as Druid (Calcite) reads them (serving/broker/sql/rules/window_frames.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from serving.broker.sql import Catalog, ColumnInfo, translate
+from serving.errors import DruidError
+
+CATALOG = Catalog({"wiki": [ColumnInfo("__time", "LONG", "time"), ColumnInfo("page", "STRING", "dimension"),
+                            ColumnInfo("added", "LONG", "metric")]})
+
+
+def _frame(frame: str) -> str:
+    sql = translate(f"SELECT SUM(added) OVER (PARTITION BY page ORDER BY __time {frame}) FROM wiki", CATALOG).sql
+    return sql[sql.index("NULLS FIRST") + len("NULLS FIRST "):sql.index(") AS")]
+
+
+@pytest.mark.parametrize(("frame", "duckdb"), [
+    ("ROWS 2 PRECEDING", "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW"),
+    ("ROWS 0 FOLLOWING", "ROWS BETWEEN CURRENT ROW AND 0 FOLLOWING"),
+    ("ROWS UNBOUNDED FOLLOWING", "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING"),
+    ("RANGE UNBOUNDED FOLLOWING", "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING"),
+    ("RANGE CURRENT ROW", "RANGE BETWEEN CURRENT ROW AND CURRENT ROW"),
+    ("ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING", "ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING"),
+    ("ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING", "ROWS BETWEEN UNBOUNDED PRECEDING AND 2 PRECEDING"),
+])
+def test_frames_druid_accepts(frame: str, duckdb: str) -> None:
+    assert _frame(frame) == duckdb
+
+
+@pytest.mark.parametrize(("frame", "message"), [
+    ("ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW", "UNBOUNDED FOLLOWING cannot be specified for the lower"),
+    ("ROWS BETWEEN CURRENT ROW AND UNBOUNDED PRECEDING", "UNBOUNDED PRECEDING cannot be specified for the upper"),
+    ("ROWS BETWEEN 1 FOLLOWING AND 1 PRECEDING", "comes after its upper bound"),
+    ("ROWS BETWEEN CURRENT ROW AND 2 PRECEDING", "comes after its upper bound"),
+    ("ROWS BETWEEN 2 FOLLOWING AND CURRENT ROW", "comes after its upper bound"),
+    ("ROWS BETWEEN -1 PRECEDING AND CURRENT ROW", "non-negative integer"),
+    ("RANGE 0 PRECEDING", "RANGE clause currently supports only UNBOUNDED or CURRENT ROW"),
+    ("RANGE BETWEEN CURRENT ROW AND 1 FOLLOWING", "RANGE clause currently supports only UNBOUNDED or CURRENT ROW"),
+])
+def test_frames_druid_refuses(frame: str, message: str) -> None:
+    with pytest.raises(DruidError, match=message) as e:
+        _frame(frame)
+    assert e.value.status == 400
