@@ -39,6 +39,10 @@ def is_floating(node: exp.Expression | None) -> bool:
     return _type(node) in FLOATING
 
 
+def is_text(node: exp.Expression | None) -> bool:
+    return _type(node) in TEXT
+
+
 def is_timestamp(node: exp.Expression | None) -> bool:
     return _type(node) in TIMESTAMPS
 

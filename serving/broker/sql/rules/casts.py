@@ -7,9 +7,20 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from radstack.value_sql import numeric_cast_sql
 from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.rules.implicit_casts import number_literal
 from serving.broker.sql.timeexpr import call, from_millis, to_millis
-from serving.broker.sql.type_rules import INTEGER, TEXT, TIMESTAMPS, is_floating, is_integer, is_timestamp
+from serving.broker.sql.type_rules import (
+    FLOATING,
+    INTEGER,
+    TEXT,
+    TIMESTAMPS,
+    is_floating,
+    is_integer,
+    is_text,
+    is_timestamp,
+)
 
 
 def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -28,8 +39,20 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return call("STRFTIME", src, exp.Literal.string("%Y-%m-%d %H:%M:%S"))
     if target in TIMESTAMPS and not (isinstance(src, exp.Literal) and src.is_string) and not is_timestamp(src):
         return exp.TryCast(this=src, to=node.to)
+    if (target in INTEGER or target in FLOATING) and is_text(src):
+        return _text_to_number(src, node.to, integer=target in INTEGER)
     return node
+
+
+def _text_to_number(src: exp.Expression, to: exp.DataType, integer: bool) -> exp.Expression:
+    """Text → a number as Druid converts it: trimmed, NULL when it is not a number, a decimal truncated
+    toward zero for an integer type (``CAST('1.9' AS BIGINT)`` is 1; DuckDB refuses both)."""
+    if isinstance(src, exp.Literal) and src.is_string:
+        return exp.cast(number_literal(str(src.this), integer), to)
+    sql = numeric_cast_sql(src.sql("duckdb"), "string", "long" if integer else "double")
+    return exp.cast(exp.maybe_parse(sql, dialect="duckdb"), to)
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 EMITS = frozenset({"STRFTIME"})
+EMITS_CLASSES = (exp.RegexpFullMatch, exp.Trunc, exp.Trim)  # radstack.value_sql.numeric_cast_sql

@@ -1,0 +1,70 @@
+"""The implicit conversions Druid (Calcite) makes where DuckDB refuses or errors at run time:
+
+* a comparison of a number with a string literal (``long_col = 'true'``, ``x IN ('1', 'a')``) compares
+  with the literal read as a number, NULL when it is not one (Druid: no row matches; DuckDB: a
+  conversion error for the whole query);
+* ``LIKE`` on a number matches its text (``added LIKE '1%'``);
+* ``SUM`` / ``AVG`` / ``MIN`` / ``MAX`` … of text read it as a number (``SUM(unnested_string)``):
+  DOUBLE, NULL where the text is not a number.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.type_rules import is_floating, is_integer, is_text
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+_NUMERIC_AGGREGATES = (exp.Sum, exp.Avg)
+
+
+def _is_number(node: exp.Expression | None) -> bool:
+    return is_integer(node) or is_floating(node)
+
+
+def number_literal(text: str, integer: bool) -> exp.Expression:
+    """A string literal read as Druid reads it as a number (trimmed; an integer target truncates a
+    decimal), or a typed NULL."""
+    s = text.strip()
+    try:
+        value = float(s)
+    except ValueError:
+        return exp.cast(exp.Null(), "BIGINT" if integer else "DOUBLE")
+    finite = value == value and abs(value) != float("inf")
+    if integer:
+        if s.lstrip("+-").isdigit():
+            return exp.Literal.number(int(s))
+        return exp.Literal.number(int(value)) if finite else exp.cast(exp.Null(), "BIGINT")
+    return exp.Literal.number(repr(value)) if finite else exp.cast(exp.Literal.string(s), "DOUBLE")
+
+
+def _numeric_side(lit: exp.Expression, other: exp.Expression) -> exp.Expression | None:
+    if isinstance(lit, exp.Literal) and lit.is_string and _is_number(other):
+        return number_literal(str(lit.this), is_integer(other))
+    return None
+
+
+def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, _COMPARISONS):
+        left, right = node.this, node.expression
+        new = _numeric_side(right, left)
+        if new is not None:
+            node.set("expression", new)
+        else:
+            new = _numeric_side(left, right)
+            if new is not None:
+                node.set("this", new)
+        return node
+    if isinstance(node, exp.In) and _is_number(node.this):
+        values = node.expressions
+        if any(isinstance(v, exp.Literal) and v.is_string for v in values):
+            node.set("expressions", [_numeric_side(v, node.this) or v for v in values])
+        return node
+    if isinstance(node, exp.Like | exp.ILike) and _is_number(node.this):
+        node.set("this", exp.cast(node.this, "VARCHAR"))
+        return node
+    if isinstance(node, _NUMERIC_AGGREGATES) and is_text(node.this):
+        node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("DOUBLE")))
+        return node
+    return node
