@@ -298,3 +298,16 @@ def test_interval_and_time_results_are_druid_numbers(wiki: Any, expr: str, value
     assert run(wiki, f"SELECT {expr} AS v, 1 AS one")[1] == [(value, 1)]
     shown = '""' if value is None else str(value)  # Druid writes a null as an empty quoted string in csv
     assert body(wiki, f"SELECT {expr} AS v", "csv").strip() == shown
+
+
+def test_array_and_string_agg_honour_their_size(wiki: Any) -> None:
+    # Druid's maxSizeBytes: 5 bytes of header, 9 per number, 4 + UTF-8 length per string
+    _, rows = run(wiki, "SELECT ARRAY_LENGTH(ARRAY_AGG(added, 100000)) FROM wiki")
+    assert rows[0][0] > 1
+    for sql, limit in (("SELECT ARRAY_AGG(added, 10) FROM wiki", 10),
+                       ("SELECT ARRAY_AGG(DISTINCT page, 8) FROM wiki", 8),
+                       ("SELECT STRING_AGG(page, ',', 12) FROM wiki", 12),
+                       ("SELECT page, STRING_AGG(\"user\", '', 6) FILTER (WHERE added > 0) FROM wiki GROUP BY page", 6)):
+        with pytest.raises(DruidError) as ei:
+            run(wiki, sql)
+        assert ei.value.status == 400 and f"is larger than max [{limit}]" in ei.value.message, sql

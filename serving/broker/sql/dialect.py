@@ -27,6 +27,22 @@ def _pi(parser: DruidParser) -> exp.Expression:
     return exp.Pi()
 
 
+#: where the parser leaves ``ARRAY_AGG``'s size argument (``serving/broker/sql/rules/aggregate_sizes.py``)
+MAX_SIZE_BYTES = "druid_max_size_bytes"
+
+
+def _array_agg(args: list[exp.Expression]) -> exp.Expression:
+    """``ARRAY_AGG(expr[, size])`` / ``ARRAY_AGG(DISTINCT expr[, size])``: sqlglot drops the size (or
+    keeps it inside the DISTINCT); it is kept in the node's meta instead."""
+    first, size = (args[0] if args else exp.Null()), (args[1] if len(args) > 1 else None)
+    if isinstance(first, exp.Distinct) and len(first.expressions) > 1:
+        first, size = exp.Distinct(expressions=[first.expressions[0]]), first.expressions[1]
+    node = exp.ArrayAgg(this=first)
+    if size is not None:
+        node.meta[MAX_SIZE_BYTES] = size
+    return node
+
+
 class DruidSqlParser(DruidParser):
     NO_PAREN_FUNCTION_PARSERS = {**DruidParser.NO_PAREN_FUNCTION_PARSERS, "PI": _pi}
     FUNCTIONS = {
@@ -34,6 +50,7 @@ class DruidSqlParser(DruidParser):
         "TIMESTAMPADD": _anonymous("TIMESTAMPADD"),
         "TIMESTAMPDIFF": _anonymous("TIMESTAMPDIFF"),
         "DIV": _anonymous("DIV"),
+        "ARRAY_AGG": _array_agg,
     }
 
 
