@@ -61,10 +61,11 @@ def numeric_cast_sql(expr: str, src: str, target: str, dialect: str = "duckdb") 
 
 
 def multi_value_sql(expr: str, src: str, handling: str, dialect: str = "duckdb") -> str:
-    """The stored values of a multi-value dimension: a list input's values as strings, a JSON array's
-    (the text Spark's parse stage gives for one), any other value as one value; NULL elements dropped;
-    sorted (``SORTED_ARRAY``), sorted without repeats (``SORTED_SET``) or as they came (``ARRAY``); no
-    values → NULL."""
+    """The stored values of a multi-value dimension, as Druid stores them: a list input's values as
+    strings, a JSON array's (the text Spark's parse stage gives for one), any other value as one value;
+    NULL elements kept; a nested array element as Java prints a list (``["3", ["4", "5"]]`` →
+    ``[3, [4, 5]]``); sorted, NULLs first (``SORTED_ARRAY``), sorted without repeats (``SORTED_SET``) or
+    as they came (``ARRAY``); no values → NULL."""
     kind = _kind(src)
     spark = check_dialect(dialect) == "spark"
     if kind == "array":
@@ -79,13 +80,24 @@ def multi_value_sql(expr: str, src: str, handling: str, dialect: str = "duckdb")
         text = expr if kind == "string" else f"CAST({expr} AS VARCHAR)"
         values = (f"CASE WHEN {text} IS NULL THEN NULL WHEN json_valid({text}) AND json_type({text}) = 'ARRAY' "
                   f"THEN from_json({text}, '[\"VARCHAR\"]') ELSE [{text}] END")
-    values = (f"filter({values}, __v -> __v IS NOT NULL)" if spark
-              else f"list_filter({values}, lambda __v: __v IS NOT NULL)")
-    sort, distinct, length = ("array_sort", "array_distinct", "size") if spark else ("list_sort", "list_distinct", "len")
+    # a nested array arrives as its compact JSON text; Druid keeps Java's List.toString of it
+    java_list = "CASE WHEN __v LIKE '[%' THEN replace(replace(__v, '\"', ''), ',', ', ') ELSE __v END"
+    values = (f"transform({values}, __v -> {java_list})" if spark
+              else f"list_transform({values}, lambda __v: {java_list})")
+    if spark:
+        sort, distinct, length = "sort_array({}, true)", "array_distinct({})", "size"
+    else:
+        sort, distinct, length = "list_sort({}, 'ASC', 'NULLS FIRST')", "list_distinct({})", "len"
     if handling == "SORTED_SET":
-        values = f"{sort}({distinct}({values}))"
+        # list_distinct drops NULL; Druid's sorted set keeps one
+        keep_null = (f"CASE WHEN array_contains(transform({values}, __v -> __v IS NULL), true) "
+                     f"THEN concat(array(CAST(NULL AS STRING)), array_distinct(filter({values}, __v -> __v IS NOT NULL))) "
+                     f"ELSE array_distinct({values}) END") if spark else (
+                     f"CASE WHEN list_contains(list_transform({values}, lambda __v: __v IS NULL), true) "
+                     f"THEN list_concat([NULL::VARCHAR], list_distinct({values})) ELSE list_distinct({values}) END")
+        values = sort.format(keep_null)
     elif handling == "SORTED_ARRAY":
-        values = f"{sort}({values})"
+        values = sort.format(values)
     return f"CASE WHEN {length}({values}) <= 0 THEN NULL ELSE {values} END"
 
 

@@ -32,13 +32,17 @@ SPEC = {
 EVENTS = [
     {"ts": "2026-01-01T00:00:10Z", "kind": "a", "tags": ["y", "x"], "set": ["b", "a", "b"], "seq": ["b", "a", "b"]},
     {"ts": "2026-01-01T00:00:20Z", "kind": "a", "tags": ["x", "y"], "set": ["a", "b"], "seq": ["b", "a", "b"]},
-    {"ts": "2026-01-01T00:00:30Z", "kind": "b", "tags": "solo", "set": 7, "seq": [1, None, "z"]},
+    {"ts": "2026-01-01T00:00:30Z", "kind": "b", "tags": "solo", "set": 7, "seq": [1, None, "z", ["n", [2]]]},
     {"ts": "2026-01-01T00:00:40Z", "kind": "c", "tags": [], "set": None},
+    {"ts": "2026-01-01T00:00:50Z", "kind": "d", "tags": ["b", None, "a"], "set": ["b", None, "b", None],
+     "seq": [None]},
 ]
 EXPECTED = {
     "a": (["x", "y"], ["a", "b"], ["b", "a", "b"], 2),  # the two rows roll up: same values once sorted
-    "b": (["solo"], ["7"], ["1", "z"], 1),
+    # as Druid stores them: NULL elements kept (sorted first), a nested array as Java prints a list
+    "b": (["solo"], ["7"], ["1", None, "z", "[n, [2]]"], 1),
     "c": (None, None, None, 1),
+    "d": ([None, "a", "b"], [None, "b"], [None], 1),
 }
 
 

@@ -173,3 +173,16 @@ def test_segment_metadata_analyses_the_values(env: Any) -> None:
             tags["hasNulls"]) == ("STRING", True, 4, None, "c", True)  # NULL is a value, as in Druid
     assert tags["size"] == 5 + 4 * 4  # five one-byte values, 4 bytes a row
     assert page["hasMultipleValues"] is False
+
+
+def test_a_subquery_or_cte_passes_the_column_on_as_multi_value(env: Any) -> None:
+    # Druid keeps a multi-value column multi-value through subqueries: UNNEST reads its values, filters
+    # match any value, GROUP BY explodes, and the answer renders it as a scan of the table would
+    assert sorted(rows(env, "SELECT c FROM (SELECT tags AS t FROM pages) s, UNNEST(MV_TO_ARRAY(t)) AS u(c)")) == [
+        ("a",), ("a",), ("b",), ("c",), ("c",)]
+    assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages) WHERE tags = 'a'") == [(9,)]
+    assert rows(env, "WITH p AS (SELECT page, tags, added FROM pages) "
+                     "SELECT tags, SUM(added) FROM p GROUP BY tags ORDER BY tags NULLS FIRST") == [
+        (None, 4), ("a", 9), ("b", 1), ("c", 10)]
+    assert sorted(rows(env, "SELECT page, tags FROM (SELECT page, tags FROM pages WHERE page IN ('A', 'B'))")) \
+        == sorted(rows(env, "SELECT page, tags FROM pages WHERE page IN ('A', 'B')"))

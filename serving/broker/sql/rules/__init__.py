@@ -13,6 +13,8 @@ from serving.broker.sql.errors import validation_error
 from serving.broker.sql.timeexpr import call
 
 Rule = Callable[[exp.Expression, TranslationContext], exp.Expression]
+#: meta key: a column reference that is a multi-value column passed on by a subquery or CTE (a list)
+MULTI_VALUE = "druid_multi_value"
 
 
 def apply_bottom_up(tree: exp.Expression, rules: list[Rule], ctx: TranslationContext) -> exp.Expression:

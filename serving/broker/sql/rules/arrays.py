@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name, concatenated_arrays
+from serving.broker.sql.rules import MULTI_VALUE, anonymous_name, concatenated_arrays
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.type_rules import druid_type
 
@@ -82,7 +82,7 @@ def _values(e: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     column (typed VARCHAR in the catalog, a list in DuckDB) is already a list."""
     if druid_type(e) != "STRING" or e.meta.get(_LIST):
         return e
-    if isinstance(e, exp.Column) and e.name in _multi_value_columns(ctx):
+    if isinstance(e, exp.Column) and (e.meta.get(MULTI_VALUE) or e.name in _multi_value_columns(ctx)):
         return e
     missing = exp.If(this=exp.Is(this=e.copy(), expression=exp.null()), true=exp.cast(exp.null(), "VARCHAR[]"))
     return exp.Case(ifs=[missing], default=exp.Array(expressions=[e.copy()]))

@@ -14,7 +14,8 @@ that reads one datasource directly:
   makes a multi-value string of a plain one (``STRING_TO_MV(s, ',')``, ``MV_APPEND(s, 'x')``), as Druid
   reads any string as a multi-value one;
 - **a plain scan returns the values**: one value as itself, several as their JSON array text (Druid's
-  ``sqlStringifyArrays`` rendering).
+  ``sqlStringifyArrays`` rendering) — in the answer: a subquery or CTE passes the column on as a list,
+  and the block reading it treats it as a multi-value column again (filters, GROUP BY, rendering).
 
 Functions of the ``MV_``/``ARRAY_`` families are translated by :mod:`serving.broker.sql.rules.arrays`.
 Blocks with joins (including ``CROSS JOIN UNNEST``) read the columns as lists, with no implicit
@@ -25,7 +26,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.rules import aggregates, anonymous_name, block_nodes
+from serving.broker.sql.rules import MULTI_VALUE, aggregates, anonymous_name, block_nodes
 
 _PREDICATES = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.In, exp.Between,
                exp.RegexpLike, exp.NullSafeEQ, exp.NullSafeNEQ)
@@ -41,16 +42,55 @@ _NULL_LIST = "CAST([NULL] AS VARCHAR[])"
 
 def multi_value(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     multi = {ds: {c.name for c in cols if c.multi_value} for ds, cols in ctx.catalog.datasources.items()}
-    for select in list(tree.find_all(exp.Select)):
+    ctes = {cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE) if isinstance(cte.this, exp.Select)}
+    # inner blocks first: a subquery (or CTE) that passes a multi-value column on unrendered makes it a
+    # multi-value column of the block that reads it (Druid keeps it multi-value through subqueries)
+    for select in reversed(list(tree.find_all(exp.Select))):
         source = select.args.get("from_")
         table = source.this if source is not None else None
-        if (not isinstance(table, exp.Table) or table.name not in ctx.datasources or table.name in ctx.cte_names
-                or select.args.get("joins")):
+        joins = select.args.get("joins") or []
+        for src in [table, *(j.this for j in joins)]:
+            _mark_passed_on(select, src, ctes)
+        if joins:
             continue
-        columns = multi.get(table.name) or set()
+        if isinstance(table, exp.Table) and table.name in ctes:
+            columns = set(ctes[table.name].meta.get(_PASSED_ON, ()))
+        elif isinstance(table, exp.Table) and table.name in ctx.datasources and table.name not in ctx.cte_names:
+            columns = multi.get(table.name) or set()
+        elif isinstance(table, exp.Subquery) and isinstance(table.this, exp.Select):
+            columns = set(table.this.meta.get(_PASSED_ON, ()))
+        else:
+            continue
         if columns or _reads_list_results(select):
             _Block(select, table, columns).rewrite()
     return tree
+
+
+def _mark_passed_on(select: exp.Select, source: exp.Expression | None, ctes: dict[str, exp.Select]) -> None:
+    """Mark the block's references to the multi-value columns a subquery or CTE passes on
+    (:data:`MULTI_VALUE`), so the array functions read them as lists as they read a table's."""
+    if isinstance(source, exp.Table) and source.name in ctes:
+        passed, alias = ctes[source.name].meta.get(_PASSED_ON, ()), source.alias_or_name
+    elif isinstance(source, exp.Subquery) and isinstance(source.this, exp.Select):
+        passed, alias = source.this.meta.get(_PASSED_ON, ()), source.alias_or_name
+    else:
+        return
+    for node in block_nodes(select, select):
+        if isinstance(node, exp.Column) and node.name in passed and (not node.table or node.table == alias):
+            node.meta[MULTI_VALUE] = True
+
+
+#: the multi-value columns a subquery or CTE block passes on as lists (a meta key of its SELECT)
+_PASSED_ON = "druid_multi_value_out"
+
+
+def _is_output(select: exp.Select) -> bool:
+    """Whether the block's rows are the query's answer (the top SELECT, or a branch of a top UNION)."""
+    parent = select.parent
+    while isinstance(parent, exp.SetOperation | exp.Subquery) and not (
+            isinstance(parent, exp.Subquery) and parent.alias):
+        parent = parent.parent
+    return parent is None
 
 
 def _consumed(node: exp.Expression, top: exp.Expression) -> bool:
@@ -74,7 +114,7 @@ def _reads_list_results(select: exp.Select) -> bool:
 
 
 class _Block:
-    def __init__(self, select: exp.Select, table: exp.Table, columns: set[str]) -> None:
+    def __init__(self, select: exp.Select, table: exp.Table | exp.Subquery, columns: set[str]) -> None:
         self.select = select
         self.table = table
         self.columns = columns
@@ -117,7 +157,7 @@ class _Block:
                 c.replace(exp.column(var))
         body = self.any_match(body, depth + 1)  # the next column, if it reads several
         lam = exp.Lambda(this=body, expressions=[exp.to_identifier(var)])
-        filtered = exp.Anonymous(this="LIST_FILTER", expressions=[exp.column(name, table=self.alias), lam])
+        filtered = exp.Anonymous(this="LIST_FILTER", expressions=[exp.column(name, table=self.alias or None), lam])
         return exp.GT(this=exp.Anonymous(this="LEN", expressions=[filtered]), expression=exp.Literal.number(0))
 
     def rewrite_filter(self, where: exp.Expression) -> None:
@@ -201,7 +241,18 @@ class _Block:
     # ---- scans ----------------------------------------------------------------------------------
 
     def render_scan(self) -> None:
-        """Values of a plain scan: one value as itself, several as their JSON array text."""
+        """Values of a plain scan: one value as itself, several as their JSON array text — in the
+        answer; a subquery or CTE passes its multi-value columns on as lists, marked for its reader."""
+        if not _is_output(self.select):
+            passed = []
+            for p in self.select.expressions:
+                target = p.this if isinstance(p, exp.Alias) else p
+                if self.is_multi(target):
+                    passed.append(p.alias_or_name)
+                elif isinstance(target, exp.Star):
+                    passed += sorted(self.columns)
+            self.select.meta[_PASSED_ON] = passed
+            return
         new = []
         for p in self.select.expressions:
             target = p.this if isinstance(p, exp.Alias) else p
@@ -209,7 +260,7 @@ class _Block:
                 name = p.alias if isinstance(p, exp.Alias) else target.name
                 new.append(exp.alias_(_rendered(target), name, quoted=True))
             elif isinstance(target, exp.Star):
-                replace = [exp.alias_(_rendered(exp.column(c, table=self.alias)), c, quoted=True)
+                replace = [exp.alias_(_rendered(exp.column(c, table=self.alias or None)), c, quoted=True)
                            for c in sorted(self.columns)]
                 new.append(exp.Star(replace=replace))
             else:
