@@ -9,7 +9,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 JVM_STAMP := .jvm/.fetched
 
-.PHONY: quickstart test test-fast test-reliability test-druid test-cluster lint jvm venv system clean help airflow
+.PHONY: quickstart test test-fast test-reliability test-druid test-druid-qa test-cluster lint jvm venv system clean help airflow
 
 help:
 	@echo "make quickstart  - set up and run the end-to-end demo on the embedded stack"
@@ -17,6 +17,7 @@ help:
 	@echo "make test-fast   - unit tests only (no JVM services)"
 	@echo "make test-reliability - hostile input, load with version swaps, kill -9 loops (also part of make test)"
 	@echo "make test-druid  - the Druid-cluster path against a real Apache Druid (the oracle)"
+	@echo "make test-druid-qa - Druid's own SQL QA suite, every case, with a per-suite report (build/druid-qa/)"
 	@echo "make test-cluster - the multi-node path: Kafka x3, HDFS NameNode + 2 DataNodes, Spark standalone (also part of make test)"
 	@echo "make lint        - ruff + the import-linter layer contracts"
 
@@ -88,6 +89,12 @@ test-fast: venv
 test-druid: system venv
 	mvn -q -B -f deploy/jvm/pom.xml -Pdruid -pl druid dependency:copy-dependencies
 	$(PY) -m pytest -q -m druid
+
+# Druid's own SQL QA suite (its quidem cases and datasets, read from ../shared/druid-qa, never copied):
+# every case, ~25 min; the per-suite report goes to build/druid-qa/ (summary.md, failures.json).
+# `make test` runs a fixed 1-in-5 sample of it as a regression guard (tests/druid_qa/test_druid_qa.py).
+test-druid-qa: venv
+	$(PY) -m tests.druid_qa --out build/druid-qa
 
 # The multi-node path on real processes (tests marked `cluster`, ~4 min; also part of `make test`):
 # `radctl cluster up`'s 3 Kafka nodes, HDFS with 2 DataNodes and Spark standalone with 2 workers, a broker

@@ -84,10 +84,7 @@ def multi_value_sql(expr: str, src: str, handling: str, dialect: str = "duckdb")
     java_list = "CASE WHEN __v LIKE '[%' THEN replace(replace(__v, '\"', ''), ',', ', ') ELSE __v END"
     values = (f"transform({values}, __v -> {java_list})" if spark
               else f"list_transform({values}, lambda __v: {java_list})")
-    if spark:
-        sort, distinct, length = "sort_array({}, true)", "array_distinct({})", "size"
-    else:
-        sort, distinct, length = "list_sort({}, 'ASC', 'NULLS FIRST')", "list_distinct({})", "len"
+    sort, length = ("sort_array({}, true)", "size") if spark else ("list_sort({}, 'ASC', 'NULLS FIRST')", "len")
     if handling == "SORTED_SET":
         # list_distinct drops NULL; Druid's sorted set keeps one
         keep_null = (f"CASE WHEN array_contains(transform({values}, __v -> __v IS NULL), true) "

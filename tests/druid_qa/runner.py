@@ -26,6 +26,7 @@ import re
 import sys
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -224,6 +225,38 @@ def write_report(out: Path, reports: dict[str, SuiteReport], outcomes: list[Outc
     (out / "failures.json").write_text(json.dumps(ordered, indent=1))
 
 
+PASSING_FILE = Path(__file__).parent / "passing.json"
+
+
+def passing_keys(outcomes: list[Outcome]) -> dict[str, list[int]]:
+    """The cases that pass, as {case file: [line of each statement]} (a regression baseline that holds
+    no text of Druid's files)."""
+    out: dict[str, list[int]] = collections.defaultdict(list)
+    for o in outcomes:
+        if o.status in ("passed", "order_undefined"):
+            out[o.case.file].append(o.case.line)
+    return {f: sorted(lines) for f, lines in sorted(out.items())}
+
+
+def in_sample(case: Case, every: int) -> bool:
+    """A fixed 1-in-``every`` sample of the cases (the same cases on every run and machine)."""
+    return every <= 1 or zlib.crc32(case.key.encode()) % every == 0
+
+
+def run_cases(root: Path, cases: list[Case], workers: int = 2,
+              log: Any = print) -> tuple[list[Outcome], list[DatasetLoad]]:
+    groups: dict[str, list[Case]] = collections.defaultdict(list)
+    for c in cases:
+        groups[c.datasets].append(c)
+    outcomes: list[Outcome] = []
+    loads: list[DatasetLoad] = []
+    for directory, group in sorted(groups.items()):
+        load, done = run_directory(root, directory, group, workers, log)
+        loads.append(load)
+        outcomes.extend(done)
+    return outcomes, loads
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.druid_qa", description=__doc__.split("\n\n")[0])
     p.add_argument("--suites", default=",".join(SUITES), help="comma-separated suites (default: all)")
@@ -231,26 +264,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=0, help="at most N cases per dataset directory (0: all)")
     p.add_argument("--workers", type=int, default=2, help="concurrent queries")
     p.add_argument("--match", default="", help="only case files whose name contains this")
+    p.add_argument("--sample", type=int, default=1, help="a fixed 1-in-N sample of the cases (1: all)")
+    p.add_argument("--record", action="store_true",
+                   help="write the passing cases to tests/druid_qa/passing.json (the regression baseline)")
     args = p.parse_args(argv)
     root = qa_root()
     if not root.is_dir():
         print(f"Druid's QA suite is not at {root} (set RADSTACK_DRUID_QA)", file=sys.stderr)
         return 2
-    cases = [c for c in load_cases(root, tuple(s for s in args.suites.split(",") if s)) if args.match in c.file]
-    groups: dict[str, list[Case]] = collections.defaultdict(list)
-    for c in cases:
-        groups[c.datasets].append(c)
+    cases = [c for c in load_cases(root, tuple(s for s in args.suites.split(",") if s))
+             if args.match in c.file and in_sample(c, args.sample)]
+    if args.limit:
+        per_dir: collections.Counter[str] = collections.Counter()
+        kept = []
+        for c in cases:
+            per_dir[c.datasets] += 1
+            if per_dir[c.datasets] <= args.limit:
+                kept.append(c)
+        cases = kept
     started = time.monotonic()
-    outcomes: list[Outcome] = []
-    loads: list[DatasetLoad] = []
-    print(f"{len(cases):,} cases in {len(groups)} dataset directories from {root}")
-    for directory, group in sorted(groups.items()):
-        chosen = group[: args.limit] if args.limit else group
-        load, done = run_directory(root, directory, chosen, args.workers)
-        loads.append(load)
-        outcomes.extend(done)
+    print(f"{len(cases):,} cases in {len({c.datasets for c in cases})} dataset directories from {root}")
+    outcomes, loads = run_cases(root, cases, args.workers)
     reports = summarize(outcomes)
     write_report(Path(args.out), reports, outcomes, loads)
+    if args.record:
+        PASSING_FILE.write_text(json.dumps(passing_keys(outcomes), separators=(",", ":")) + "\n")
     print(markdown(reports))
     print(f"{time.monotonic() - started:.0f} s; report in {args.out}/ (summary.md, failures.json)")
     return 0
