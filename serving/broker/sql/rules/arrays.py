@@ -127,9 +127,19 @@ def _slice(a: exp.Expression, start: exp.Expression, end: exp.Expression | None)
     return exp.Case(ifs=[exp.If(this=bad, true=exp.null())], default=sliced)
 
 
+_MV_VALUES = "druid_mv_values"  # meta key: the list of a multi-value string's values (MV_TO_ARRAY)
+
+
 def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.ArrayAgg):
-        return node  # DuckDB's ARRAY_AGG (a list, NULLs kept) has Druid's meaning; a size limit is ignored
+        return node  # DuckDB's ARRAY_AGG (a list, NULLs kept) has Druid's meaning; its size: aggregate_sizes
+    if isinstance(node, exp.Unnest) and len(node.expressions) == 1 and node.expressions[0].meta.get(_MV_VALUES):
+        # a multi-value row without values unnests to one NULL, as Druid reads it (one null value)
+        values = node.expressions[0]
+        some = exp.GT(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
+        node.set("expressions", [exp.Case(ifs=[exp.If(this=some, true=values.copy())],
+                                          default=exp.maybe_parse("CAST([NULL] AS VARCHAR[])", dialect="duckdb"))])
+        return node
     if type(node) in TYPED:
         node = _anonymous(node)
     name = anonymous_name(node)
@@ -138,6 +148,8 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     out = _translate(name, list(node.expressions), ctx)
     if name in _LIST_VALUED:
         out.meta[_LIST] = True
+    if name == "MV_TO_ARRAY":
+        out.meta[_MV_VALUES] = True
     return out
 
 
