@@ -43,3 +43,28 @@ def test_frames_druid_refuses(frame: str, message: str) -> None:
     with pytest.raises(DruidError, match=message) as e:
         _frame(frame)
     assert e.value.status == 400
+
+
+def test_rank_needs_an_order_by() -> None:
+    with pytest.raises(DruidError, match="require ORDER BY clause in window specification"):
+        translate("SELECT RANK() OVER (PARTITION BY page) FROM wiki", CATALOG)
+
+
+def test_tied_rows_keep_the_grouping_order(wiki: object) -> None:
+    # page/user groups of the wiki fixture; ordering by page alone ties the users of a page: Druid keeps
+    # them in grouping order (user ascending), so ROW_NUMBER, FIRST_VALUE and a ROWS frame see them so
+    from tests.unit.test_sql_execution import run
+
+    _, rows = run(wiki, 'SELECT page, "user", ROW_NUMBER() OVER (ORDER BY page) AS rn, '
+                        'FIRST_VALUE("user") OVER (ORDER BY page) AS fv, '
+                        'LAST_VALUE("user") OVER (ORDER BY page ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) AS nxt, '
+                        'COUNT(*) OVER (ORDER BY page) AS peers '
+                        'FROM wiki GROUP BY page, "user"')
+    assert sorted(rows, key=lambda r: r[2]) == [
+        ("Help", "alice", 1, "alice", "alice", 1),
+        ("Main", "alice", 2, "alice", "bob", 4),  # the default RANGE frame keeps ties as peers (COUNT 4)
+        ("Main", "bob", 3, "alice", "carol", 4),
+        ("Main", "carol", 4, "alice", "bob", 4),
+        ("Talk", "bob", 5, "alice", "dave", 6),
+        ("Talk", "dave", 6, "alice", "dave", 6),
+    ]
