@@ -47,7 +47,7 @@ def test_a_big_statement_is_planned_by_a_worker_process(wiki: Any) -> None:
     assert (here.sql, here.datasources) == (there.sql, there.datasources)
 
 
-@pytest.mark.parametrize("where", ["AND NOSUCH_FN(page) = 1", "AND page = ", "AND IPV4_MATCH(page, '1.2.3.4') = 1"])
+@pytest.mark.parametrize("where", ["AND NOSUCH_FN(page) = 1", "AND page = ", "AND BLOOM_FILTER_TEST(page, 'x') = 1"])
 def test_a_workers_error_is_the_servers(wiki: Any, where: str) -> None:
     catalog = catalog_of(wiki.service, wiki.service.state)
     with pytest.raises(DruidError) as here:

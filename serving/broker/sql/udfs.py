@@ -1,10 +1,13 @@
 """Python UDFs for the Druid functions DuckDB has no exact equivalent for (period floors with origins
-or odd periods, zoned shifts, Joda formatting and parsing, JSON_PATHS). Registered once per database."""
+or odd periods, zoned shifts, Joda formatting and parsing, JSON_PATHS, IP addresses, human-readable
+sizes, double ↔ long bits). Registered once per database."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
+import struct
 import threading
 from collections.abc import Callable, Iterator
 from functools import lru_cache, partial
@@ -179,6 +182,143 @@ def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float |
     return None if data is None else [quantile(data, f) for f in fractions or []]
 
 
+def _ipv4_long(text: str | None) -> int | None:
+    """An IPv4 address as Druid reads one: dotted-decimal text, or its integer form (0 … 2^32-1)."""
+    if text is None:
+        return None
+    t = text.strip()
+    if t.isdigit():
+        n = int(t)
+        return n if n < 2**32 else None
+    try:
+        return int(ipaddress.IPv4Address(t))
+    except ValueError:
+        return None
+
+
+def ipv4_parse(text: str | None) -> int | None:
+    """IPV4_PARSE: dotted-decimal → its integer; NULL when it is not an IPv4 address."""
+    return None if text is None or text.strip().isdigit() else _ipv4_long(text)
+
+
+def ipv4_stringify(text: str | None) -> str | None:
+    """IPV4_STRINGIFY: the integer form (or dotted text) → dotted-decimal; NULL when not an address."""
+    n = _ipv4_long(text)
+    return None if n is None else str(ipaddress.IPv4Address(n))
+
+
+@lru_cache(maxsize=256)
+def _network(subnet: str, v6: bool) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    try:
+        return ipaddress.IPv6Network(subnet, strict=False) if v6 else ipaddress.IPv4Network(subnet, strict=False)
+    except ValueError:
+        return None
+
+
+def ipv4_match(text: str | None, subnet: str | None) -> bool | None:
+    """IPV4_MATCH: whether the address (text or integer) is in the CIDR subnet; false when it is not one."""
+    if text is None or subnet is None:
+        return None
+    net, n = _network(subnet, False), _ipv4_long(text)
+    return net is not None and n is not None and ipaddress.IPv4Address(n) in net
+
+
+def ipv6_match(text: str | None, subnet: str | None) -> bool | None:
+    """IPV6_MATCH: whether the IPv6 address is in the CIDR subnet; false when it is not one."""
+    if text is None or subnet is None:
+        return None
+    net = _network(subnet, True)
+    try:
+        return net is not None and ipaddress.IPv6Address(text.strip()) in net
+    except ValueError:
+        return False
+
+
+_HUMAN_UNITS = {"binary": (1024, ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"], "B"),
+                "decimal_byte": (1000, ["", "K", "M", "G", "T", "P", "E"], "B"),
+                "decimal": (1000, ["", "K", "M", "G", "T", "P", "E"], "")}
+
+
+def human_readable(value: int | None, precision: int | None, kind: str | None) -> str | None:
+    """HUMAN_READABLE_*_FORMAT: Druid's HumanReadableBytes — below one unit the number as it is, else
+    the value in the largest unit it reaches with ``precision`` (0–3, default 2) decimals, truncated
+    (``HUMAN_READABLE_DECIMAL_BYTE_FORMAT(1048576)`` is ``1.04 MB``)."""
+    if value is None:
+        return None
+    digits = 2 if precision is None else int(precision)
+    if not 0 <= digits <= 3:
+        raise ValueError(f"precision [{digits}] must be in the range of [0,3]")
+    base, units, suffix = _HUMAN_UNITS[str(kind)]
+    if -base < value < base:
+        return f"{value} {suffix}".strip()
+    magnitude, exp_unit = abs(value), 0
+    while magnitude >= base and exp_unit < len(units) - 1:
+        magnitude //= base
+        exp_unit += 1
+    scale = base ** exp_unit
+    whole, rest = divmod(abs(value), scale)
+    fraction = (rest * 10**digits) // scale
+    number = f"{whole}.{fraction:0{digits}d}" if digits else f"{whole}"
+    return f"{'-' if value < 0 else ''}{number} {units[exp_unit]}{suffix}".strip()
+
+
+def double_to_long_bits(x: float | None) -> int | None:
+    return None if x is None else struct.unpack("<q", struct.pack("<d", x))[0]
+
+
+def long_bits_to_double(n: int | None) -> float | None:
+    return None if n is None else struct.unpack("<d", struct.pack("<q", n))[0]
+
+
+def parse_long(text: str | None, radix: int | None) -> int | None:
+    """PARSE_LONG(s, radix): Java's Long.parseLong; NULL when it does not parse (or is out of range)."""
+    if text is None or radix is None or not 2 <= radix <= 36:
+        return None
+    try:
+        n = int(text.strip(), int(radix))
+    except ValueError:
+        return None
+    return n if -(2**63) <= n < 2**63 else None
+
+
+_JAVA_CONVERSION = re.compile(r"%(?:(\d+)\$)?([-#+ 0,(]*)(\d+)?(\.\d+)?([a-zA-Z%])")
+
+
+def string_format(pattern: str | None, args_json: str | None) -> str | None:
+    """STRING_FORMAT(pattern, args…): Java's String.format for its common conversions (%s %d %f %e %x
+    %o %c %b %% %n, widths, precisions, argument indexes); a NULL argument prints ``null``."""
+    if pattern is None:
+        return None
+    args = json.loads(args_json) if args_json else []
+    position = 0
+
+    def one(m: re.Match[str]) -> str:
+        nonlocal position
+        index, flags, width, prec, conv = m.groups()
+        if conv == "%":
+            return "%"
+        if conv == "n":
+            return "\n"
+        if index is not None:
+            value = args[int(index) - 1] if int(index) - 1 < len(args) else None
+        else:
+            value = args[position] if position < len(args) else None
+            position += 1
+        spec = "%" + flags.replace(",", "").replace("(", "") + (width or "") + (prec or "")
+        if value is None or conv in "sS":
+            text = "null" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
+            out = (spec + "s") % (text if prec is None else text[: int(prec[1:])])
+        elif conv in "bB":
+            out = (spec + "s") % ("true" if value else "false")
+        elif conv in "cC":
+            out = (spec + "s") % (chr(int(value)) if isinstance(value, int) else str(value)[:1])
+        else:
+            out = (spec + conv) % value
+        return out.upper() if conv.isupper() else out
+
+    return _JAVA_CONVERSION.sub(one, pattern)
+
+
 B, V = "BIGINT", "VARCHAR"
 #: the UDFs that take whole Arrow batches (the others are called once per row)
 ARROW_UDFS = frozenset({"DRUID_HLL_MERGE", "DRUID_THETA_MERGE", "DRUID_HLL_MERGE_SINGLES",
@@ -190,6 +330,15 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FORMAT": (time_format, [B, V, V], V),
     "DRUID_TIME_PARSE": (time_parse, [V, V, V], B),
     "DRUID_JSON_PATHS": (json_paths, [V], "VARCHAR[]"),
+    "DRUID_IPV4_PARSE": (ipv4_parse, [V], B),
+    "DRUID_IPV4_STRINGIFY": (ipv4_stringify, [V], V),
+    "DRUID_IPV4_MATCH": (ipv4_match, [V, V], "BOOLEAN"),
+    "DRUID_IPV6_MATCH": (ipv6_match, [V, V], "BOOLEAN"),
+    "DRUID_HUMAN_READABLE": (human_readable, [B, "INTEGER", V], V),
+    "DRUID_PARSE_LONG": (parse_long, [V, "INTEGER"], B),
+    "DRUID_STRING_FORMAT": (string_format, [V, V], V),
+    "DRUID_DOUBLE_TO_LONG_BITS": (double_to_long_bits, ["DOUBLE"], B),
+    "DRUID_LONG_BITS_TO_DOUBLE": (long_bits_to_double, [B], "DOUBLE"),
     # DataSketches (rules/sketches.py): LIST(values) of a group → one sketch; estimates and quantiles
     "DRUID_HLL_BUILD": (hll_build, ["VARCHAR[]", "INTEGER", V], "BLOB"),
     "DRUID_HLL_MERGE": (hll_merge_batch, ["BLOB[]", "INTEGER", V], "BLOB"),

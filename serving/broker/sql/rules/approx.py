@@ -9,6 +9,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
 
 
@@ -19,6 +20,9 @@ def _acd(arg: exp.Expression) -> exp.Expression:
 def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.ApproxDistinct):
         return _acd(node.this)
+    if anonymous_name(node) == "APPROX_COUNT_DISTINCT_BUILTIN":  # Druid's own HLL: an estimate, as here
+        (arg,) = call_args(node, (1,), "APPROX_COUNT_DISTINCT_BUILTIN")
+        return _acd(arg)
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Distinct) and ctx.approximate_count_distinct:
         cols = node.this.expressions
         if len(cols) == 1:
@@ -36,4 +40,5 @@ def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = approx
 ORDER = 110
+ACCEPTS = frozenset({"APPROX_COUNT_DISTINCT_BUILTIN"})
 EMITS = frozenset({"APPROX_COUNT_DISTINCT", "APPROX_QUANTILE"})

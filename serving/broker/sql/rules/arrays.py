@@ -35,13 +35,13 @@ _ARITY: dict[str, tuple[int, ...]] = {
     "SLICE": (2, 3), "FILTER_ONLY": (2,), "FILTER_NONE": (2,),
 }
 FUNCTIONS = frozenset({f"MV_{k}" for k in _ARITY} | {f"ARRAY_{k}" for k in _ARITY if k not in ("TO_ARRAY",)}
-                      | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG"})
+                      | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG", "ARRAY_TO_MV", "SCALAR_IN_ARRAY"})
 _VAR = "__array_value"
 _LIST = "druid_list"  # meta key: a node this rule wrote that is a list
 #: The functions of this rule whose result is an array (or a multi-value string, a list here).
 _LIST_VALUED = frozenset({f"{p}_{op}" for p in ("MV", "ARRAY") for op in ("TO_ARRAY", "APPEND", "PREPEND", "CONCAT",
                                                                           "SLICE", "FILTER_ONLY", "FILTER_NONE")}
-                         | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG"})
+                         | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG", "ARRAY_TO_MV"})
 #: Array functions sqlglot parses into typed nodes: their Druid names (arguments in ``arg_types`` order).
 TYPED: dict[type[exp.Expression], str] = {
     exp.ArraySize: "ARRAY_LENGTH", exp.ArrayContains: "ARRAY_CONTAINS", exp.ArrayToString: "ARRAY_TO_STRING",
@@ -158,6 +158,16 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
         if len(args) not in (1, 2):
             raise validation_error("ARRAY_CONCAT_AGG takes 1 or 2 arguments")
         return concatenated_arrays(args[0], distinct=False)
+    if name == "ARRAY_TO_MV":  # a multi-value string is a list of strings here
+        if len(args) != 1:
+            raise validation_error("ARRAY_TO_MV takes 1 argument")
+        a = _as_list(args[0])
+        return call("LIST_TRANSFORM", a, exp.Lambda(this=exp.cast(exp.column(_VAR), "VARCHAR"),
+                                                    expressions=[exp.to_identifier(_VAR)]))
+    if name == "SCALAR_IN_ARRAY":
+        if len(args) != 2:
+            raise validation_error("SCALAR_IN_ARRAY takes 2 arguments")
+        return call("LIST_CONTAINS", _as_list(args[1]), args[0])
     if name in ("STRING_TO_MV", "STRING_TO_ARRAY"):
         if len(args) != 2:
             raise validation_error(f"{name} takes 2 arguments")
@@ -219,4 +229,4 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
 FUNCTION_RULE = arrays
 ORDER = 170
 ACCEPTS = FUNCTIONS
-EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_RESIZE", "LIST_SLICE", "REGEXP_REPLACE", "STRING_SPLIT_REGEX"})
+EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_RESIZE", "LIST_SLICE", "LIST_TRANSFORM", "REGEXP_REPLACE", "STRING_SPLIT_REGEX"})

@@ -113,6 +113,15 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         if len(args) != 2:
             raise validation_error("JSON_QUERY takes 2 arguments: JSON_QUERY(expr, path)")
         return call("JSON_EXTRACT", args[0], _lit(_path_text(args[1], name)))
+    if name == "JSON_QUERY_ARRAY":  # the array at path as an array of JSON; any other value wrapped in one
+        if len(args) != 2:
+            raise validation_error("JSON_QUERY_ARRAY takes 2 arguments: JSON_QUERY_ARRAY(expr, path)")
+        value = call("JSON_EXTRACT", args[0], _lit(_path_text(args[1], name)))
+        is_array = exp.EQ(this=call("JSON_TYPE", value.copy()), expression=_lit("ARRAY"))
+        listed = exp.FromJson(this=value.copy(), expression=_lit('["JSON"]'))
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Null()),
+                             exp.If(this=is_array, true=listed)],
+                        default=exp.Array(expressions=[value]))
     if name == "JSON_PATHS":
         if len(args) != 1:
             raise validation_error("JSON_PATHS takes 1 argument")
@@ -135,7 +144,7 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = json_functions
 ORDER = 160
-ACCEPTS = frozenset({"JSON_QUERY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
+ACCEPTS = frozenset({"JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
 EMITS = frozenset({"JSON", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
 # JSON_VALUE(… RETURNING … ARRAY): radstack.value_sql.array_sql's element-wise conversion
 EMITS_CLASSES = (exp.FromJson, exp.Transform, exp.RegexpFullMatch, exp.Trunc, exp.JSONType, exp.JSONExtractScalar)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
 
@@ -41,10 +40,8 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if name == "BTRIM":
         args = call_args(node, (1, 2), name)
         return call("TRIM", *args)
-    if name == "PARSE_LONG":
-        args = call_args(node, (1, 2), name)
-        if len(args) == 2 and not (isinstance(args[1], exp.Literal) and str(args[1].this) == "10"):
-            raise validation_error("PARSE_LONG supports radix 10 only")
+    if name == "PARSE_LONG":  # with a radix: rules/scalar_udfs.py
+        args = call_args(node, (1,), name)
         return exp.TryCast(this=args[0], to=exp.DataType.build("BIGINT"))
     if name in ("BITWISE_AND", "BITWISE_OR", "BITWISE_XOR"):
         a, b = call_args(node, (2,), name)

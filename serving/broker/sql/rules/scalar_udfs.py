@@ -1,0 +1,70 @@
+"""Druid's scalar functions that run as Python UDFs (serving/broker/sql/udfs.py), one line each:
+
+| Druid | UDF |
+| --- | --- |
+| ``IPV4_MATCH(address, subnet)`` | ``DRUID_IPV4_MATCH`` (an address as dotted text or its integer; false when not one) |
+| ``IPV4_PARSE(address)`` / ``IPV4_STRINGIFY(address)`` | ``DRUID_IPV4_PARSE`` / ``DRUID_IPV4_STRINGIFY`` (NULL when not an address) |
+| ``IPV6_MATCH(address, subnet)`` | ``DRUID_IPV6_MATCH`` |
+| ``HUMAN_READABLE_BINARY_BYTE_FORMAT`` / ``…_DECIMAL_BYTE_FORMAT`` / ``…_DECIMAL_FORMAT(value[, precision])`` | ``DRUID_HUMAN_READABLE`` |
+| ``BITWISE_CONVERT_DOUBLE_TO_LONG_BITS(x)`` / ``BITWISE_CONVERT_LONG_BITS_TO_DOUBLE(x)`` | ``DRUID_DOUBLE_TO_LONG_BITS`` / ``DRUID_LONG_BITS_TO_DOUBLE`` |
+| ``STRING_FORMAT(pattern, args…)`` | ``DRUID_STRING_FORMAT`` (Java's String.format; arguments passed as a JSON array) |
+| ``PARSE_LONG(s, radix)`` | ``DRUID_PARSE_LONG`` (Java's Long.parseLong; base 10 stays ``TRY_CAST``, rules/strings.py) |
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name, call_args
+from serving.broker.sql.timeexpr import call
+
+#: Druid name → (UDF, argument counts, how each argument is passed)
+_SIMPLE = {
+    "IPV4_MATCH": ("DRUID_IPV4_MATCH", (2,), ("VARCHAR", "VARCHAR")),
+    "IPV4_PARSE": ("DRUID_IPV4_PARSE", (1,), ("VARCHAR",)),
+    "IPV4_STRINGIFY": ("DRUID_IPV4_STRINGIFY", (1,), ("VARCHAR",)),
+    "IPV6_MATCH": ("DRUID_IPV6_MATCH", (2,), ("VARCHAR", "VARCHAR")),
+    "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS": ("DRUID_DOUBLE_TO_LONG_BITS", (1,), ("DOUBLE",)),
+    "BITWISE_CONVERT_LONG_BITS_TO_DOUBLE": ("DRUID_LONG_BITS_TO_DOUBLE", (1,), ("BIGINT",)),
+}
+_HUMAN = {"HUMAN_READABLE_BINARY_BYTE_FORMAT": "binary", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "decimal_byte",
+          "HUMAN_READABLE_DECIMAL_FORMAT": "decimal"}
+
+
+def scalar_udfs(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    name = anonymous_name(node)
+    if name in _SIMPLE:
+        udf, counts, types = _SIMPLE[name]
+        args = call_args(node, counts, name)
+        ctx.udfs.add(udf)
+        return call(udf, *(exp.cast(a, t) for a, t in zip(args, types, strict=False)))
+    if name == "STRING_FORMAT":
+        args = list(node.expressions)
+        if not args:
+            raise validation_error("STRING_FORMAT takes a pattern and its arguments")
+        ctx.udfs.add("DRUID_STRING_FORMAT")
+        values = call("JSON_ARRAY", *args[1:]) if len(args) > 1 else exp.Literal.string("[]")
+        return call("DRUID_STRING_FORMAT", exp.cast(args[0], "VARCHAR"), exp.cast(values, "VARCHAR"))
+    if name == "PARSE_LONG":
+        args = call_args(node, (1, 2), name)
+        if len(args) == 2:
+            ctx.udfs.add("DRUID_PARSE_LONG")
+            return call("DRUID_PARSE_LONG", exp.cast(args[0], "VARCHAR"), exp.cast(args[1], "INTEGER"))
+        return node  # base 10: rules/strings.py
+    if name in _HUMAN:
+        args = call_args(node, (1, 2), name)
+        ctx.udfs.add("DRUID_HUMAN_READABLE")
+        precision = exp.cast(args[1], "INTEGER") if len(args) > 1 else exp.Literal.number(2)
+        value = exp.TryCast(this=args[0], to=exp.DataType.build("BIGINT"))
+        return call("DRUID_HUMAN_READABLE", value, precision, exp.Literal.string(_HUMAN[name]))
+    return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+FUNCTION_RULE = scalar_udfs
+ORDER = 129
+ACCEPTS = frozenset(_SIMPLE) | frozenset(_HUMAN) | {"STRING_FORMAT"}
+EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()}
+                  | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY"})
