@@ -68,3 +68,12 @@ def test_tied_rows_keep_the_grouping_order(wiki: object) -> None:
         ("Talk", "bob", 5, "alice", "dave", 6),
         ("Talk", "dave", 6, "alice", "dave", 6),
     ]
+
+
+def test_a_select_alias_is_not_a_window_key() -> None:
+    # Calcite resolves no SELECT alias inside OVER (…): Druid's "Column 's' not found in any table"
+    for sql in ("SELECT UPPER(page) AS s, COUNT(*) OVER (PARTITION BY s) FROM wiki",
+                "SELECT UPPER(page) AS s, ROW_NUMBER() OVER w FROM wiki WINDOW w AS (ORDER BY s)"):
+        with pytest.raises(DruidError, match="Column 's' not found in any table"):
+            translate(sql, CATALOG)
+    translate("SELECT page AS page, ROW_NUMBER() OVER (ORDER BY page) FROM wiki", CATALOG)  # a column

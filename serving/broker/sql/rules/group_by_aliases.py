@@ -1,6 +1,6 @@
 """Druid (Calcite with Druid's conformance) does not let GROUP BY name a SELECT alias: ``SELECT
 UPPER(page) AS p … GROUP BY p`` is refused with ``Column 'p' not found in any table`` (group by the
-expression or its ordinal instead). DuckDB would accept it, so this rule refuses the same statements,
+expression or its ordinal instead); nor a window's ``PARTITION BY`` / ``ORDER BY``. DuckDB would accept it, so this rule refuses the same statements,
 and a query that works here also works on Druid.
 
 Checked per SELECT block whose sources' columns are known (datasources, subqueries and CTEs with
@@ -14,14 +14,27 @@ from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import column_not_found
 
 
+def _window_keys(select: exp.Select) -> list[exp.Expression]:
+    """The PARTITION BY and ORDER BY expressions of the block's windows (named ones included)."""
+    keys: list[exp.Expression] = []
+    windows = [w for w in select.find_all(exp.Window) if w.parent_select is select]
+    for w in windows + list(select.args.get("windows") or []):
+        keys += list(w.args.get("partition_by") or [])
+        order = w.args.get("order")
+        keys += [o.this for o in (order.expressions if order is not None else [])]
+    return keys
+
+
 def check_group_by_aliases(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     ctes = {c.alias_or_name: c.this for c in tree.find_all(exp.CTE)}
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
-        if group is None:
+        candidates = list(group.expressions) if group is not None else []
+        candidates += _window_keys(select)  # Calcite resolves no SELECT alias inside OVER (…) either
+        if not candidates:
             continue
         aliases = {e.alias for e in select.expressions if isinstance(e, exp.Alias)}
-        keys = [k for k in group.expressions if isinstance(k, exp.Column) and not k.table and k.name in aliases]
+        keys = [k for k in candidates if isinstance(k, exp.Column) and not k.table and k.name in aliases]
         if not keys:
             continue
         columns = _source_columns(select, ctx, ctes)
