@@ -311,3 +311,11 @@ def test_array_and_string_agg_honour_their_size(wiki: Any) -> None:
         with pytest.raises(DruidError) as ei:
             run(wiki, sql)
         assert ei.value.status == 400 and f"is larger than max [{limit}]" in ei.value.message, sql
+
+
+def test_timestamps_in_arrays_and_strings_are_millis(wiki: Any) -> None:
+    # Druid's arrays have no TIMESTAMP element: ARRAY_AGG(__time), ARRAY[__time] and STRING_AGG(__time)
+    # hold epoch millis
+    _, rows = run(wiki, "SELECT ARRAY_AGG(DISTINCT __time), STRING_AGG(DISTINCT __time, '|'), "
+                        "ARRAY[TIMESTAMP '2024-01-01 00:00:00'] FROM wiki WHERE page = 'Talk'")
+    assert rows == [([1704070800000, 1704160800000], "1704070800000|1704160800000", [1704067200000])]

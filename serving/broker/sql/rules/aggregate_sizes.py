@@ -13,6 +13,7 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.dialect import MAX_SIZE_BYTES
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.type_rules import is_floating, is_integer
 
@@ -54,7 +55,9 @@ def _estimate(result: exp.Expression, numeric: bool) -> exp.Expression:
 def _checked(whole: exp.Expression, agg: exp.Expression) -> exp.Expression:
     limit = _max_size(agg)
     values = _values(agg)
-    numeric = isinstance(agg, exp.ArrayAgg) and (is_integer(values) or is_floating(values))
+    numeric = isinstance(agg, exp.ArrayAgg) and (
+        is_integer(values) or is_floating(values) or anonymous_name(values) == "EPOCH_MS"  # __time as millis
+        or (isinstance(values, exp.Cast) and values.to.is_type(*exp.DataType.NUMERIC_TYPES)))
     as_list = whole.copy()
     if isinstance(agg, exp.GroupConcat):  # STRING_AGG: the same values, as strings, in a list beside it
         inner = as_list if isinstance(as_list, exp.GroupConcat) else as_list.find(exp.GroupConcat)
