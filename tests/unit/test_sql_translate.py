@@ -238,3 +238,14 @@ def test_the_relation_check_refuses_what_a_rule_could_let_through() -> None:
         with pytest.raises(DruidError) as ei:
             check_relations(sqlglot.parse_one(sql, dialect="duckdb"), allowed)
         assert ei.value.status == 400 and "not found" in ei.value.message
+
+
+def test_parameters_bind_in_the_order_of_the_text() -> None:
+    # sqlglot walks a tree breadth first and attaches WITH after the SELECT: three ? in an AND chain
+    # were bound out of order (a silent wrong answer); the binding follows the statement's text
+    params = [{"type": "VARCHAR", "value": v} for v in ("p", "u", "c")] + [{"type": "BIGINT", "value": 5},
+                                                                         {"type": "DOUBLE", "value": 0.5}]
+    t = translate("WITH x AS (SELECT page FROM wiki WHERE page = ?) SELECT COUNT(*) FROM wiki "
+                  "WHERE \"user\" = ? AND page = ? AND added > ? AND added * 1.0 > ?", CATALOG, parameters=params)
+    assert t.sql.index("= 'p'") < t.sql.index("= 'u'") < t.sql.index("= 'c'") < t.sql.index("> 5")
+    assert "> CAST(0.5 AS DOUBLE)" in t.sql

@@ -43,8 +43,23 @@ def literal(param: dict[str, Any], position: int) -> exp.Expression:
     raise validation_error(f"Unsupported parameter type [{typ}] at position [{position}]")
 
 
+def _in_text_order(tree: exp.Expression) -> list[exp.Placeholder]:
+    """The ``?`` placeholders in the order they appear in the statement (the tree's walk order is not
+    that order: breadth-first, and a WITH clause is attached after the SELECT it precedes). Each is
+    found by a marker in the SQL the tree writes, which follows the text."""
+    found = [p for p in tree.walk() if isinstance(p, exp.Placeholder)]
+    if len(found) < 2:
+        return found
+    copy = tree.copy()
+    for i, p in enumerate([p for p in copy.walk() if isinstance(p, exp.Placeholder)]):
+        p.replace(exp.Literal.string(f"__radstack_parameter_{i}__"))
+    text = copy.sql()
+    position = {i: text.index(f"'__radstack_parameter_{i}__'") for i in range(len(found))}
+    return [found[i] for i in sorted(position, key=position.__getitem__)]
+
+
 def bind_parameters(tree: exp.Expression, parameters: list[dict[str, Any]]) -> exp.Expression:
-    placeholders = [p for p in tree.walk() if isinstance(p, exp.Placeholder)]
+    placeholders = _in_text_order(tree)
     if len(placeholders) > len(parameters):
         raise validation_error(f"No value bound for parameter (position [{len(parameters) + 1}])")
     for i, ph in enumerate(placeholders):
