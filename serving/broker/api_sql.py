@@ -130,7 +130,8 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
         raise
     stringify = stringify_arrays(context)
     writer = ResultWriter(fmt, result.columns, header=header, types_header=types_header,
-                          sql_types_header=sql_types_header, stringify_arrays=stringify)
+                          sql_types_header=sql_types_header, stringify_arrays=stringify,
+                          time_zone=context.get("sqlTimeZone"))
     headers = {"X-Druid-SQL-Query-Id": qid, **projection_header(result.translation.projections)}
     if header:
         headers["X-Druid-SQL-Header-Included"] = "yes"

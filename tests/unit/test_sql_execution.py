@@ -319,3 +319,17 @@ def test_timestamps_in_arrays_and_strings_are_millis(wiki: Any) -> None:
     _, rows = run(wiki, "SELECT ARRAY_AGG(DISTINCT __time), STRING_AGG(DISTINCT __time, '|'), "
                         "ARRAY[TIMESTAMP '2024-01-01 00:00:00'] FROM wiki WHERE page = 'Talk'")
     assert rows == [([1704070800000, 1704160800000], "1704070800000|1704160800000", [1704067200000])]
+
+
+def test_the_session_time_zone_reads_literals_and_writes_results(wiki: Any) -> None:
+    # Druid: with sqlTimeZone a TIMESTAMP literal is wall-clock time there, and results are written there
+    la = {"sqlTimeZone": "America/Los_Angeles"}
+    # 2024-01-01 00:00 in Los Angeles is 08:00Z: only day 2's events are at or after it
+    _, rows = run(wiki, "SELECT COUNT(*) FROM wiki WHERE __time >= TIMESTAMP '2024-01-01 00:00:00'", context=la)
+    assert rows == run(wiki, "SELECT COUNT(*) FROM wiki WHERE __time >= TIMESTAMP '2024-01-01 08:00:00'")[1]
+    res = execute(wiki.service, "SELECT MIN(__time) FROM wiki", metadata=wiki.metadata, context=la)
+    try:
+        out = ResultWriter("array", res.columns, time_zone="America/Los_Angeles").write_all(res.batches()).decode()
+    finally:
+        res.close()
+    assert out == '[["2023-12-31T16:00:00.000-08:00"]]\n'

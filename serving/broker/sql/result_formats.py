@@ -9,6 +9,7 @@ import base64
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
 from decimal import Decimal
 from typing import Any
 
@@ -17,6 +18,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.time.joda import zone
+from radstack.time.sql import is_utc_zone
 from serving.errors import DruidError
 
 FORMATS = ("object", "array", "objectLines", "arrayLines", "csv")
@@ -85,14 +88,25 @@ class Column:
     native_type: str  # LONG, DOUBLE, FLOAT, STRING, ARRAY<…>
 
 
-def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool) -> list[Any]:
+def _zoned(values: list[Any], tz: tzinfo) -> list[Any]:
+    """Instants (UTC datetimes) as Druid writes them in a session zone: ``2024-01-01T00:00:00.000-08:00``."""
+    return [None if v is None else v.replace(tzinfo=UTC).astimezone(tz).isoformat(timespec="milliseconds")
+            for v in values]
+
+
+def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool, tz: tzinfo | None = None) -> list[Any]:
     t = arr.type
     if pa.types.is_timestamp(t):
         ms = arr.cast(pa.timestamp("ms"), safe=False)
         if t.tz is not None:
             ms = ms.cast(pa.timestamp("ms"))
+        if tz is not None:
+            return _zoned(ms.to_pylist(), tz)
         return pc.strftime(ms, format="%Y-%m-%dT%H:%M:%SZ").to_pylist()
     if pa.types.is_date(t):
+        if tz is not None:  # a DATE is midnight in the session zone
+            return [None if v is None else datetime(v.year, v.month, v.day, tzinfo=tz).isoformat(timespec="milliseconds")
+                    for v in arr.to_pylist()]
         return [None if v is None else f"{v.isoformat()}T00:00:00.000Z" for v in arr.to_pylist()]
     if pa.types.is_decimal(t):
         if t.scale == 0:
@@ -156,8 +170,10 @@ class ResultWriter:
     """Turns record batches into the chunks of one response body."""
 
     def __init__(self, fmt: str, columns: list[Column], *, header: bool = False, types_header: bool = False,
-                 sql_types_header: bool = False, stringify_arrays: bool = True) -> None:
+                 sql_types_header: bool = False, stringify_arrays: bool = True, time_zone: str | None = None) -> None:
         self.fmt = check_format(fmt)
+        #: ``sqlTimeZone``: TIMESTAMP and DATE values are written in it, with its offset (None: UTC, ``Z``)
+        self.tz = None if is_utc_zone(time_zone) else zone(time_zone)
         self.columns = columns
         self.header = header
         self.types_header = types_header
@@ -209,7 +225,7 @@ class ResultWriter:
         return out
 
     def rows(self, batch: pa.RecordBatch) -> str:
-        cols = [_python_column(batch.column(i), c, self.stringify_arrays) for i, c in enumerate(self.columns)]
+        cols = [_python_column(batch.column(i), c, self.stringify_arrays, self.tz) for i, c in enumerate(self.columns)]
         parts: list[str] = []
         f32 = self._float32
         if self.fmt in ("object", "objectLines"):

@@ -5,12 +5,16 @@ does (``CAST(2.7 AS BIGINT)`` is 2, where DuckDB rounds to 3)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlglot import exp
 
+from radstack.time.joda import zone
+from radstack.time.sql import is_utc_zone
 from radstack.value_sql import numeric_cast_sql
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules.implicit_casts import number_literal
-from serving.broker.sql.timeexpr import call, from_millis, to_millis
+from serving.broker.sql.timeexpr import call, from_millis, to_millis, ts_literal
 from serving.broker.sql.type_rules import (
     FLOATING,
     INTEGER,
@@ -28,6 +32,8 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return node
     target = node.to.this
     src = node.this
+    if target in TIMESTAMPS and isinstance(src, exp.Literal) and src.is_string and not is_utc_zone(ctx.time_zone):
+        return _zoned_literal(str(src.this), ctx.time_zone) or node
     if target in INTEGER and is_timestamp(src):
         return exp.cast(to_millis(src), node.to)
     if target in INTEGER and is_floating(src):
@@ -56,3 +62,14 @@ def _text_to_number(src: exp.Expression, to: exp.DataType, integer: bool) -> exp
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 EMITS = frozenset({"STRFTIME"})
 EMITS_CLASSES = (exp.RegexpFullMatch, exp.Trunc, exp.Trim)  # radstack.value_sql.numeric_cast_sql
+
+
+def _zoned_literal(text: str, tz: str) -> exp.Expression | None:
+    """A TIMESTAMP literal read as Druid reads it: wall-clock time in the session's ``sqlTimeZone``."""
+    try:
+        local = datetime.fromisoformat(text.strip().replace(" ", "T"))
+    except ValueError:
+        return None
+    if local.tzinfo is None:
+        local = local.replace(tzinfo=zone(tz))
+    return ts_literal(int(local.timestamp() * 1000))
