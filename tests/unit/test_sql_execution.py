@@ -333,3 +333,9 @@ def test_the_session_time_zone_reads_literals_and_writes_results(wiki: Any) -> N
     finally:
         res.close()
     assert out == '[["2023-12-31T16:00:00.000-08:00"]]\n'
+
+
+def test_doubles_cast_to_text_as_java_writes_them(wiki: Any) -> None:
+    _, rows = run(wiki, "SELECT CAST(SUM(delta) * 1e8 AS VARCHAR), CAST(MIN(delta) AS VARCHAR), "
+                        "POSITION('a' IN 'banana' FROM 3) FROM wiki")
+    assert rows == [("7.75E8", "-1.0", 4)]

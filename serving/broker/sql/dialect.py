@@ -43,8 +43,17 @@ def _array_agg(args: list[exp.Expression]) -> exp.Expression:
     return node
 
 
+def _position(parser: DruidParser) -> exp.Expression:
+    """``POSITION(needle IN haystack [FROM start])`` (Calcite's form; sqlglot reads no FROM)."""
+    position = parser._parse_position()
+    if position.args.get("position") is None and parser._match(TokenType.FROM):
+        position.set("position", parser._parse_bitwise())
+    return position
+
+
 class DruidSqlParser(DruidParser):
     NO_PAREN_FUNCTION_PARSERS = {**DruidParser.NO_PAREN_FUNCTION_PARSERS, "PI": _pi}
+    FUNCTION_PARSERS = {**DruidParser.FUNCTION_PARSERS, "POSITION": _position}
     FUNCTIONS = {
         **DruidParser.FUNCTIONS,
         "TIMESTAMPADD": _anonymous("TIMESTAMPADD"),

@@ -29,6 +29,7 @@ from radstack.sketches.theta_merge import merge_theta_lists
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import datetime_to_ms, ms_to_datetime
 from radstack.time.joda import format_millis, parse_to_millis, zone
+from serving.broker.sql.result_formats import java_double, java_float
 
 _lock = threading.Lock()
 _registered: set[tuple[object, str]] = set()
@@ -319,6 +320,15 @@ def string_format(pattern: str | None, args_json: str | None) -> str | None:
     return _JAVA_CONVERSION.sub(one, pattern)
 
 
+def double_text(x: float | None) -> str | None:
+    """CAST(double AS VARCHAR) as Java writes a double (``2.434E8``, ``1.0``)."""
+    return None if x is None else java_double(x)
+
+
+def float_text(x: float | None) -> str | None:
+    return None if x is None else java_float(x)
+
+
 B, V = "BIGINT", "VARCHAR"
 #: the UDFs that take whole Arrow batches (the others are called once per row)
 ARROW_UDFS = frozenset({"DRUID_HLL_MERGE", "DRUID_THETA_MERGE", "DRUID_HLL_MERGE_SINGLES",
@@ -336,6 +346,8 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_IPV6_MATCH": (ipv6_match, [V, V], "BOOLEAN"),
     "DRUID_HUMAN_READABLE": (human_readable, [B, "INTEGER", V], V),
     "DRUID_PARSE_LONG": (parse_long, [V, "INTEGER"], B),
+    "DRUID_DOUBLE_TEXT": (double_text, ["DOUBLE"], V),
+    "DRUID_FLOAT_TEXT": (float_text, ["FLOAT"], V),
     "DRUID_STRING_FORMAT": (string_format, [V, V], V),
     "DRUID_DOUBLE_TO_LONG_BITS": (double_to_long_bits, ["DOUBLE"], B),
     "DRUID_LONG_BITS_TO_DOUBLE": (long_bits_to_double, [B], "DOUBLE"),

@@ -20,6 +20,7 @@ from serving.broker.sql.type_rules import (
     INTEGER,
     TEXT,
     TIMESTAMPS,
+    is_decimal,
     is_floating,
     is_integer,
     is_text,
@@ -43,6 +44,10 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return from_millis(src)
     if target in TEXT and is_timestamp(src):
         return call("STRFTIME", src, exp.Literal.string("%Y-%m-%d %H:%M:%S"))
+    if target in TEXT and is_floating(src) and not is_decimal(src):  # as Java writes a double: 2.434E8
+        udf = "DRUID_FLOAT_TEXT" if _type_of(src) == exp.DType.FLOAT else "DRUID_DOUBLE_TEXT"
+        ctx.udfs.add(udf)
+        return call(udf, exp.cast(src, "FLOAT" if udf == "DRUID_FLOAT_TEXT" else "DOUBLE"))
     if target in TIMESTAMPS and not (isinstance(src, exp.Literal) and src.is_string) and not is_timestamp(src):
         return exp.TryCast(this=src, to=node.to)
     if (target in INTEGER or target in FLOATING) and is_text(src):
@@ -60,7 +65,7 @@ def _text_to_number(src: exp.Expression, to: exp.DataType, integer: bool) -> exp
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
-EMITS = frozenset({"STRFTIME"})
+EMITS = frozenset({"STRFTIME", "DRUID_DOUBLE_TEXT", "DRUID_FLOAT_TEXT"})
 EMITS_CLASSES = (exp.RegexpFullMatch, exp.Trunc, exp.Trim)  # radstack.value_sql.numeric_cast_sql
 
 
@@ -73,3 +78,8 @@ def _zoned_literal(text: str, tz: str) -> exp.Expression | None:
     if local.tzinfo is None:
         local = local.replace(tzinfo=zone(tz))
     return ts_literal(int(local.timestamp() * 1000))
+
+
+def _type_of(node: exp.Expression) -> exp.DType | None:
+    t = getattr(node, "type", None)
+    return None if t is None else t.this
