@@ -249,3 +249,22 @@ def test_parameters_bind_in_the_order_of_the_text() -> None:
                   "WHERE \"user\" = ? AND page = ? AND added > ? AND added * 1.0 > ?", CATALOG, parameters=params)
     assert t.sql.index("= 'p'") < t.sql.index("= 'u'") < t.sql.index("= 'c'") < t.sql.index("> 5")
     assert "> CAST(0.5 AS DOUBLE)" in t.sql
+
+
+@pytest.mark.parametrize(("sql", "message"), [
+    ("SELECT LENGTH(tags) FROM arrays", "Cannot apply 'LENGTH' to arguments of type 'LENGTH(<VARCHAR ARRAY>)'"),
+    ("SELECT codes + 1 FROM arrays", "Cannot apply '+'"),
+    ("SELECT COUNT(*) FROM arrays WHERE codes = 1", "Cannot apply '=' to arguments of type '<BIGINT ARRAY> = <INT>'"),
+    ("SELECT COUNT(*) FROM arrays WHERE doc LIKE '%'", "Cannot apply 'LIKE'"),
+    ("SELECT COUNT(*) FROM arrays WHERE doc = doc", "Cannot apply '='"),
+    ("SELECT SUM(codes) FROM arrays", "Cannot apply 'SUM'"),
+])
+def test_operands_druid_refuses(sql: str, message: str) -> None:
+    # Calcite's operand type checks (rules/operand_types.py): DuckDB would cast to text instead
+    catalog = Catalog({"arrays": [ColumnInfo("__time", "LONG", "time"), ColumnInfo("tags", "ARRAY<STRING>", "dimension"),
+                                  ColumnInfo("codes", "ARRAY<LONG>", "dimension"),
+                                  ColumnInfo("doc", "COMPLEX<json>", "dimension")]})
+    with pytest.raises(DruidError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")) as e:
+        translate(sql, catalog)
+    assert e.value.status == 400
+    translate("SELECT COUNT(*) FROM arrays WHERE codes = ARRAY[1, 2] AND tags IS NOT NULL", catalog)

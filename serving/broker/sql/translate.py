@@ -25,6 +25,7 @@ from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.group_by_aliases import check_group_by_aliases
 from serving.broker.sql.rules.implicit_casts import implicit_casts
 from serving.broker.sql.rules.multi_value import multi_value
+from serving.broker.sql.rules.operand_types import operand_types
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
 from serving.broker.sql.rules.result_types import result_types
@@ -39,7 +40,7 @@ from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: Rules that read the annotated types (run first, before nodes are replaced).
-TYPED_RULES = [implicit_casts, arithmetic, casts, string_min_max, result_types]
+TYPED_RULES = [operand_types, implicit_casts, arithmetic, casts, string_min_max, result_types]
 @dataclass
 class Translation:
     """The DuckDB statement for one Druid SQL query, and what must be registered to run it."""

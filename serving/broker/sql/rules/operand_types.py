@@ -1,0 +1,85 @@
+"""Druid's (Calcite's) operand type checks, which DuckDB would not make: it casts an ARRAY or a JSON
+value to text where a string is expected, where Druid refuses the statement (400, "Cannot apply
+'LENGTH' to arguments of type 'LENGTH(<BIGINT ARRAY>)'"). Refused here, on the annotated tree:
+
+* string functions (``LENGTH``, ``UPPER``, ``TRIM``, ``LIKE``, ``SUBSTRING``, ``REPLACE``, ``LPAD``,
+  ``REGEXP_*``, ``CONTAINS_STRING``, ``PARSE_JSON`` …) and numeric ones (``ABS``, ``ROUND``, ``LN``,
+  ``POWER``, trigonometry …) and arithmetic given an ARRAY or a ``COMPLEX<json>`` operand;
+* comparisons (``=``, ``<>``, ``<`` …, ``BETWEEN``) of a ``COMPLEX<json>`` value, and of an ARRAY with
+  anything that is not an array (or NULL);
+* ``SUM``, ``AVG`` and ``APPROX_COUNT_DISTINCT`` of an ARRAY or a ``COMPLEX<json>`` value.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import anonymous_name
+
+_STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,
+                     exp.Right, exp.Reverse, exp.Repeat, exp.Pad, exp.Replace, exp.StrPosition, exp.RegexpLike,
+                     exp.RegexpExtract, exp.RegexpReplace, exp.Initcap, exp.ParseJSON)
+_STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRING", "TRY_PARSE_JSON"})
+_NUMERIC_FUNCTIONS = (exp.Abs, exp.Ceil, exp.Floor, exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow, exp.Round,
+                      exp.Mod, exp.Sign, exp.Sin, exp.Cos, exp.Tan, exp.Asin, exp.Acos, exp.Atan, exp.Atan2,
+                      exp.Cot, exp.Degrees, exp.Radians, exp.Add, exp.Sub, exp.Mul, exp.Div)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
+_AGGREGATES = (exp.Sum, exp.Avg, exp.ApproxDistinct)
+_OPERATOR_NAMES = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Like: "LIKE", exp.ILike: "ILIKE"}
+
+
+def _kind(node: exp.Expression | None) -> str | None:
+    """``ARRAY``, ``JSON``, ``SCALAR`` (any other known type), or None (unknown, or NULL)."""
+    t = getattr(node, "type", None)
+    if t is None or t.is_type(exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL) or _is_null(node):
+        return None
+    if t.is_type(exp.DataType.Type.ARRAY):
+        return "ARRAY"
+    if t.is_type(exp.DataType.Type.JSON):
+        return "JSON"
+    return "SCALAR"
+
+
+def _calcite_type(node: exp.Expression) -> str:
+    t = getattr(node, "type", None)
+    if t is None or t.is_type(exp.DataType.Type.UNKNOWN):
+        return "UNKNOWN"
+    if t.is_type(exp.DataType.Type.JSON):
+        return "COMPLEX<JSON>"
+    if t.is_type(exp.DataType.Type.ARRAY):
+        inner = t.expressions[0].sql("druid").upper() if t.expressions else "VARCHAR"
+        return f"{inner} ARRAY"
+    return t.sql("druid").upper()
+
+
+def _operands(node: exp.Expression) -> list[exp.Expression]:
+    return [v for k, v in node.args.items() if isinstance(v, exp.Expression) and k not in ("to",)]
+
+
+def _refuse(name: str, operands: list[exp.Expression]) -> exp.Expression:
+    kinds = ", ".join(f"<{_calcite_type(o)}>" for o in operands)
+    raise validation_error(f"Cannot apply '{name}' to arguments of type '{name}({kinds})'")
+
+
+def _is_null(node: exp.Expression | None) -> bool:
+    return isinstance(node, exp.Null) or (isinstance(node, exp.Cast) and isinstance(node.this, exp.Null))
+
+
+def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+    name = anonymous_name(node)
+    if isinstance(node, _STRING_FUNCTIONS + _NUMERIC_FUNCTIONS + _AGGREGATES) or name in _STRING_NAMES:
+        operands = list(node.expressions) if name else _operands(node)
+        if any(_kind(o) in ("ARRAY", "JSON") for o in operands):
+            _refuse(name or _OPERATOR_NAMES.get(type(node)) or node.sql_name(), operands)
+        return node
+    if isinstance(node, _COMPARISONS):
+        operands = _operands(node)
+        kinds = [_kind(o) for o in operands]
+        if "JSON" in kinds or ("ARRAY" in kinds and "SCALAR" in kinds):
+            symbol = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=",
+                      exp.Between: "BETWEEN ASYMMETRIC"}[type(node)]
+            kinds_text = f" {symbol} ".join(f"<{_calcite_type(o)}>" for o in operands)
+            raise validation_error(f"Cannot apply '{symbol}' to arguments of type '{kinds_text}'")
+    return node
