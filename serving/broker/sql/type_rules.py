@@ -26,6 +26,13 @@ FLOATING = frozenset({exp.DType.DOUBLE, exp.DType.FLOAT, exp.DType.DECIMAL})
 TEXT = frozenset({exp.DType.VARCHAR, exp.DType.TEXT, exp.DType.CHAR, exp.DType.NVARCHAR, exp.DType.NCHAR})
 TIMESTAMPS = frozenset({exp.DType.TIMESTAMP, exp.DType.TIMESTAMPNTZ, exp.DType.DATETIME})
 
+#: Druid's numeric scalar functions and arithmetic: Calcite checks their operands are numbers (an ARRAY
+#: or JSON operand is refused, rules/operand_types.py) and reads text as a number (rules/implicit_casts.py)
+NUMERIC_FUNCTIONS = (exp.Abs, exp.Ceil, exp.Floor, exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow, exp.Round,
+                     exp.Mod, exp.Sign, exp.Sin, exp.Cos, exp.Tan, exp.Asin, exp.Acos, exp.Atan, exp.Atan2,
+                     exp.Cot, exp.Degrees, exp.Radians, exp.Add, exp.Sub, exp.Mul, exp.Div)
+
+
 def _type(node: exp.Expression | None) -> exp.DType | None:
     t = getattr(node, "type", None)
     return None if t is None else t.this

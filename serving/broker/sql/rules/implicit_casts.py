@@ -4,8 +4,8 @@
   with the literal read as a number, NULL when it is not one (Druid: no row matches; DuckDB: a
   conversion error for the whole query);
 * ``LIKE`` on a number matches its text (``added LIKE '1%'``);
-* ``SUM`` / ``AVG`` of text read it as a number (``SUM(unnested_string)``): DOUBLE, NULL where the
-  text is not a number;
+* ``SUM`` / ``AVG`` and numeric functions (``ATAN``, ``ABS``, ``ROUND`` …) of text read it as a number
+  (``SUM(unnested_string)``): DOUBLE, NULL where the text is not a number;
 * a TIMESTAMP collected into an array or a string (``ARRAY[__time]``, ``ARRAY_AGG(__time)``,
   ``STRING_AGG(__time, '|')``) is its epoch millis: Druid's arrays have no TIMESTAMP element.
 """
@@ -16,7 +16,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.timeexpr import to_millis
-from serving.broker.sql.type_rules import is_floating, is_integer, is_text, is_timestamp
+from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_floating, is_integer, is_text, is_timestamp
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _NUMERIC_AGGREGATES = (exp.Sum, exp.Avg)
@@ -69,6 +69,11 @@ def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expres
         return node
     if isinstance(node, _NUMERIC_AGGREGATES) and is_text(node.this):
         node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("DOUBLE")))
+        return node
+    if isinstance(node, NUMERIC_FUNCTIONS) and not isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div):
+        for key, value in list(node.args.items()):  # ATAN(unnested_text): the text read as a number
+            if isinstance(value, exp.Expression) and is_text(value) and not (isinstance(value, exp.Literal)):
+                node.set(key, exp.TryCast(this=value, to=exp.DataType.build("DOUBLE")))
         return node
     if isinstance(node, exp.Array) and any(is_timestamp(e) for e in node.expressions):
         node.set("expressions", [to_millis(e) if is_timestamp(e) else e for e in node.expressions])

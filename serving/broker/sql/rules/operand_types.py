@@ -17,14 +17,12 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS
 
 _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,
                      exp.Right, exp.Reverse, exp.Repeat, exp.Pad, exp.Replace, exp.StrPosition, exp.RegexpLike,
                      exp.RegexpExtract, exp.RegexpReplace, exp.Initcap, exp.ParseJSON)
 _STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRING", "TRY_PARSE_JSON"})
-_NUMERIC_FUNCTIONS = (exp.Abs, exp.Ceil, exp.Floor, exp.Sqrt, exp.Exp, exp.Ln, exp.Log, exp.Pow, exp.Round,
-                      exp.Mod, exp.Sign, exp.Sin, exp.Cos, exp.Tan, exp.Asin, exp.Acos, exp.Atan, exp.Atan2,
-                      exp.Cot, exp.Degrees, exp.Radians, exp.Add, exp.Sub, exp.Mul, exp.Div)
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
 _AGGREGATES = (exp.Sum, exp.Avg, exp.ApproxDistinct)
 _OPERATOR_NAMES = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Like: "LIKE", exp.ILike: "ILIKE"}
@@ -69,7 +67,7 @@ def _is_null(node: exp.Expression | None) -> bool:
 
 def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
     name = anonymous_name(node)
-    if isinstance(node, _STRING_FUNCTIONS + _NUMERIC_FUNCTIONS + _AGGREGATES) or name in _STRING_NAMES:
+    if isinstance(node, _STRING_FUNCTIONS + NUMERIC_FUNCTIONS + _AGGREGATES) or name in _STRING_NAMES:
         operands = list(node.expressions) if name else _operands(node)
         if any(_kind(o) in ("ARRAY", "JSON") for o in operands):
             _refuse(name or _OPERATOR_NAMES.get(type(node)) or node.sql_name(), operands)

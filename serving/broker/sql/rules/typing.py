@@ -15,11 +15,16 @@ from serving.broker.sql.dialect import DruidSql
 
 log = logging.getLogger(__name__)
 
+#: Druid functions sqlglot keeps as anonymous calls whose result type later rules need: a multi-value
+#: string's values are text, so ``UNNEST(MV_TO_ARRAY(tags)) AS u(v)`` gives a VARCHAR ``v``
+UDF_TYPES: dict[str, object] = {case(name): "ARRAY<VARCHAR>" for name in ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY")
+                                for case in (str.upper, str.lower)}  # names keep their case in this dialect
+
 
 def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[str, dict[str, str]]) -> exp.Expression:
     # built once per catalog: normalizing every table's columns cost ~4 ms a query
     schema = ctx.catalog.memo(("schema", id(system_schema)), lambda: MappingSchema(
-        {**ctx.catalog.sql_schema(), **system_schema}, dialect=DruidSql))
+        {**ctx.catalog.sql_schema(), **system_schema}, dialect=DruidSql, udf_mapping=UDF_TYPES))
     try:
         qualified = qualify(
             tree.copy(), schema=schema, dialect=DruidSql, validate_qualify_columns=False,
