@@ -207,8 +207,10 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
         if mv:
             return exp.Coalesce(this=test, expressions=[exp.false()])
         return _null_if_null(a, exp.Coalesce(this=test, expressions=[exp.false()])) if op == "OVERLAP" else test
-    if op == "TO_STRING":
-        return call("ARRAY_TO_STRING", a, args[1])
+    if op == "TO_STRING":  # a NULL element is written "null", as Druid joins them (DuckDB skips it)
+        text = exp.Coalesce(this=exp.cast(exp.column(_VAR), "VARCHAR"), expressions=[exp.Literal.string("null")])
+        shown = call("LIST_TRANSFORM", a, exp.Lambda(this=text, expressions=[exp.to_identifier(_VAR)]))
+        return call("ARRAY_TO_STRING", shown, args[1])
     if op == "TO_ARRAY":
         return a
     # a NULL array (or a row without values) stays NULL: DuckDB's list functions would start a new list
