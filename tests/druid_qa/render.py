@@ -54,6 +54,8 @@ def cell(v: Any, sql_type: str) -> str:
                 return v
         elem = t.removesuffix(" ARRAY") if t.endswith(" ARRAY") else t[t.find("<") + 1:t.rfind(">")]
         return _java_element(v, elem)
+    if t == "OTHER":  # COMPLEX<json>: Druid's JDBC gives JSON text, a string value quoted
+        return orjson.dumps(v).decode()
     if t == "TIMESTAMP":
         return _timestamp(v)
     if t == "DATE":

@@ -137,3 +137,15 @@ def test_native_scan_returns_nested_values_and_segment_metadata_the_type(env: An
     meta = run_native_query(env.service, {"queryType": "segmentMetadata", "dataSource": "events",
                                           "intervals": ["2024-01-01/2024-01-03"], "merge": True})
     assert meta[0]["columns"]["attrs"]["type"] == "COMPLEX<json>"
+
+
+def test_json_functions_read_plain_columns_as_json_scalars_and_compare_numbers() -> None:
+    # Druid: JSON_VALUE of a VARCHAR column reads the string as a JSON string (not parsed), and a
+    # JSON_VALUE compared with a number compares numbers, a JSON boolean being 1/0
+    from serving.broker.sql import Catalog, ColumnInfo, translate
+
+    catalog = Catalog({"t": [ColumnInfo("__time", "LONG", "time"), ColumnInfo("s", "STRING", "dimension"),
+                             ColumnInfo("doc", "COMPLEX<json>", "dimension")]})
+    sql = translate("SELECT JSON_VALUE(s, '$.'), JSON_QUERY(s, '$') FROM t WHERE JSON_VALUE(doc, '$.b') = 1",
+                    catalog).sql
+    assert 'TO_JSON("t"."s")' in sql and "WHEN LOWER(" in sql and "'true' THEN 1" in sql

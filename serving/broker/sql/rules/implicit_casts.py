@@ -2,7 +2,8 @@
 
 * a comparison of a number with a string literal (``long_col = 'true'``, ``x IN ('1', 'a')``) compares
   with the literal read as a number, NULL when it is not one (Druid: no row matches; DuckDB: a
-  conversion error for the whole query);
+  conversion error for the whole query); text compared with a number literal is read as a number
+  (a ``JSON_VALUE``'s ``true``/``false`` as 1/0);
 * ``LIKE`` on a number matches its text (``added LIKE '1%'``);
 * ``SUM`` / ``AVG`` and numeric functions (``ATAN``, ``ABS``, ``ROUND`` …) of text read it as a number
   (``SUM(unnested_string)``): DOUBLE, NULL where the text is not a number;
@@ -48,16 +49,39 @@ def _numeric_side(lit: exp.Expression, other: exp.Expression) -> exp.Expression 
     return None
 
 
+def _text_as_number(text: exp.Expression, number: exp.Expression) -> exp.Expression | None:
+    """A text expression compared with a number literal, read as a number (NULL when it is not one); a
+    JSON_VALUE's ``true``/``false`` is 1/0, as Druid types a JSON boolean a long."""
+    json_value = isinstance(text, exp.JSONValue) and not isinstance(text.args.get("returning"), exp.DataType)
+    if not (isinstance(number, exp.Literal) and not number.is_string and (is_text(text) or json_value)):
+        return None
+    as_number = exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE"))
+    if not json_value:
+        return as_number
+    lowered = exp.Lower(this=text.copy())
+    return exp.Case(ifs=[exp.If(this=exp.EQ(this=lowered, expression=exp.Literal.string("true")), true=exp.Literal.number(1)),
+                         exp.If(this=exp.EQ(this=lowered.copy(), expression=exp.Literal.string("false")),
+                                true=exp.Literal.number(0))], default=as_number)
+
+
 def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, _COMPARISONS):
         left, right = node.this, node.expression
         new = _numeric_side(right, left)
         if new is not None:
             node.set("expression", new)
-        else:
-            new = _numeric_side(left, right)
-            if new is not None:
-                node.set("this", new)
+            return node
+        new = _numeric_side(left, right)
+        if new is not None:
+            node.set("this", new)
+            return node
+        new = _text_as_number(left, right)
+        if new is not None:
+            node.set("this", new)
+            return node
+        new = _text_as_number(right, left)
+        if new is not None:
+            node.set("expression", new)
         return node
     if isinstance(node, exp.In) and _is_number(node.this):
         values = node.expressions

@@ -77,10 +77,19 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
     return _case(is_array, converted)
 
 
+def _document(doc: exp.Expression) -> exp.Expression:
+    """The JSON a JSON function reads: a ``COMPLEX<json>`` value as it is; a string or a number is that
+    JSON scalar, as Druid reads a plain column (its text is not parsed: ``PARSE_JSON`` does that)."""
+    t = getattr(doc, "type", None)
+    if t is None or t.is_type(exp.DataType.Type.JSON, exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL):
+        return doc
+    return call("TO_JSON", doc)
+
+
 def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.JSONValue):
         path = _lit(_path_text(node.args.get("path"), "JSON_VALUE"))
-        doc = node.this
+        doc = _document(node.this)
         kind = call("JSON_TYPE", doc, path)
         value = exp.Case(ifs=[exp.If(this=exp.In(this=kind, expressions=[_lit("OBJECT"), _lit("ARRAY")]),
                                      true=exp.Null())],
@@ -112,7 +121,7 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     if name == "JSON_QUERY":
         if len(args) != 2:
             raise validation_error("JSON_QUERY takes 2 arguments: JSON_QUERY(expr, path)")
-        return call("JSON_EXTRACT", args[0], _lit(_path_text(args[1], name)))
+        return call("JSON_EXTRACT", _document(args[0]), _lit(_path_text(args[1], name)))
     if name == "JSON_QUERY_ARRAY":  # the array at path as an array of JSON; any other value wrapped in one
         if len(args) != 2:
             raise validation_error("JSON_QUERY_ARRAY takes 2 arguments: JSON_QUERY_ARRAY(expr, path)")
