@@ -194,3 +194,10 @@ def test_unnested_values_are_text_for_numeric_functions_and_casts(env: Any) -> N
     # them as numbers, NULL where they are not, as Druid does — not a conversion error for the query
     assert rows(env, "SELECT COUNT(*), COUNT(CAST(c AS INTEGER)), COUNT(ABS(c)) "
                      "FROM pages, UNNEST(MV_TO_ARRAY(tags)) AS u(c)") == [(6, 0, 0)]
+
+
+def test_unnest_of_a_multi_value_column_needs_mv_to_array(env: Any) -> None:
+    # Druid unnests arrays only ("Cannot apply 'UNNEST' to arguments of type 'UNNEST(<VARCHAR>)'")
+    with pytest.raises(DruidError) as e:
+        rows(env, "SELECT c FROM pages, UNNEST(tags) AS u(c)")
+    assert e.value.status == 400 and "UNNEST(MV_TO_ARRAY(column))" in e.value.message

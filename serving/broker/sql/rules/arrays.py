@@ -88,6 +88,11 @@ def _values(e: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     return exp.Case(ifs=[missing], default=exp.Array(expressions=[e.copy()]))
 
 
+def _is_multi_value_column(e: exp.Expression, ctx: TranslationContext) -> bool:
+    return (isinstance(e, exp.Column) and druid_type(e) == "STRING" and not e.meta.get(_MV_VALUES)
+            and bool(e.meta.get(MULTI_VALUE) or e.name in _multi_value_columns(ctx)))
+
+
 def _multi_value_columns(ctx: TranslationContext) -> set[str]:
     """The multi-value columns of the catalog's datasources (built once per catalog, not per argument)."""
     return ctx.catalog.memo(("multi_value_columns",), lambda: {
@@ -133,6 +138,10 @@ _MV_VALUES = "druid_mv_values"  # meta key: the list of a multi-value string's v
 def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.ArrayAgg):
         return node  # DuckDB's ARRAY_AGG (a list, NULLs kept) has Druid's meaning; its size: aggregate_sizes
+    if isinstance(node, exp.Unnest) and len(node.expressions) == 1 and _is_multi_value_column(node.expressions[0], ctx):
+        # Druid unnests arrays only: a multi-value column goes through MV_TO_ARRAY first
+        raise validation_error("Cannot apply 'UNNEST' to arguments of type 'UNNEST(<VARCHAR>)' "
+                               "(a multi-value column: UNNEST(MV_TO_ARRAY(column)))")
     if isinstance(node, exp.Unnest) and len(node.expressions) == 1 and node.expressions[0].meta.get(_MV_VALUES):
         # a multi-value row without values unnests to one NULL, as Druid reads it (one null value)
         values = node.expressions[0]
