@@ -7,7 +7,9 @@ value to text where a string is expected, where Druid refuses the statement (400
   ``POWER``, trigonometry …) and arithmetic given an ARRAY or a ``COMPLEX<json>`` operand;
 * comparisons (``=``, ``<>``, ``<`` …, ``BETWEEN``) of a ``COMPLEX<json>`` value, and of an ARRAY with
   anything that is not an array (or NULL);
-* ``SUM``, ``AVG`` and ``APPROX_COUNT_DISTINCT`` of an ARRAY or a ``COMPLEX<json>`` value.
+* ``SUM``, ``AVG`` and ``APPROX_COUNT_DISTINCT`` of an ARRAY or a ``COMPLEX<json>`` value;
+* ``PARSE_JSON`` / ``TRY_PARSE_JSON`` of anything but a string, a ``JSON_OBJECT`` key that is not a
+  string, and ``IN`` over ``COMPLEX<json>`` values.
 """
 
 from __future__ import annotations
@@ -61,12 +63,30 @@ def _refuse(name: str, operands: list[exp.Expression]) -> exp.Expression:
     raise validation_error(f"Cannot apply '{name}' to arguments of type '{name}({kinds})'")
 
 
+def _is_text(node: exp.Expression) -> bool:
+    t = getattr(node, "type", None)
+    return t is not None and t.is_type(*exp.DataType.TEXT_TYPES)
+
+
 def _is_null(node: exp.Expression | None) -> bool:
     return isinstance(node, exp.Null) or (isinstance(node, exp.Cast) and isinstance(node.this, exp.Null))
 
 
 def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
     name = anonymous_name(node)
+    if isinstance(node, exp.ParseJSON) or name == "TRY_PARSE_JSON":  # a string only
+        operands = list(node.expressions) if name else [node.this]
+        if any(_kind(o) is not None and not _is_text(o) for o in operands):
+            _refuse(name or "PARSE_JSON", operands)
+        return node
+    if isinstance(node, exp.JSONObject):
+        for kv in node.expressions:
+            if isinstance(kv, exp.JSONKeyValue) and _kind(kv.this) is not None and not _is_text(kv.this):
+                raise validation_error("Invalid JSON_OBJECT: field name must be a STRING")
+        return node
+    if isinstance(node, exp.In) and _kind(node.this) == "JSON":
+        raise validation_error(f"Cannot apply 'IN' to arguments of type '<{_calcite_type(node.this)}>'"
+                               " (Cannot join on a COMPLEX<json> value)")
     if isinstance(node, _STRING_FUNCTIONS + NUMERIC_FUNCTIONS + _AGGREGATES) or name in _STRING_NAMES:
         operands = list(node.expressions) if name else _operands(node)
         if any(_kind(o) in ("ARRAY", "JSON") for o in operands):
