@@ -2,8 +2,8 @@
 can only be ordered by ``__time``: any other ORDER BY is refused at planning time. This rule refuses
 the same statements with Druid's message, so a query that works here also works on Druid.
 
-A block is a plain scan when it reads one datasource directly (no join, no subquery or CTE in its
-FROM), has no GROUP BY, HAVING, DISTINCT, aggregate or window function. Ordering such a block by
+A block is a plain scan when it reads one datasource directly (no join but ``UNNEST``, no subquery or
+CTE in its FROM), has no GROUP BY, HAVING, DISTINCT, aggregate or window function. Ordering such a block by
 ``__time`` alone (either direction) is fine; any ORDER BY that names something else is not."""
 
 from __future__ import annotations
@@ -33,7 +33,10 @@ def check_scan_order(tree: exp.Expression, ctx: TranslationContext) -> exp.Expre
 
 
 def _plain_scan(select: exp.Select, ctx: TranslationContext) -> bool:
-    if select.args.get("joins") or select.args.get("having") or select.args.get("distinct"):
+    joins = select.args.get("joins") or []
+    if any(not isinstance(j.this, exp.Unnest) for j in joins):  # a scan of an UNNEST is a scan too
+        return False
+    if select.args.get("having") or select.args.get("distinct"):
         return False
     source = select.args.get("from_")
     table = source.this if source is not None else None
