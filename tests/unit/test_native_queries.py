@@ -351,3 +351,12 @@ def test_timeout_is_504(wiki: Any) -> None:
     assert e.value.status == 504
     # and the broker keeps serving
     assert run(wiki, queryType="timeseries", granularity="all", aggregations=[ROWS])[0]["result"] == {"rows": 7}
+
+
+def test_scan_with_an_expression_virtual_column(wiki: Any) -> None:
+    # a virtual column without outputType is typed from the data; reading a second segment once failed
+    # with "Column v0 in REPLACE list not found"
+    out = run(wiki, queryType="scan", columns=["page", "v0"], limit=3, order="ascending",
+              virtualColumns=[{"type": "expression", "name": "v0", "expression": "concat(page, '-', strlen(page))"}])
+    events = [e for batch in out for e in batch["events"]]
+    assert events and all(e["v0"] == f"{e['page']}-{len(e['page'])}" for e in events)

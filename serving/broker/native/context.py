@@ -115,6 +115,8 @@ class QueryContext:
     granularity: Granularity = field(default_factory=lambda: Granularity.parse("all"))
     column_types: dict[str, str] = field(default_factory=dict)  # name → Druid type, incl. virtual
     virtual_names: set[str] = field(default_factory=set)
+    #: virtual columns whose type :meth:`relation` read from the data (not stored columns)
+    _typed_virtual: set[str] = field(default_factory=set)
     projection: ProjectionView | None = None  # the aggregate projection this query reads, if any
     multi_value: frozenset[str] = frozenset()  # multi-value string dimensions (lists of strings)
     #: sketch columns whose merges read the integer column beside them (set before :meth:`base`, by
@@ -273,7 +275,7 @@ class QueryContext:
 
     def relation(self, source: str) -> str:
         sql = f"SELECT * FROM {source} WHERE {self.time_predicate()}"
-        real = set(self.column_types)
+        real = set(self.column_types) - self._typed_virtual  # typed by an earlier call, not stored
         vcs = parse_virtual_columns(self.query.get("virtualColumns") or [], self)
         for vc in vcs:
             expr = f"CAST({vc.sql} AS {SQL_TYPES[vc.output_type]})" if vc.output_type else vc.sql
@@ -285,8 +287,9 @@ class QueryContext:
         if any(vc.output_type is None for vc in vcs):
             described = {r[0]: r[1] for r in self.run(f"DESCRIBE SELECT * FROM ({sql})")}
             for vc in vcs:
-                if vc.output_type is None and vc.name in described:
+                if vc.output_type is None and vc.name in described and vc.name not in real:
                     self.column_types[vc.name] = druid_type(str(described[vc.name]))
+                    self._typed_virtual.add(vc.name)
         if self._missing is None:
             self._missing = sorted(
                 c for c in referenced_columns(self.query) if c not in self.column_types and c != "__time"
