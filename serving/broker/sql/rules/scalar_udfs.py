@@ -13,12 +13,15 @@
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.type_rules import is_integer, is_text
 
 #: Druid name → (UDF, argument counts, how each argument is passed)
 _SIMPLE = {
@@ -29,6 +32,7 @@ _SIMPLE = {
     "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS": ("DRUID_DOUBLE_TO_LONG_BITS", (1,), ("DOUBLE",)),
     "BITWISE_CONVERT_LONG_BITS_TO_DOUBLE": ("DRUID_LONG_BITS_TO_DOUBLE", (1,), ("BIGINT",)),
 }
+_PLAIN_PATTERN = re.compile(r"(?:[^%]|%s|%%)*")
 _HUMAN = {"HUMAN_READABLE_BINARY_BYTE_FORMAT": "binary", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "decimal_byte",
           "HUMAN_READABLE_DECIMAL_FORMAT": "decimal"}
 
@@ -44,6 +48,13 @@ def scalar_udfs(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
         args = list(node.expressions)
         if not args:
             raise validation_error("STRING_FORMAT takes a pattern and its arguments")
+        pattern = args[0]
+        if (isinstance(pattern, exp.Literal) and pattern.is_string and _PLAIN_PATTERN.fullmatch(str(pattern.this))
+                and all(is_text(a) or is_integer(a) for a in args[1:])):
+            # only %s over text and integers: DuckDB's printf writes them as Java does, in native code
+            texts = [exp.Coalesce(this=exp.cast(a, "VARCHAR"), expressions=[exp.Literal.string("null")])
+                     for a in args[1:]]
+            return call("PRINTF", pattern, *texts)
         ctx.udfs.add("DRUID_STRING_FORMAT")
         values = call("JSON_ARRAY", *args[1:]) if len(args) > 1 else exp.Literal.string("[]")
         return call("DRUID_STRING_FORMAT", exp.cast(args[0], "VARCHAR"), exp.cast(values, "VARCHAR"))
@@ -67,4 +78,4 @@ FUNCTION_RULE = scalar_udfs
 ORDER = 129
 ACCEPTS = frozenset(_SIMPLE) | frozenset(_HUMAN) | {"STRING_FORMAT"}
 EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()}
-                  | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY"})
+                  | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY", "PRINTF"})
