@@ -258,6 +258,8 @@ def test_parameters_bind_in_the_order_of_the_text() -> None:
     ("SELECT COUNT(*) FROM arrays WHERE doc LIKE '%'", "Cannot apply 'LIKE'"),
     ("SELECT COUNT(*) FROM arrays WHERE doc = doc", "Cannot apply '='"),
     ("SELECT SUM(codes) FROM arrays", "Cannot apply 'SUM'"),
+    ("SELECT MOD(codes, 1) FROM arrays", "Cannot apply 'MOD'"),
+    ("SELECT POWER(doc, 2) FROM arrays", "Cannot apply 'POW"),
     ("SELECT PARSE_JSON(__time) FROM arrays", "Cannot apply 'PARSE_JSON'"),
     ("SELECT JSON_OBJECT(__time: 'A') FROM arrays", "field name must be a STRING"),
     ("SELECT COUNT(*) FROM arrays WHERE doc NOT IN (SELECT doc FROM arrays)", "Cannot apply 'IN'"),

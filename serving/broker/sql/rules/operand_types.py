@@ -27,7 +27,15 @@ _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.I
 _STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRING", "TRY_PARSE_JSON"})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
 _AGGREGATES = (exp.Sum, exp.Avg, exp.ApproxDistinct)
-_OPERATOR_NAMES = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Like: "LIKE", exp.ILike: "ILIKE"}
+_OPERATOR_NAMES = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "MOD", exp.Like: "LIKE",
+                   exp.ILike: "ILIKE"}
+
+
+def _name_of(node: exp.Expression) -> str:
+    """Calcite's name for the operator or function (operators have no sql_name in sqlglot)."""
+    if type(node) in _OPERATOR_NAMES:
+        return _OPERATOR_NAMES[type(node)]
+    return node.sql_name() if isinstance(node, exp.Func) else type(node).__name__.upper()
 
 
 def _kind(node: exp.Expression | None) -> str | None:
@@ -90,7 +98,7 @@ def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Express
     if isinstance(node, _STRING_FUNCTIONS + NUMERIC_FUNCTIONS + _AGGREGATES) or name in _STRING_NAMES:
         operands = list(node.expressions) if name else _operands(node)
         if any(_kind(o) in ("ARRAY", "JSON") for o in operands):
-            _refuse(name or _OPERATOR_NAMES.get(type(node)) or node.sql_name(), operands)
+            _refuse(name or _name_of(node), operands)
         return node
     if isinstance(node, _COMPARISONS):
         operands = _operands(node)
