@@ -362,3 +362,13 @@ def test_s3_input_source(radstack_home: Path, moto_server: str, monkeypatch: pyt
         _, st = run_task(srv.url, simple_task("s3ds2", {"type": "s3", "uris": ["s3://raw-events/in/missing.json"]},
                                               {"type": "json"}))
         assert st["status"] == "FAILED" and st["errorMsg"]
+
+
+def test_a_task_whose_every_row_is_unparseable_fails(radstack_server: Any) -> None:
+    # Druid would end SUCCESS with nothing published; radstack says what happened
+    url = radstack_server.url
+    tid, st = run_task(url, simple_task("allbad", {"type": "inline", "data": "{broken\nnot json either\n"},
+                                        {"type": "json"}))
+    assert st["status"] == "FAILED"
+    assert "all 2 input rows were unparseable" in st["errorMsg"]
+    assert metadata_segments(url, "allbad") == []
