@@ -129,9 +129,13 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
         stack.close()
         raise
     stringify = stringify_arrays(context)
-    writer = ResultWriter(fmt, result.columns, header=header, types_header=types_header,
-                          sql_types_header=sql_types_header, stringify_arrays=stringify,
-                          time_zone=context.get("sqlTimeZone"))
+    try:
+        writer = ResultWriter(fmt, result.columns, header=header, types_header=types_header,
+                              sql_types_header=sql_types_header, stringify_arrays=stringify,
+                              time_zone=context.get("sqlTimeZone"))
+    except DruidError as e:  # an invalid sqlTimeZone the query itself never read
+        stack.close()
+        raise query_error(e) from None
     headers = {"X-Druid-SQL-Query-Id": qid, **projection_header(result.translation.projections)}
     if header:
         headers["X-Druid-SQL-Header-Included"] = "yes"

@@ -173,7 +173,11 @@ class ResultWriter:
                  sql_types_header: bool = False, stringify_arrays: bool = True, time_zone: str | None = None) -> None:
         self.fmt = check_format(fmt)
         #: ``sqlTimeZone``: TIMESTAMP and DATE values are written in it, with its offset (None: UTC, ``Z``)
-        self.tz = None if is_utc_zone(time_zone) else zone(time_zone)
+        zone_name = None if time_zone is None else str(time_zone)
+        try:
+            self.tz = None if is_utc_zone(zone_name) else zone(zone_name)
+        except ValueError as e:
+            raise DruidError(f"Invalid sqlTimeZone [{zone_name}]: {e}") from e
         self.columns = columns
         self.header = header
         self.types_header = types_header
