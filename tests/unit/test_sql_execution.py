@@ -339,3 +339,11 @@ def test_doubles_cast_to_text_as_java_writes_them(wiki: Any) -> None:
     _, rows = run(wiki, "SELECT CAST(SUM(delta) * 1e8 AS VARCHAR), CAST(MIN(delta) AS VARCHAR), "
                         "POSITION('a' IN 'banana' FROM 3) FROM wiki")
     assert rows == [("7.75E8", "-1.0", 4)]
+
+
+@pytest.mark.parametrize("tz", [0, "Nowhere/Else"])
+def test_an_invalid_session_time_zone_is_a_400(tz: Any) -> None:
+    # the SQL fuzzer sent {"sqlTimeZone": 0} to a query that reads no time: the writer refused with a 500
+    with pytest.raises(DruidError) as e:
+        ResultWriter("array", [], time_zone=tz)
+    assert e.value.status == 400 and "sqlTimeZone" in e.value.message
