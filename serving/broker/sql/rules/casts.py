@@ -45,7 +45,7 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if target in TEXT and is_timestamp(src):
         return call("STRFTIME", src, exp.Literal.string("%Y-%m-%d %H:%M:%S"))
     if target in TEXT and is_floating(src) and not is_decimal(src):  # as Java writes a double: 2.434E8
-        udf = "DRUID_FLOAT_TEXT" if _type_of(src) == exp.DType.FLOAT else "DRUID_DOUBLE_TEXT"
+        udf = "DRUID_FLOAT_TEXT" if src.type.is_type(exp.DataType.Type.FLOAT) else "DRUID_DOUBLE_TEXT"
         ctx.udfs.add(udf)
         return call(udf, exp.cast(src, "FLOAT" if udf == "DRUID_FLOAT_TEXT" else "DOUBLE"))
     if target in TIMESTAMPS and not (isinstance(src, exp.Literal) and src.is_string) and not is_timestamp(src):
@@ -78,8 +78,3 @@ def _zoned_literal(text: str, tz: str) -> exp.Expression | None:
     if local.tzinfo is None:
         local = local.replace(tzinfo=zone(tz))
     return ts_literal(int(local.timestamp() * 1000))
-
-
-def _type_of(node: exp.Expression) -> exp.DType | None:
-    t = getattr(node, "type", None)
-    return None if t is None else t.this

@@ -67,21 +67,15 @@ def _text_as_number(text: exp.Expression, number: exp.Expression) -> exp.Express
 def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, _COMPARISONS):
         left, right = node.this, node.expression
-        new = _numeric_side(right, left)
-        if new is not None:
-            node.set("expression", new)
-            return node
-        new = _numeric_side(left, right)
-        if new is not None:
-            node.set("this", new)
-            return node
-        new = _text_as_number(left, right)
-        if new is not None:
-            node.set("this", new)
-            return node
-        new = _text_as_number(right, left)
-        if new is not None:
-            node.set("expression", new)
+        # the first conversion that applies, in this order: a string literal on the right, on the left,
+        # then text compared with a number literal, on the left, on the right
+        for convert, side, other, key in ((_numeric_side, right, left, "expression"), (_numeric_side, left, right, "this"),
+                                          (_text_as_number, left, right, "this"),
+                                          (_text_as_number, right, left, "expression")):
+            new = convert(side, other)
+            if new is not None:
+                node.set(key, new)
+                break
         return node
     if isinstance(node, exp.In) and _is_number(node.this):
         values = node.expressions

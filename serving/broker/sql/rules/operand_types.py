@@ -19,7 +19,7 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS
+from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_text
 
 _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,
                      exp.Right, exp.Reverse, exp.Repeat, exp.Pad, exp.Replace, exp.StrPosition, exp.RegexpLike,
@@ -71,11 +71,6 @@ def _refuse(name: str, operands: list[exp.Expression]) -> exp.Expression:
     raise validation_error(f"Cannot apply '{name}' to arguments of type '{name}({kinds})'")
 
 
-def _is_text(node: exp.Expression) -> bool:
-    t = getattr(node, "type", None)
-    return t is not None and t.is_type(*exp.DataType.TEXT_TYPES)
-
-
 def _is_null(node: exp.Expression | None) -> bool:
     return isinstance(node, exp.Null) or (isinstance(node, exp.Cast) and isinstance(node.this, exp.Null))
 
@@ -84,12 +79,12 @@ def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Express
     name = anonymous_name(node)
     if isinstance(node, exp.ParseJSON) or name == "TRY_PARSE_JSON":  # a string only
         operands = list(node.expressions) if name else [node.this]
-        if any(_kind(o) is not None and not _is_text(o) for o in operands):
+        if any(_kind(o) is not None and not is_text(o) for o in operands):
             _refuse(name or "PARSE_JSON", operands)
         return node
     if isinstance(node, exp.JSONObject):
         for kv in node.expressions:
-            if isinstance(kv, exp.JSONKeyValue) and _kind(kv.this) is not None and not _is_text(kv.this):
+            if isinstance(kv, exp.JSONKeyValue) and _kind(kv.this) is not None and not is_text(kv.this):
                 raise validation_error("Invalid JSON_OBJECT: field name must be a STRING")
         return node
     if isinstance(node, exp.In) and _kind(node.this) == "JSON":
