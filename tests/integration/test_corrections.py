@@ -123,7 +123,7 @@ def test_rebuild_records_exact_corrections(settings, batch_spark) -> None:  # ty
     with running_server(Path(settings.home)) as srv:
         sql = lambda q: httpx.post(srv.url + "/druid/v2/sql", json={"query": q})  # noqa: E731
         r = sql("SELECT \"start\", realtime_events, batch_events, event_gap, late_recovered, duplicates_removed, "
-                "invalid_dropped, raw_events, realtime_version, JSON_VALUE(batch_metrics, '$.bytes') AS b "
+                "invalid_dropped, raw_events, realtime_version, JSON_VALUE(PARSE_JSON(batch_metrics), '$.bytes') AS b "
                 "FROM sys.corrections WHERE datasource = 'web' ORDER BY \"start\"")
         assert r.status_code == 200, r.text
         rows = r.json()
