@@ -28,6 +28,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
+from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
+
 __all__ = [
     "ConfigError",
     "Settings",
@@ -114,7 +116,10 @@ class ServerSettings(Section):
     max_query_depth: int = Field(
         40, description="deepest nesting of parentheses, NOTs, subqueries, filters or expressions in a query (400 above)")
     max_string_bytes: int = Field(
-        1024 * 1024, description="longest string REPEAT/LPAD/RPAD may build (400 above)")
+        DEFAULT_MAX_VALUE_BYTES, description="largest string or array one function call may build (REPEAT, LPAD, "
+        "REPLACE, ||, ARRAY_CONCAT …, in SQL, native expressions and ingestion transforms), checked before it is built: "
+        "400 'Resource limit exceeded' above. DuckDB evaluates 2,048 rows at a time, so this bounds one expression's "
+        "working memory to 2,048 × it per thread")
     max_subscriptions: int = Field(1000, description="live query subscriptions the server keeps (400 above)")
     max_subscriptions_per_user: int = Field(100, description="subscriptions one user may keep (429 above; auth on)")
     max_streams_per_user: int = Field(

@@ -55,3 +55,30 @@ def concat_sql(parts: Sequence[str], dialect: str) -> str:
     if dialect == "spark":
         return "concat(" + ", ".join(parts) + ")"
     return "(" + " || ".join(parts) + ")"
+
+
+# ---- the per-value memory budget: no function builds a value larger than this ----
+
+#: the default of ``server.max_string_bytes``: the largest string or array one function call may build.
+#: DuckDB evaluates 2,048 rows at a time, so this bounds one expression's working memory to 2,048 × it
+#: per thread (128 MiB at 64 KiB).
+DEFAULT_MAX_VALUE_BYTES = 64 * 1024
+
+#: how a value-size check marks its message (DuckDB's ``error()``, Spark's ``raise_error()``) as a resource
+#: limit, so the server answers Druid's "Resource limit exceeded" instead of a plain invalid input
+RESOURCE_LIMIT_PREFIX = "Resource limit exceeded: "
+
+
+def byte_length_sql(sql: str, dialect: str) -> str:
+    """The UTF-8 bytes of the text ``sql`` (0 for NULL)."""
+    fn = "octet_length" if check_dialect(dialect) == "spark" else "strlen"
+    return f"coalesce({fn}({sql}), 0)"
+
+
+def value_limit_sql(value: str, bound: str, limit: int, name: str, dialect: str) -> str:
+    """``value``, or a failure with Druid's resource-limit message when ``bound`` (the largest size the
+    arguments allow, in bytes) exceeds ``limit`` — checked before the value is built."""
+    message = string_literal(f"{RESOURCE_LIMIT_PREFIX}{name} would build a value larger than {limit:,} bytes "
+                             "(server.max_string_bytes)", dialect)
+    fail = f"raise_error({message})" if check_dialect(dialect) == "spark" else f"error({message})"
+    return f"(CASE WHEN CAST({bound} AS BIGINT) > {int(limit)} THEN {fail} ELSE {value} END)"

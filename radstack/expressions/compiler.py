@@ -4,19 +4,32 @@ functions it knows are registered in :data:`FUNCTIONS` by :mod:`radstack.express
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from radstack.expressions.ast import Binary, Call, Expr, Identifier, Literal, Unary, parse_expression
 from radstack.sql_text import (
+    DEFAULT_MAX_VALUE_BYTES,
+    RESOURCE_LIMIT_PREFIX,
     ExpressionError,
+    byte_length_sql,
     check_dialect,
     concat_sql,
     int_div,
     quote_identifier,
     string_literal,
     string_type,
+    value_limit_sql,
 )
+
+#: the largest string one function call may build (``server.max_string_bytes``): a native query sets it
+#: for its own compilation (serving/broker/native); ingestion transforms use the default
+VALUE_LIMIT: ContextVar[int] = ContextVar("value_limit", default=DEFAULT_MAX_VALUE_BYTES)
+
+#: a checked expression's SQL longer than this is refused rather than copied into its parent's check
+#: (nested checks would otherwise grow the statement without bound)
+MAX_CHECKED_SQL_CHARS = 200_000
 
 _TYPE_ALIASES = {
     "LONG": "LONG", "BIGINT": "LONG", "INTEGER": "LONG", "INT": "LONG", "SMALLINT": "LONG",
@@ -48,6 +61,7 @@ class Compiled:
     sql: str
     type: str | None
     bool_sql: str | None = None  # a SQL boolean form, when the expression is a predicate
+    size: str | None = None  # a checked value: SQL of the largest size it can have (value_limit_sql)
 
 
 def operator_type(a: str | None, b: str | None) -> str | None:
@@ -77,6 +91,26 @@ class Compiler:
     def __init__(self, dialect: str, column_types: Mapping[str, str] | None) -> None:
         self.d = check_dialect(dialect)
         self.types = {k: normalize_type(v) for k, v in (column_types or {}).items()}
+        self.value_limit = VALUE_LIMIT.get()
+
+    # -- the per-value budget (radstack.sql_text.value_limit_sql)
+    def size_of(self, c: Compiled) -> str:
+        """The largest size ``c``'s value can have: its checked bound, else its measured bytes."""
+        if c.size is not None:
+            return c.size
+        if RESOURCE_LIMIT_PREFIX in c.sql and len(c.sql) > MAX_CHECKED_SQL_CHARS:
+            raise ExpressionError("the expression nests too many growing functions (repeat, concat, pad …)")
+        return byte_length_sql(c.sql, self.d)
+
+    def limited(self, value: str, bound: str, name: str) -> Compiled:
+        """A STRING ``value`` checked before it is built: past ``server.max_string_bytes`` the query fails."""
+        return Compiled(value_limit_sql(value, bound, self.value_limit, name, self.d), "STRING", size=bound)
+
+    def limited_concat(self, parts: Sequence[Compiled]) -> Compiled:
+        sqls = [p.sql for p in parts]
+        if len(parts) == 1:
+            return Compiled(sqls[0], "STRING", size=parts[0].size)
+        return self.limited(concat_sql(sqls, self.d), " + ".join(f"({self.size_of(p)})" for p in parts), "concat")
 
     # -- helpers
     def sqltype(self, t: str) -> str:
@@ -180,7 +214,7 @@ class Compiler:
                 return self.pred(f"({a.sql} {sop} {b.sql})")
             return self.pred(f"({self.num(a)} {sop} {self.num(b)})")
         if op == "+" and t == "STRING":
-            return Compiled(concat_sql([a.sql, b.sql], self.d), "STRING")
+            return self.limited_concat([a, b])
         if t == "STRING":
             t = "DOUBLE"
         x, y = self.num(a), self.num(b)
@@ -239,7 +273,11 @@ def function(name: str, lo: int, hi: int | None = None) -> Callable[[Impl], Impl
 # string functions
 @function("concat", 1, 999)
 def _concat_fn(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
-    return Compiled(concat_sql([c.string(c.compile(a)) for a in args], c.d), "STRING")
+    parts = []
+    for a in args:
+        compiled = c.compile(a)
+        parts.append(Compiled(c.string(compiled), "STRING", size=compiled.size))
+    return c.limited_concat(parts)
 
 
 def compile_expression(

@@ -39,15 +39,27 @@ def _left_right(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
     return Compiled(f"{n}({c.string(c.compile(args[0]))}, {c.millis(args[1])})", "STRING")
 
 
+def _text(c: Compiler, e: Expr) -> Compiled:
+    """``e`` as a string, keeping its checked size."""
+    compiled = c.compile(e)
+    return Compiled(c.string(compiled), "STRING", size=compiled.size)
+
+
 @function("replace", 3)
 def _replace(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
-    s, a, b = (c.string(c.compile(x)) for x in args)
-    return Compiled(f"replace({s}, {a}, {b})", "STRING")
+    s, a, b = (_text(c, x) for x in args)
+    value = f"replace({s.sql}, {a.sql}, {b.sql})"
+    if isinstance(args[1], Literal) and isinstance(args[2], Literal) and \
+            len(str(args[2].value or "").encode()) <= len(str(args[1].value or "").encode()):
+        return Compiled(value, "STRING")  # it can only shrink
+    # every position may be an occurrence: |s| × (1 + |b|), the bound of s written once
+    return c.limited(value, f"({c.size_of(s)}) * (1 + {c.size_of(b)})", "replace")
 
 
 @function("repeat", 2)
 def _repeat(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
-    return Compiled(f"repeat({c.string(c.compile(args[0]))}, {c.millis(args[1])})", "STRING")
+    s, times = _text(c, args[0]), c.millis(args[1])
+    return c.limited(f"repeat({s.sql}, {times})", f"({c.size_of(s)}) * ({times})", "repeat")
 
 
 @function("trim ltrim rtrim", 1, 2)
@@ -62,8 +74,8 @@ def _trim(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
 
 @function("lpad rpad", 3)
 def _pad(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
-    s, pad = c.string(c.compile(args[0])), c.string(c.compile(args[2]))
-    return Compiled(f"{n}({s}, CAST({c.millis(args[1])} AS INTEGER), {pad})", "STRING")
+    s, pad, length = c.string(c.compile(args[0])), c.string(c.compile(args[2])), c.millis(args[1])
+    return c.limited(f"{n}({s}, CAST({length} AS INTEGER), {pad})", length, n)
 
 
 @function("strpos", 2, 3)

@@ -15,9 +15,10 @@ import functools
 from collections.abc import Iterator
 from typing import Any
 
-from serving.errors import DruidError
+from radstack.sql_text import RESOURCE_LIMIT_PREFIX
+from serving.errors import DruidError, user_message
 
-__all__ = ["check_json_depth", "check_sql_text", "planning_guard", "too_complex", "too_large"]
+__all__ = ["check_json_depth", "check_sql_text", "planning_guard", "resource_limit", "too_complex", "too_large"]
 
 
 def too_complex(message: str) -> DruidError:
@@ -27,6 +28,15 @@ def too_complex(message: str) -> DruidError:
 
 def too_large(message: str) -> DruidError:
     return DruidError(message, category="INVALID_INPUT", context={"legacyErrorCode": "Resource limit exceeded"})
+
+
+def resource_limit(engine_message: str) -> DruidError | None:
+    """The engine's failure as Druid's resource-limit error when a value-size check raised it
+    (:func:`radstack.sql_text.value_limit_sql`, DuckDB's ``error()``); else None."""
+    at = engine_message.find(RESOURCE_LIMIT_PREFIX)
+    if at < 0:
+        return None
+    return too_large(user_message(engine_message[at + len(RESOURCE_LIMIT_PREFIX):]))
 
 
 def _word_at(sql: str, i: int, word: str) -> bool:

@@ -98,6 +98,69 @@ def test_huge_strings_are_400(client: TestClient, sql: str) -> None:
     assert "server.max_string_bytes" in r.json()["errorMessage"] and secs < 5
 
 
+def _cte_chain(levels: int, op: str) -> str:
+    parts = ["l0 AS (SELECT REPEAT(page, 2000) AS x FROM wiki)"]
+    parts += [f"l{i} AS (SELECT {op} AS x FROM l{i - 1})" for i in range(1, levels + 1)]
+    return f"WITH {', '.join(parts)} SELECT MAX(CHAR_LENGTH(x)) AS n FROM l{levels}"
+
+
+@pytest.mark.parametrize("sql", [
+    # a value that grows by composition: every step is checked, not only the functions that multiply (#49)
+    "SELECT CHAR_LENGTH(REPLACE(REPEAT('a', 1048576), 'a', REPEAT('b', 1000)))",
+    "SELECT MAX(CHAR_LENGTH(REPLACE(REPEAT(page, 1000), 'a', REPEAT(\"user\", 100)))) FROM wiki",
+    _cte_chain(12, "x || x"),
+    _cte_chain(12, "CONCAT(x, x, x)"),
+    "SELECT MAX(CHAR_LENGTH(REGEXP_REPLACE(REPEAT(page, 1000), '(.)', '$1$1$1$1$1$1$1$1$1$1'))) FROM wiki",
+    "SELECT MAX(CHAR_LENGTH(STRING_FORMAT('%900000000s', page))) FROM wiki",
+    "WITH a0 AS (SELECT ARRAY[REPEAT(page, 1000)] AS x FROM wiki), a1 AS (SELECT ARRAY_CONCAT(x, x) AS x FROM a0), "
+    + ", ".join(f"a{i} AS (SELECT ARRAY_CONCAT(x, x) AS x FROM a{i - 1})" for i in range(2, 16))
+    + " SELECT MAX(ARRAY_LENGTH(x)) FROM a15",
+])
+def test_values_growing_past_the_limit_are_a_resource_limit(client: TestClient, sql: str) -> None:
+    r, secs = _sql(client, sql)
+    assert r.status_code == 400, r.text
+    body = r.json()
+    assert "server.max_string_bytes" in body["errorMessage"] and secs < 5
+    assert body["context"]["legacyErrorCode"] == "Resource limit exceeded"
+
+
+def test_values_within_the_limit_answer_as_before(client: TestClient) -> None:
+    r, _ = _sql(client, _cte_chain(2, "x || x"))  # 4 × 2000 × 'Main': 32,000 bytes
+    assert r.status_code == 200 and r.json() == [{"n": 32000}]
+    r, _ = _sql(client, "SELECT REPLACE(page, 'a', 'xyz') AS r, REGEXP_REPLACE(page, 'a', '$0$0') AS g, "
+                        "CONCAT_WS('-', page, \"user\") AS w, STRING_FORMAT('%5s|', page) AS f FROM wiki "
+                        "WHERE page = 'Talk' LIMIT 1")
+    assert r.json() == [{"r": "Txyzlk", "g": "Taalk", "w": "Talk-bob", "f": " Talk|"}]
+
+
+def test_nested_checks_plan_in_bounded_time(client: TestClient) -> None:
+    # each check writes the bound of its arguments once: 30 nested CONCATs stay linear, not 2^30
+    q = "SELECT " + "CONCAT(" * 30 + "page" + ", 'x')" * 30 + " AS c FROM wiki WHERE page = 'Help'"
+    r, secs = _sql(client, q)
+    assert r.status_code == 200 and r.json() == [{"c": "Help" + "x" * 30}] and secs < 10
+
+
+@pytest.mark.parametrize("query", [
+    {"virtualColumns": [{"type": "expression", "name": "v", "expression": "strlen(repeat(page, 1000000000))",
+                         "outputType": "LONG"}], "columns": ["v"]},
+    {"filter": {"type": "expression", "expression": "strlen(repeat(page, 100000)) > 0"}},
+    {"virtualColumns": [{"type": "expression", "name": "v", "expression": "lpad(page, 1000000000, 'x')",
+                         "outputType": "STRING"}], "columns": ["v"]},
+    {"virtualColumns": [{"type": "expression", "name": "v",
+                         "expression": "replace(repeat(page, 10000), 'a', repeat(page, 100))",
+                         "outputType": "STRING"}], "columns": ["v"]},
+    {"virtualColumns": [{"type": "expression", "name": "v",
+                         "expression": "concat(repeat(page, 9000), repeat(page, 9000))",
+                         "outputType": "STRING"}], "columns": ["v"]},
+])
+def test_native_expressions_growing_past_the_limit_are_a_resource_limit(client: TestClient, query: Any) -> None:
+    q = {"queryType": "scan", "dataSource": "wiki", "intervals": IV, "columns": ["page"], **query}
+    start = time.monotonic()
+    r = client.post("/druid/v2", json=q)
+    assert r.status_code == 400, r.text
+    assert "server.max_string_bytes" in r.json()["errorMessage"] and time.monotonic() - start < 5
+
+
 def test_small_strings_still_work(client: TestClient) -> None:
     r, _ = _sql(client, "SELECT REPEAT('ab', 3) AS r, LPAD('x', 3, '-') AS l, RPAD('x', 2) AS p")
     assert r.status_code == 200 and r.json() == [{"r": "ababab", "l": "--x", "p": "x "}]

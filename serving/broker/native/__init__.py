@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from radstack.expressions.compiler import VALUE_LIMIT
 from serving.auth import User
-from serving.broker.limits import check_json_depth, planning_guard
+from serving.broker.limits import check_json_depth, planning_guard, resource_limit
 from serving.broker.native.context import QueryContext
 from serving.broker.native.groupby import run_groupby
 from serving.broker.native.scan import run_scan
@@ -98,6 +99,17 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
         user.require("DATASOURCE", datasource_names(query.get("dataSource")), "READ")
     manager = service.queries
     qid = query_id or query_id_of(query) or manager.new_id()
+    value_limit = VALUE_LIMIT.set(limits.max_string_bytes)  # compiled into every expression's checks
+    try:
+        return _run(service, query, qid, context, runner, needs_intervals, default_gran, user, used_projections)
+    finally:
+        VALUE_LIMIT.reset(value_limit)
+
+
+def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
+         needs_intervals: bool, default_gran: Any, user: User | None,
+         used_projections: dict[str, str] | None) -> list[dict[str, Any]]:
+    manager = service.queries
     with manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
                      owner=user.name if user is not None else None) as rq, service.snapshot() as (cursor, state):
         rq.attach(cursor)
@@ -124,6 +136,9 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
 
 
 def _duckdb_error(e: duckdb.Error, query_id: str) -> DruidError:
+    limit = resource_limit(str(e))
+    if limit is not None:
+        return limit
     if isinstance(e, duckdb.BinderException | duckdb.ConversionException | duckdb.InvalidInputException
                   | duckdb.ParserException | duckdb.CatalogException | duckdb.OutOfRangeException):
         return invalid_input(f"Query could not be planned: {user_message(str(e))}")

@@ -117,6 +117,8 @@ class QueryContext:
     virtual_names: set[str] = field(default_factory=set)
     #: virtual columns whose type :meth:`relation` read from the data (not stored columns)
     _typed_virtual: set[str] = field(default_factory=set)
+    #: the stored columns, as the first :meth:`relation` found them (before any virtual column was typed)
+    _stored: frozenset[str] | None = None
     projection: ProjectionView | None = None  # the aggregate projection this query reads, if any
     multi_value: frozenset[str] = frozenset()  # multi-value string dimensions (lists of strings)
     #: sketch columns whose merges read the integer column beside them (set before :meth:`base`, by
@@ -275,7 +277,9 @@ class QueryContext:
 
     def relation(self, source: str) -> str:
         sql = f"SELECT * FROM {source} WHERE {self.time_predicate()}"
-        real = set(self.column_types) - self._typed_virtual  # typed by an earlier call, not stored
+        if self._stored is None:
+            self._stored = frozenset(self.column_types)
+        real = self._stored  # a later call sees the virtual columns typed too: they are not stored
         vcs = parse_virtual_columns(self.query.get("virtualColumns") or [], self)
         for vc in vcs:
             expr = f"CAST({vc.sql} AS {SQL_TYPES[vc.output_type]})" if vc.output_type else vc.sql

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
 from serving.broker.sql.catalog import Catalog
 
 
@@ -36,7 +37,7 @@ class TranslationContext:
     lookups: set[str] = field(default_factory=set)  # lookups read (lookup.name or LOOKUP())
     cte_names: set[str] = field(default_factory=set)
     projections: dict[str, str] = field(default_factory=dict)  # datasource → projection that answered
-    max_string_bytes: int = 1024 * 1024  # server.max_string_bytes: REPEAT/LPAD/RPAD beyond it → 400
+    max_string_bytes: int = DEFAULT_MAX_VALUE_BYTES  # server.max_string_bytes (rules/value_limits.py)
 
     @property
     def time_zone(self) -> str:

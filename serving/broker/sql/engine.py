@@ -19,7 +19,7 @@ from radstack.config import ServerSettings
 from radstack.sketches import family_of
 from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
-from serving.broker.limits import check_sql_text
+from serving.broker.limits import check_sql_text, resource_limit
 from serving.broker.sql import explain, information_schema, sys_tables, udfs
 from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
@@ -148,7 +148,7 @@ def duckdb_error(e: duckdb.Error, query_id: str | None = None) -> DruidError:
             return validation_error(f"No match found for function signature {m.group(1).upper()}")
         return validation_error(user_message(msg))
     if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
-        return validation_error(user_message(msg))
+        return resource_limit(msg) or validation_error(user_message(msg))
     return engine_refusal(e, query_id) or internal_error(e, query_id=query_id)
 
 

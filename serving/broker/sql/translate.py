@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
 from radstack.time.clock import now_millis
 from serving.broker.limits import planning_guard
 from serving.broker.relations import check_relations
@@ -61,7 +62,7 @@ def translate(
     parameters: list[dict[str, Any]] | None = None,
     now_ms: int | None = None,
     system_schema: dict[str, dict[str, str]] | None = None,
-    max_string_bytes: int = 1024 * 1024,
+    max_string_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     planning_processes: int = 0,
 ) -> Translation:
     """Translate one Druid SQL query; raise :class:`serving.errors.DruidError` for anything refused.

@@ -1,7 +1,8 @@
 """Druid string functions DuckDB spells differently: CONTAINS_STRING, ICONTAINS_STRING, TEXTCAT,
 STRLEN, BTRIM, PARSE_LONG, BITWISE_AND/OR/XOR, LISTAGG; and UPPER, which in Druid (Java's
 ``toUpperCase``) turns ``ß`` into ``SS`` where DuckDB gives ``ẞ``; and REGEXP_EXTRACT, NULL when the
-pattern does not match (DuckDB gives '')."""
+pattern does not match (DuckDB gives ''); and REGEXP_REPLACE's replacement, written as Java's
+``Matcher.replaceAll`` reads it (``$1`` a group, ``\\$`` a dollar), in RE2's spelling (``\\1``)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         extract = call("REGEXP_EXTRACT", node.this.copy(), node.expression.copy(), group.copy())
         matches = exp.RegexpLike(this=node.this.copy(), expression=node.expression.copy())
         return exp.Case(ifs=[exp.If(this=matches, true=extract)], default=exp.null())
+    if isinstance(node, exp.RegexpReplace):
+        replacement = node.args.get("replacement")
+        if isinstance(replacement, exp.Literal) and replacement.is_string:
+            node.set("replacement", exp.Literal.string(re2_replacement(str(replacement.this))))
+        return node
     name = anonymous_name(node)
     if name is None:
         return node
@@ -56,6 +62,25 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         args = call_args(node, (1, 2), name)
         return call("STRING_AGG", args[0], args[1] if len(args) > 1 else exp.Literal.string(","))
     return node
+
+
+def re2_replacement(java: str) -> str:
+    """A ``Matcher.replaceAll`` replacement (``$n`` is group n, a backslash quotes the next character) in
+    RE2's spelling (``\\n`` is group n, ``\\\\`` a backslash, ``$`` itself)."""
+    out, i = [], 0
+    while i < len(java):
+        c = java[i]
+        if c == "\\" and i + 1 < len(java):
+            nxt = java[i + 1]
+            out.append("\\\\" if nxt == "\\" else nxt)
+            i += 2
+        elif c == "$" and i + 1 < len(java) and java[i + 1].isdigit():
+            out.append("\\" + java[i + 1])
+            i += 2
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
