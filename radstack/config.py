@@ -102,13 +102,42 @@ class ServerSettings(Section):
     low_priority_percent: int = Field(
         50, description="share of the slots queries with a negative context priority may hold (Druid's hilo lane)")
     default_query_timeout_ms: int = Field(300_000, description="a query's timeout when its context sets none")
+    max_query_timeout_ms: int = Field(
+        600_000, description="the longest timeout a query may ask for (Druid's maxQueryTimeout): a larger one is a "
+        "400, 'timeout': 0 means this one; 0 → no limit")
+    write_timeout_seconds: float = Field(
+        30, description="a client that takes no part of a streamed answer for this long (or past the query's own "
+        "timeout) loses the connection, and the query its slot")
+    max_connections: int = Field(
+        1000, description="open HTTP connections the server holds; the next one gets an immediate 503 and is closed")
+    max_connections_per_client: int = Field(
+        128, description="open HTTP connections one client address may hold (503 above)")
+    header_timeout_seconds: float = Field(
+        10, description="a request's line and headers must arrive within this long, or the connection is closed")
+    body_timeout_seconds: float = Field(
+        60, description="a request's body must arrive within this long after its headers, or the connection is closed")
+    idle_timeout_seconds: float = Field(5, description="an idle kept-alive connection is closed after this long")
+    max_queries_per_user: int = Field(
+        4, description="queries one user (or, with auth off, one client address) runs at once; more wait in the queue "
+        "(at most a quarter of max_queued_queries each, 429 above), so no user holds every slot; 0 → no limit")
     segment_cache_bytes: int = Field(
         8 * 1024**3, description="bytes of segments (their descriptors' size) the broker's on-disk segment cache "
         "holds; a segment beyond it stays unavailable, as on a full Druid historical; 0 → no limit")
     duckdb_threads: int = Field(0, description="threads of the broker's DuckDB; 0 → DuckDB's default (all cores)")
     memory_limit: str = Field(
         "", description="memory the broker's DuckDB may use (DuckDB's spelling, e.g. '8GiB'): its buffer pool over the "
-        "on-disk segment cache and every query's working memory; empty → half the machine's")
+        "on-disk segment cache and every query's working memory; empty → half the machine's, or of its cgroup's "
+        "limit when lower")
+    query_memory_limit: str = Field(
+        "", description="memory one query's sorts, joins and hash tables may hold before they spill to disk "
+        "(DuckDB's operator_memory_limit); empty → a quarter of memory_limit")
+    max_spill: str = Field(
+        "4GiB", description="largest total the broker's queries may spill to disk at once (DuckDB's "
+        "max_temp_directory_size); a query that needs more fails with 429 'Resource limit exceeded'")
+    memory_headroom: str = Field(
+        "300MiB", description="the process's memory budget is memory_limit plus this (Python, the results on their "
+        "way out); past it the memory guard stops the longest-running query (400 'Resource limit exceeded'); "
+        "empty → no guard")
     max_sql_chars: int = Field(131_072, description="longest SQL text a query may have (400 above; planning is linear in it)")
     planning_processes: int = Field(
         1, description="worker processes that plan SQL statements of 16 KiB or more, so one cannot hold the "

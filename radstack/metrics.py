@@ -87,6 +87,12 @@ BROKER_QUERIES_RUNNING = Gauge(
 BROKER_QUERY_QUEUE_DEPTH = Gauge(
     "radstack_broker_query_queue_depth", "Queries waiting for a slot (at most server.max_queued_queries).",
     registry=REGISTRY)
+PROCESS_RESIDENT_BYTES = Gauge(
+    "radstack_process_resident_bytes", "The serving process's resident memory, as the memory guard last saw it.",
+    registry=REGISTRY)
+MEMORY_GUARD_STOPS = Counter(
+    "radstack_memory_guard_stops_total", "Queries the memory guard stopped because the process passed its budget "
+    "(server.memory_limit + server.memory_headroom).", registry=REGISTRY)
 BROKER_QUERY_QUEUE_WAIT = Histogram(
     "radstack_broker_query_queue_wait_seconds", "How long queries waited for a slot before running.",
     buckets=_LATENCY_BUCKETS, registry=REGISTRY)

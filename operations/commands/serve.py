@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import resource
 from pathlib import Path
 from types import FrameType
 
@@ -11,6 +13,7 @@ from fastapi import FastAPI
 
 from operations.server import create_server_app
 from radstack.config import load_settings
+from serving.http_limits import limited_protocol
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """On SIGTERM, requests in flight get this long; then the lifespan cancels running queries and tasks, so
@@ -30,8 +33,19 @@ def serve(
         overrides["server"]["port"] = port
     settings = load_settings(config, overrides=overrides)
     app = create_server_app(settings)
+    raise_open_files_limit()
     _Server(app, uvicorn.Config(app, host=settings.server.host, port=int(settings.server.port), log_level="warning",
-                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)).run()
+                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+                                http=limited_protocol(settings.server),
+                                timeout_keep_alive=max(1, int(settings.server.idle_timeout_seconds)))).run()
+
+
+def raise_open_files_limit() -> None:
+    """Open files up to the hard limit: ``server.max_connections`` must run out before the descriptors do."""
+    with contextlib.suppress(ValueError, OSError):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 class _Server(uvicorn.Server):

@@ -13,10 +13,10 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request, Response
-from starlette.concurrency import run_in_threadpool
 
 from radstack.time.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from serving.auth import query_canceller, request_user
+from serving.broker.connection import client_key, run_until_disconnect
 from serving.broker.native import query_id_of, run_native_query
 from serving.broker.projections import projection_header
 from serving.broker.service import BrokerService
@@ -64,8 +64,9 @@ async def post_native(request: Request) -> Response:
         service = broker_of(request)
         qid = query_id_of(query) or service.queries.new_id()
         used: dict[str, str] = {}
-        result = await run_in_threadpool(run_native_query, service, query, query_id=qid,
-                                         user=request_user(request), used_projections=used)
+        result = await run_until_disconnect(request, lambda: service.queries.cancel(qid), run_native_query, service,
+                                            query, query_id=qid, user=request_user(request), used_projections=used,
+                                            client=client_key(request))
     except DruidError as e:
         return error_response(query_error(e))
     return json_response(result, pretty=pretty, headers={"X-Druid-Query-Id": qid, **projection_header(used)})

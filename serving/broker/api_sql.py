@@ -13,11 +13,11 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
-from fastapi.responses import Response, StreamingResponse
-from starlette.concurrency import run_in_threadpool
+from fastapi.responses import Response
 
 from radstack.config import ServerSettings
 from serving.auth import User, query_canceller, request_user
+from serving.broker.connection import WatchedStream, client_key, run_until_disconnect
 from serving.broker.projections import projection_header
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
@@ -101,22 +101,24 @@ async def post_sql(request: Request) -> Response:
         raise DruidError("Cannot include type headers without also setting [header]")
     context, parameters = context_and_parameters(body)
     broker = _broker(request)
-
-    return await run_in_threadpool(_run, request, broker, query, fmt, header, types_header,
-                                   sql_types_header, context, parameters)
+    manager = broker.queries
+    qid = manager.checked_id(context.get("sqlQueryId"), "sqlQueryId") or manager.new_id()
+    context = {**context, "sqlQueryId": qid}
+    return await run_until_disconnect(request, lambda: manager.cancel(qid), _run, request, broker, query, fmt,
+                                      header, types_header, sql_types_header, context, parameters)
 
 
 def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, types_header: bool,
          sql_types_header: bool, context: dict[str, Any], parameters: list[Any]) -> Response:
     ctx = request.app.state.ctx
     manager = broker.queries
-    qid = manager.checked_id(context.get("sqlQueryId"), "sqlQueryId") or manager.new_id()
-    context = {**context, "sqlQueryId": qid}
+    qid = context["sqlQueryId"]
     stack = contextlib.ExitStack()
     user = request_user(request)
     try:
         running = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
-                                                  owner=user.name if user is not None else None))
+                                                  owner=user.name if user is not None else None,
+                                                  client=client_key(request)))
         server = server_info(ctx, broker)
         result = execute(broker, query, context=context, parameters=parameters,
                          metadata=getattr(ctx, "metadata", None), running=running, server=server,
@@ -153,7 +155,18 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
             with contextlib.suppress(Exception):
                 stack.close()
 
-    return StreamingResponse(body(), media_type=writer.content_type, headers=headers)
+    write_timeout = _write_timeout(ctx, broker)
+
+    def seconds_to_write() -> float:
+        left = running.remaining_ms()
+        return write_timeout if left is None else min(write_timeout, max(0.0, left / 1000.0))
+
+    return WatchedStream(body(), write_timeout=seconds_to_write, media_type=writer.content_type, headers=headers)
+
+
+def _write_timeout(ctx: Any, broker: Any) -> float:
+    settings = getattr(ctx, "settings", None) or getattr(broker, "settings", None)
+    return float((settings.server if settings is not None else ServerSettings()).write_timeout_seconds)
 
 
 def server_info(ctx: Any, broker: Any) -> ServerInfo:

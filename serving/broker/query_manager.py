@@ -28,6 +28,7 @@ from typing import Any
 import duckdb
 
 from radstack import metrics
+from serving.broker.limits import too_large
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 
 _LONGEST_TIMER_MS = 365 * 24 * 3600 * 1000
@@ -40,9 +41,12 @@ class RunningQuery:
     query_id: str
     timeout_ms: int
     owner: str | None = None  # the user who sent it (auth on): only they, or STATE WRITE, may cancel it
+    lane: str | None = None  # whose share of the slots it takes: the user, or the client address (auth off)
     started: float = field(default_factory=time.monotonic)
     cursors: list[duckdb.DuckDBPyConnection] = field(default_factory=list)
-    state: str = "running"  # running | timed_out | cancelled
+    state: str = "running"  # running | timed_out | cancelled | over_budget
+    admitted: bool = False  # holds a slot (False while it waits in the queue)
+    stopped_at: float | None = None  # when it was interrupted (memory_guard.py gives a stopped query time to end)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attach(self, cursor: duckdb.DuckDBPyConnection) -> None:
@@ -59,6 +63,9 @@ class RunningQuery:
             raise timeout(f"Query [{self.query_id}] timed out after {self.timeout_ms} ms")
         if self.state == "cancelled":
             raise cancelled(f"Query [{self.query_id}] was cancelled")
+        if self.state == "over_budget":
+            raise too_large(f"Query [{self.query_id}] was stopped: the server's memory went past its budget "
+                            "(server.memory_limit + server.memory_headroom) while it ran")
 
     def remaining_ms(self) -> float | None:
         if self.timeout_ms <= 0:
@@ -84,6 +91,7 @@ class RunningQuery:
         with self._lock:
             if self.state == "running":
                 self.state = state
+                self.stopped_at = time.monotonic()
             cursors = list(self.cursors)
         for c in cursors:
             with contextlib.suppress(Exception):
@@ -98,9 +106,14 @@ def native_flag(value: Any) -> bool:
 
 class QueryManager:
     def __init__(self, max_concurrent: int = 16, default_timeout_ms: int = 300_000, *, max_queued: int = 128,
-                 queue_timeout_ms: int = 60_000, low_priority_percent: int = 50) -> None:
+                 queue_timeout_ms: int = 60_000, low_priority_percent: int = 50, max_timeout_ms: int = 0,
+                 max_per_user: int = 0) -> None:
         self.max_concurrent = max(1, max_concurrent)
-        self.default_timeout_ms = default_timeout_ms
+        self.max_timeout_ms = max(0, max_timeout_ms)
+        self.default_timeout_ms = (min(default_timeout_ms, self.max_timeout_ms) if self.max_timeout_ms and default_timeout_ms
+                                   else default_timeout_ms or self.max_timeout_ms)
+        self.max_per_user = max(0, max_per_user)
+        self._per_user: dict[str, int] = {}
         self.max_queued = max(0, max_queued)
         self.queue_timeout_ms = queue_timeout_ms
         self.max_low = max(1, math.ceil(self.max_concurrent * max(0, min(100, low_priority_percent)) / 100))
@@ -140,6 +153,13 @@ class QueryManager:
             raise DruidError(f"context.timeout must be a number of milliseconds, got {raw!r}") from e
         if ms < 0:
             raise DruidError(f"context.timeout must be >= 0, got {ms}")
+        if self.max_timeout_ms:
+            if ms == 0:  # "no timeout" is the longest one the server allows
+                return self.max_timeout_ms
+            if ms > self.max_timeout_ms:
+                raise DruidError(f"Configured timeout = {ms} is more than enforced limit of {self.max_timeout_ms} "
+                                 "(server.max_query_timeout_ms).", category="INVALID_INPUT",
+                                 context={"legacyErrorCode": "Query context parse failed"})
         return ms
 
     @staticmethod
@@ -151,20 +171,30 @@ class QueryManager:
         except (TypeError, ValueError, OverflowError) as e:
             raise DruidError(f"context.priority must be an integer, got {raw!r}") from e
 
-    def _may_start(self, low: bool) -> bool:
-        return self._active < self.max_concurrent and (not low or self._active_low < self.max_low)
+    def _user_has_room(self, rq: RunningQuery) -> bool:
+        return not self.max_per_user or rq.lane is None or self._per_user.get(rq.lane, 0) < self.max_per_user
+
+    def _may_start(self, low: bool, rq: RunningQuery) -> bool:
+        return (self._active < self.max_concurrent and (not low or self._active_low < self.max_low)
+                and self._user_has_room(rq))
 
     def _first_startable(self) -> RunningQuery | None:
-        """The waiting query that goes next: the best-ranked one whose lane has room."""
-        for _, _, rq, low in sorted(self._waiting):
-            if self._may_start(low):
+        """The waiting query that goes next: the best-ranked one whose lanes (priority, user) have room."""
+        for _, _, rq, low in sorted(self._waiting, key=lambda w: (w[0], w[1])):
+            if self._may_start(low, rq):
                 return rq
         return None
 
     def _admit(self, rq: RunningQuery, low: bool, priority: int) -> None:
         """Wait (bounded) for a slot; called with the lock held."""
-        if not self._waiting and self._may_start(low):
+        if self._may_start(low, rq) and not any(self._may_start(w_low, w) for _, _, w, w_low in self._waiting):
             return
+        if self.max_per_user and rq.lane is not None and \
+                sum(1 for _, _, w, _ in self._waiting if w.lane == rq.lane) >= max(1, self.max_queued // 4):
+            raise capacity_exceeded(
+                f"Too many queries from one user: {self.max_per_user} running and a quarter of "
+                f"server.max_queued_queries ({max(1, self.max_queued // 4)}) waiting (server.max_queries_per_user). "
+                "Please try your query again later.")
         if len(self._waiting) >= self.max_queued:
             raise capacity_exceeded(
                 f"Too many concurrent queries, total query capacity of {self.max_concurrent} exceeded and "
@@ -184,6 +214,10 @@ class QueryManager:
                     if rq.timeout_ms > 0 and limit_ms >= rq.timeout_ms:
                         rq.state = "timed_out"
                         rq.check()
+                    if not self._user_has_room(rq):
+                        raise capacity_exceeded(
+                            f"Query [{rq.query_id}] waited {limit_ms} ms: its user already runs {self.max_per_user} "
+                            "queries (server.max_queries_per_user). Please try your query again later.")
                     raise capacity_exceeded(
                         f"Query [{rq.query_id}] waited {limit_ms} ms for one of {self.max_concurrent} query slots "
                         "(server.query_queue_timeout_ms). Please try your query again later.")
@@ -195,11 +229,13 @@ class QueryManager:
 
     @contextlib.contextmanager
     def run(self, query_id: str | None = None, timeout_ms: int | None = None, priority: int = 0,
-            owner: str | None = None) -> Iterator[RunningQuery]:
+            owner: str | None = None, client: str | None = None) -> Iterator[RunningQuery]:
+        """Hold a slot for one query. Its user lane is ``owner`` (auth on) or else the ``client`` address:
+        at most ``server.max_queries_per_user`` of one lane run at once, the others wait their turn."""
         qid = query_id or self.new_id()
         tmo = self.default_timeout_ms if timeout_ms is None else timeout_ms
         low = priority < 0
-        rq = RunningQuery(qid, tmo, owner)
+        rq = RunningQuery(qid, tmo, owner, lane=owner or client)
         with self._cond:
             self._running[qid] = rq
             try:
@@ -210,6 +246,9 @@ class QueryManager:
                 raise
             self._active += 1
             self._active_low += low
+            rq.admitted = True
+            if rq.lane is not None:
+                self._per_user[rq.lane] = self._per_user.get(rq.lane, 0) + 1
             metrics.BROKER_QUERIES_RUNNING.set(self._active)
         metrics.BROKER_QUERY_QUEUE_WAIT.observe(time.monotonic() - rq.started)
         timer: threading.Timer | None = None
@@ -229,6 +268,12 @@ class QueryManager:
             with self._cond:
                 self._active -= 1
                 self._active_low -= low
+                if rq.lane is not None:
+                    left = self._per_user.get(rq.lane, 1) - 1
+                    if left:
+                        self._per_user[rq.lane] = left
+                    else:
+                        self._per_user.pop(rq.lane, None)
                 metrics.BROKER_QUERIES_RUNNING.set(self._active)
                 if self._running.get(qid) is rq:
                     del self._running[qid]
@@ -256,6 +301,11 @@ class QueryManager:
             rq.interrupt("cancelled")
         with self._cond:
             self._cond.notify_all()
+
+    def admitted(self) -> list[RunningQuery]:
+        """The queries holding a slot, the longest-running first."""
+        with self._lock:
+            return sorted((rq for rq in self._running.values() if rq.admitted), key=lambda rq: rq.started)
 
     def running(self) -> list[str]:
         with self._lock:

@@ -190,18 +190,21 @@ class CacheDatabase:
         return None if self.path is None else self.path.with_name(self.path.stem + ".downloads")
 
 
-def open_cache_database(cache_dir: Path | None, *, memory_limit: str = "", threads: int = 0) -> CacheDatabase:
+def open_cache_database(cache_dir: Path | None, *, memory_limit: str = "", threads: int = 0,
+                        query_memory_limit: str = "", max_spill: str = "") -> CacheDatabase:
     """Open (or create) ``{cache_dir}/segments.duckdb``, locked (:mod:`radstack.duckdb_sandbox`) and bounded
     by ``memory_limit``. When another broker, in this process or another, already serves from it, this one
     gets a private file that :func:`close_cache_database` removes; a file DuckDB cannot read (another
     DuckDB version, a torn disk) is a cache miss: it is removed and the cache starts empty."""
     if cache_dir is None:
-        return CacheDatabase(sandboxed_connection(memory_limit=memory_limit, threads=threads), None, False)
+        return CacheDatabase(sandboxed_connection(memory_limit=memory_limit, threads=threads,
+                                                  query_memory_limit=query_memory_limit), None, False)
     private_dir(cache_dir)
 
     def connect(path: Path) -> duckdb.DuckDBPyConnection:
         return sandboxed_connection(database=path, memory_limit=memory_limit, threads=threads,
-                                    temp_dir=cache_dir / ".duckdb-spill")
+                                    temp_dir=cache_dir / ".duckdb-spill", query_memory_limit=query_memory_limit,
+                                    max_spill=max_spill)
 
     shared = cache_dir / CACHE_FILE
     with _OPEN_LOCK:

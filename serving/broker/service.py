@@ -22,6 +22,7 @@ import duckdb
 import pyarrow as pa
 
 from radstack.config import CoordinatorSettings, ServerSettings, Settings
+from radstack.duckdb_sandbox import default_memory_limit, parse_size
 from radstack.sql_text import quote_identifier as quote_ident
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
@@ -29,6 +30,7 @@ from radstack.storage.replicas import choose_replicas, realtime_replicas, serve_
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval, format_instant
+from serving.broker.memory_guard import MemoryGuard
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
 from serving.broker.segment_cache import (
@@ -120,7 +122,8 @@ class BrokerService:
         # Locked (radstack/duckdb_sandbox.py): segments, lookups and system tables arrive as Arrow, so
         # this connection opens no file but its own database and its spill files under the cache.
         self._database = open_cache_database(cache_dir, memory_limit=server.memory_limit,
-                                             threads=server.duckdb_threads)
+                                             threads=server.duckdb_threads,
+                                             query_memory_limit=server.query_memory_limit, max_spill=server.max_spill)
         self._db = self._database.connection
         # the segment cache takes over the tables a previous run left and drops everything else
         self.cache = SegmentCache(self._database, settings, deep_storage)
@@ -136,7 +139,12 @@ class BrokerService:
             max_queued=server.max_queued_queries,
             queue_timeout_ms=server.query_queue_timeout_ms,
             low_priority_percent=server.low_priority_percent,
+            max_timeout_ms=server.max_query_timeout_ms,
+            max_per_user=server.max_queries_per_user,
         )
+        headroom = parse_size(server.memory_headroom) if server.memory_headroom else 0
+        self.memory_guard = MemoryGuard(
+            self.queries, parse_size(server.memory_limit or default_memory_limit()) + headroom if headroom else 0)
         self.poll_seconds = float(coordinator.metadata_poll_seconds)
         self._state = BrokerState(0, {}, (), frozenset())
         self._refresh_lock = threading.Lock()
@@ -166,9 +174,11 @@ class BrokerService:
         self._stop.clear()
         self._thread = threading.Thread(target=self._poll, name="broker-metadata-poll", daemon=True)
         self._thread.start()
+        self.memory_guard.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self.memory_guard.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None

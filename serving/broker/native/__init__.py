@@ -76,7 +76,8 @@ def datasource_names(spec: Any) -> set[str]:
 
 
 def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
-                     user: User | None = None, used_projections: dict[str, str] | None = None) -> list[dict[str, Any]]:
+                     user: User | None = None, used_projections: dict[str, str] | None = None,
+                     client: str | None = None) -> list[dict[str, Any]]:
     """Run one native query; ``used_projections`` (when given) receives datasource → the aggregate
     projection that answered."""
     if not isinstance(query, dict):
@@ -101,17 +102,18 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
     qid = query_id or query_id_of(query) or manager.new_id()
     value_limit = VALUE_LIMIT.set(limits.max_string_bytes)  # compiled into every expression's checks
     try:
-        return _run(service, query, qid, context, runner, needs_intervals, default_gran, user, used_projections)
+        return _run(service, query, qid, context, runner, needs_intervals, default_gran, user, used_projections,
+                    client)
     finally:
         VALUE_LIMIT.reset(value_limit)
 
 
 def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
          needs_intervals: bool, default_gran: Any, user: User | None,
-         used_projections: dict[str, str] | None) -> list[dict[str, Any]]:
+         used_projections: dict[str, str] | None, client: str | None) -> list[dict[str, Any]]:
     manager = service.queries
     with manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
-                     owner=user.name if user is not None else None) as rq, service.snapshot() as (cursor, state):
+                     owner=user.name if user is not None else None, client=client) as rq, service.snapshot() as (cursor, state):
         rq.attach(cursor)
         try:
             with planning_guard():
