@@ -19,7 +19,6 @@ import json
 import os
 import resource
 import socket
-import statistics
 import sys
 import threading
 import time

@@ -141,3 +141,61 @@ def test_an_enormous_timeout_runs_without_a_timer_thread_error() -> None:
     finally:
         threading.excepthook = old_hook
     assert errors == []
+
+
+def test_a_timeout_past_the_servers_maximum_is_400_and_zero_is_the_maximum() -> None:
+    qm = QueryManager(max_concurrent=1, default_timeout_ms=300_000, max_timeout_ms=600_000)
+    assert qm.timeout_of({"timeout": 0}) == 600_000
+    assert qm.timeout_of({"timeout": 1000}) == 1000
+    assert qm.timeout_of({}) == 300_000
+    for huge in (600_001, 1e30):
+        with pytest.raises(DruidError) as ei:
+            qm.timeout_of({"timeout": huge})
+        assert ei.value.status == 400 and "more than enforced limit of 600000" in ei.value.message
+
+
+def _hold_as(qm: QueryManager, qid: str, user: str, release: threading.Event, order: list[str],
+             errors: dict[str, Any]) -> threading.Thread:
+    def run() -> None:
+        try:
+            with qm.run(qid, 0, 0, owner=user):
+                order.append(qid)
+                release.wait(10)
+        except DruidError as e:
+            errors[qid] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def test_one_user_cannot_hold_every_slot() -> None:
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0, max_queued=16, max_per_user=2, queue_timeout_ms=10_000)
+    release, order, errors = threading.Event(), [], {}  # type: ignore[var-annotated]
+    mallory = [_hold_as(qm, f"m{i}", "mallory", release, order, errors) for i in range(6)]
+    _wait_for(lambda: len(order) == 2)
+    time.sleep(0.1)
+    assert len(order) == 2 and qm.running().__len__() == 6  # two of mallory's run, four wait
+    with qm.run("v", 0, 0, owner="victim"):  # a free slot is the victim's at once
+        assert "v" in qm.running()
+    # a quarter of the queue is one user's share: the next one is refused, naming the setting
+    extra = [_hold_as(qm, f"x{i}", "mallory", release, order, errors) for i in range(4)]
+    _wait_for(lambda: any(k.startswith("x") for k in errors))
+    refused = next(e for k, e in errors.items() if k.startswith("x"))
+    assert refused.status == 429 and "server.max_queries_per_user" in refused.message
+    release.set()
+    for t in mallory + extra:
+        t.join(10)
+    assert len([q for q in order if q.startswith("m")]) == 6
+
+
+def test_a_user_at_its_limit_times_out_naming_the_setting() -> None:
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0, max_per_user=1, queue_timeout_ms=200)
+    release, order, errors = threading.Event(), [], {}  # type: ignore[var-annotated]
+    first = _hold_as(qm, "a", "ana", release, order, errors)
+    _wait_for(lambda: order == ["a"])
+    with pytest.raises(DruidError) as ei, qm.run("b", 0, 0, owner="ana"):
+        pass
+    assert ei.value.status == 429 and "server.max_queries_per_user" in ei.value.message
+    release.set()
+    first.join(5)
