@@ -148,7 +148,7 @@ class ServerSettings(Section):
         DEFAULT_MAX_VALUE_BYTES, description="largest string or array one function call may build (REPEAT, LPAD, "
         "REPLACE, ||, ARRAY_CONCAT …, in SQL, native expressions and ingestion transforms), checked before it is built: "
         "400 'Resource limit exceeded' above. DuckDB evaluates 2,048 rows at a time, so this bounds one expression's "
-        "working memory to 2,048 × it per thread")
+        "working memory to 2,048 × it per thread; 0 → no limit")
     max_subscriptions: int = Field(1000, description="live query subscriptions the server keeps (400 above)")
     max_subscriptions_per_user: int = Field(100, description="subscriptions one user may keep (429 above; auth on)")
     max_streams_per_user: int = Field(

@@ -103,7 +103,10 @@ class Compiler:
         return byte_length_sql(c.sql, self.d)
 
     def limited(self, value: str, bound: str, name: str) -> Compiled:
-        """A STRING ``value`` checked before it is built: past ``server.max_string_bytes`` the query fails."""
+        """A STRING ``value`` checked before it is built: past ``server.max_string_bytes`` the query fails
+        (no check when it is 0)."""
+        if self.value_limit <= 0:
+            return Compiled(value, "STRING")
         return Compiled(value_limit_sql(value, bound, self.value_limit, name, self.d), "STRING", size=bound)
 
     def limited_concat(self, parts: Sequence[Compiled]) -> Compiled:

@@ -72,7 +72,7 @@ class WatchedStream(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         it = iter(self.chunks)
-        try:  # a stalled reader ends the response unfinished; uvicorn then closes the connection
+        try:
             async with anyio.create_task_group() as group:
                 async def watch() -> None:
                     await _disconnected(receive)
@@ -81,14 +81,15 @@ class WatchedStream(Response):
                 group.start_soon(watch)
                 try:
                     await self._write(it, send)
+                except Exception as e:  # noqa: BLE001 - a query stopped mid-answer: the body ends unfinished
+                    log.info("streamed answer ended early: %s", e)
                 finally:
                     group.cancel_scope.cancel()
-        except _StalledReader:
-            pass
         finally:
             await run_in_threadpool(_close, it)
 
     async def _write(self, it: Iterator[Any], send: Send) -> None:
+        """Write every chunk; a stalled reader ends it unfinished (uvicorn then closes the connection)."""
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         while True:
             chunk = await run_in_threadpool(next, it, _END)
@@ -100,12 +101,8 @@ class WatchedStream(Response):
                 await send({"type": "http.response.body", "body": body, "more_body": True})
             if scope.cancelled_caught:
                 log.info("client stopped reading for %.1f s: closing its stream", time.monotonic() - started)
-                raise _StalledReader
+                return
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-class _StalledReader(Exception):
-    """The client did not take a chunk in time: the connection is dropped (uvicorn closes it)."""
 
 
 def _close(it: Iterator[Any]) -> None:

@@ -326,8 +326,9 @@ def native(query: dict[str, Any]) -> Callable[[Target], Counter[Any]]:
     return lambda t: Counter([_post(t, "/druid/v2", query)])
 
 
-def crowd(n: int, send: Callable[[Target], Any], seconds: float = ATTACK_SECONDS) -> Callable[[Target], Counter[Any]]:
-    """``n`` clients sending ``send`` in a loop for ``seconds`` (requests still running then are abandoned)."""
+def crowd(n: int, send: Callable[[Target, float], Any], seconds: float = ATTACK_SECONDS) -> Callable[[Target], Counter[Any]]:
+    """``n`` clients sending ``send(target, client_timeout)`` in a loop for ``seconds``; a request still
+    running at the end is abandoned (its client times out and closes the connection)."""
 
     def attack(t: Target) -> Counter[Any]:
         out: Counter[Any] = Counter()
@@ -336,7 +337,7 @@ def crowd(n: int, send: Callable[[Target], Any], seconds: float = ATTACK_SECONDS
 
         def one() -> None:
             while time.monotonic() < stop:
-                code = send(t)
+                code = send(t, max(0.2, stop - time.monotonic()))
                 with lock:
                     out[code] += 1
 
@@ -392,26 +393,30 @@ def _open_many(t: Target, n: int, first: bytes, hold: float) -> Counter[Any]:
         except OSError as e:
             out[type(e).__name__] += 1
     time.sleep(hold)
-    closed = 0
     for s in socks:
         s.setblocking(False)
         try:
-            closed += s.recv(1) == b""
+            data = s.recv(65536)
+            out["refused 503" if data.startswith(b"HTTP/1.1 503") else "closed by server" if not data
+                else data[9:12].decode()] += 1
         except BlockingIOError:
-            pass
+            out["still open"] += 1
         except OSError:
-            closed += 1
+            out["closed by server"] += 1
         s.close()
-    out["closed by server"] = closed
     return out
 
 
+#: longer than server.header_timeout_seconds (10): the partial requests must be closed by then
+SLOW_HOLD = 12.0
+
+
 def slowloris(n: int) -> Callable[[Target], Counter[Any]]:
-    return lambda t: _open_many(t, n, b"POST /druid/v2/sql HTTP/1.1\r\nHost: x\r\nX-A: ", ATTACK_SECONDS)
+    return lambda t: _open_many(t, n, b"POST /druid/v2/sql HTTP/1.1\r\nHost: x\r\nX-A: ", SLOW_HOLD)
 
 
 def idle_sockets(n: int) -> Callable[[Target], Counter[Any]]:
-    return lambda t: _open_many(t, n, b"", ATTACK_SECONDS)
+    return lambda t: _open_many(t, n, b"", SLOW_HOLD)
 
 
 def slow_body(n: int) -> Callable[[Target], Counter[Any]]:
@@ -508,16 +513,17 @@ def _task_with_repeat(t: Target) -> Counter[Any]:
     return Counter([_post(t, "/druid/indexer/v1/task", spec, user="admin")])
 
 
-def _priority(t: Target) -> Any:
-    return _post(t, "/druid/v2/sql", {"query": LONG_SQL, "context": {"priority": 100, "timeout": 30000}}, timeout=40)
+def _priority(t: Target, timeout: float) -> Any:
+    return _post(t, "/druid/v2/sql", {"query": LONG_SQL, "context": {"priority": 100, "timeout": 30000}},
+                 timeout=timeout)
 
 
-def _cross(t: Target) -> Any:
-    return _post(t, "/druid/v2/sql", {"query": LONG_SQL, "context": {"timeout": 30000}}, timeout=40)
+def _cross(t: Target, timeout: float) -> Any:
+    return _post(t, "/druid/v2/sql", {"query": LONG_SQL, "context": {"timeout": 30000}}, timeout=timeout)
 
 
-def _health(t: Target) -> Any:
-    with t.client(timeout=5) as c:
+def _health(t: Target, timeout: float) -> Any:
+    with t.client(timeout=timeout) as c:
         try:
             return c.get("/status/health").status_code
         except httpx.HTTPError as e:
@@ -559,10 +565,7 @@ SHAPES: tuple[Shape, ...] = (
         "virtualColumns": [{"type": "expression", "name": "v", "expression": "repeat(page, 50000000)",
                             "outputType": "STRING"}],
         "dimensions": ["v"], "aggregations": [{"type": "count", "name": "n"}]})),
-    Shape("native-scan-whole", "streaming", native({
-        "queryType": "scan", "dataSource": {"type": "query", "query": {
-            "queryType": "scan", "dataSource": "wiki", "intervals": ["2024-01-01/2024-02-01"], "columns": ["page"]}},
-        "intervals": ["2024-01-01/2024-02-01"], "columns": ["page"]})),
+    Shape("native-scan-big-answer", "streaming", native(scan("repeat(page, 6000)"))),
     Shape("subscription-big-answer", "streaming", _subscription),
     Shape("task-transform-repeat", "memory", _task_with_repeat),
     # time
@@ -577,8 +580,8 @@ SHAPES: tuple[Shape, ...] = (
     # fair sharing
     Shape("slot-flood", "sharing", crowd(24, _cross)),
     Shape("priority-flood", "sharing", crowd(16, _priority)),
-    Shape("queue-flood", "sharing", crowd(150, lambda t: _post(t, "/druid/v2/sql", {"query": CROSS3}, timeout=20),
-                                          seconds=6)),
+    Shape("queue-flood", "sharing", crowd(150, lambda t, timeout: _post(t, "/druid/v2/sql", {"query": CROSS3},
+                                                                       timeout=timeout), seconds=6)),
     # HTTP
     Shape("slowloris-headers", "http", slowloris(3000)),
     Shape("idle-sockets", "http", idle_sockets(3000)),

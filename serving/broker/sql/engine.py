@@ -51,6 +51,18 @@ class SqlResult:
     _stack: contextlib.ExitStack = field(repr=False, default_factory=contextlib.ExitStack)
     _ahead: list[pa.RecordBatch] = field(repr=False, default_factory=list)
     _done: bool = field(repr=False, default=False)
+    running: Any = field(repr=False, default=None)  # its RunningQuery: why a read was interrupted
+
+    def _read(self) -> pa.RecordBatch:
+        """The next batch; an interrupt (a timeout, a cancel, the memory guard) as the query's own error."""
+        try:
+            return self.reader.read_next_batch()
+        except (OSError, pa.ArrowException) as e:
+            if "INTERRUPT" not in str(e):
+                raise
+            if self.running is not None:
+                self.running.check()
+            raise duckdb_error(duckdb.InterruptException(str(e))) from e
 
     def whole(self) -> bool:
         """Read one batch ahead; True when nothing is left after the batches held (the answer can be
@@ -58,7 +70,7 @@ class SqlResult:
         if self.reader is None or self._done:
             return True
         try:
-            self._ahead.append(self.reader.read_next_batch())
+            self._ahead.append(self._read())
         except StopIteration:
             self._done = True
         return self._done
@@ -71,7 +83,7 @@ class SqlResult:
             return
         while True:
             try:
-                batch = self.reader.read_next_batch()
+                batch = self._read()
             except StopIteration:
                 return
             yield batch
@@ -322,7 +334,7 @@ def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameter
             raise duckdb_error(e, getattr(running, "query_id", None)) from e
         if not unchanged():  # the statement started after new views were committed: not the planned ones
             raise _ViewsChanged
-        return SqlResult(_columns(schema, json_columns, first), first, reader, tr, stack)
+        return SqlResult(_columns(schema, json_columns, first), first, reader, tr, stack, running=running)
     except BaseException:
         stack.close()
         raise

@@ -161,6 +161,8 @@ def _regexp_replace_bound(node: exp.Expression) -> exp.Expression | None:
 
 
 def value_limits(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if ctx.max_string_bytes <= 0:  # server.max_string_bytes 0: no limit
+        return node
     name = anonymous_name(node)
     if isinstance(node, exp.Repeat):
         times = node.args["times"]

@@ -1,0 +1,58 @@
+"""The attack suite of #49 (tests/reliability/attacks.py): every shape against one serving process with
+``server.memory_limit`` 512 MiB, run under an address-space limit, while a second user queries.
+
+Asserted per shape: the server answers afterwards; its peak RSS stays within memory_limit + 400 MB; the
+victim got every answer (no error, never starved: its own user lane) within 2 s at p99; and no query held
+a slot 2 s after the attack ended or was abandoned. The victim's p99 against its idle p99 is reported per
+shape (test-artifacts/reliability.json, and the table in docs/security.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.reliability.attacks import MEMORY_LIMIT_MIB, SHAPES, Shape, Target, Victim, measure, serving
+from tests.reliability.conftest import REPORT
+
+pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+
+PEAK_RSS_MB = MEMORY_LIMIT_MIB + 400
+VICTIM_P99_CEILING_MS = 2000
+SLOT_FREE_SECONDS = 2.0
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Target, list[float]]]:
+    with serving(tmp_path_factory.mktemp("attacks") / "home") as t:
+        victim = Victim(t)
+        victim.run_for(20)
+        yield t, victim.run_for(100)
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=[s.name for s in SHAPES])
+def test_attack_shape(target: tuple[Target, list[float]], shape: Shape) -> None:
+    t, idle = target
+    res = measure(t, shape, idle)
+    REPORT.setdefault("attacks", {})[shape.name] = asdict(res)
+    assert res.alive, res
+    assert res.peak_rss_mb <= PEAK_RSS_MB, res
+    assert res.victim_errors == 0 and res.victim_p99_ms <= VICTIM_P99_CEILING_MS, res
+    assert res.slot_free_s is not None and res.slot_free_s <= SLOT_FREE_SECONDS, res
+    assert not any(code.startswith("5") and code != "503" for code in res.attack_statuses), res
+
+
+def test_at_least_thirty_shapes_across_every_kind() -> None:
+    kinds: dict[str, Any] = {}
+    for s in SHAPES:
+        kinds.setdefault(s.kind, []).append(s.name)
+    assert len(SHAPES) >= 30 and set(kinds) == {"memory", "time", "sharing", "http", "streaming"}, kinds
+    assert len({s.name for s in SHAPES}) == len(SHAPES)
+
+
+def test_the_suite_finds_its_datasource(target: tuple[Target, list[float]]) -> None:
+    t, idle = target
+    assert len(idle) == 100 and Path(f"/proc/{t.pid}").exists()
