@@ -118,8 +118,8 @@ class ServerSettings(Section):
         60, description="a request's body must arrive within this long after its headers, or the connection is closed")
     idle_timeout_seconds: float = Field(5, description="an idle kept-alive connection is closed after this long")
     max_queries_per_user: int = Field(
-        4, description="queries one user (or, with auth off, one client address) runs at once; more wait in the queue "
-        "(at most a quarter of max_queued_queries each, 429 above), so no user holds every slot; 0 → no limit")
+        8, description="queries one user (or, with auth off, one client address) runs at once; more wait in the queue "
+        "(at most half of max_queued_queries each, 429 above), so no user holds every slot; 0 → no limit")
     segment_cache_bytes: int = Field(
         8 * 1024**3, description="bytes of segments (their descriptors' size) the broker's on-disk segment cache "
         "holds; a segment beyond it stays unavailable, as on a full Druid historical; 0 → no limit")

@@ -62,6 +62,10 @@ from realtime.streaming.dlq import dlq_topic
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
 MAX_EVENT_MILLIS = 253_402_300_800_000  # 10000-01-01T00:00:00Z: event times are years 1970-9999
 MAX_REPORTED_REJECTIONS = 1000
+#: bodies larger than this are parsed on a worker thread, at most BIG_PARSES_AT_ONCE at a time (three
+#: clients posting 16 MB bodies once moved /health from 2.2 ms to 3.7 s by parsing on the event loop)
+INLINE_PARSE_BYTES = 64 * 1024
+BIG_PARSES_AT_ONCE = 2
 TOPIC_CACHE_SECONDS = 30.0
 
 
@@ -298,6 +302,8 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
                        (f"; {accepted} other event(s) of this request were delivered" if accepted else ""),
         })
 
+    big_parses = asyncio.Semaphore(BIG_PARSES_AT_ONCE)
+
     @app.get("/health")
     @app.get("/status/health")
     async def health() -> Response:
@@ -331,7 +337,11 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
         if body is None:
             return _json(413, {"error": "Request Entity Too Large", "max_body_bytes": limit, "accepted": 0})
         try:
-            values, rejected = parse_events(body, ts_field, max_event)
+            if len(body) > INLINE_PARSE_BYTES:  # off the event loop: /health and small posts keep their turn
+                async with big_parses:
+                    values, rejected = await asyncio.to_thread(parse_events, body, ts_field, max_event)
+            else:
+                values, rejected = parse_events(body, ts_field, max_event)
         except _BadBody as e:
             return _json(400, {"error": "invalid body", "reason": str(e), "accepted": 0, "rejected": []})
         if values and state["drainer"] is not None:

@@ -338,18 +338,27 @@ class SubscriptionHub:
             result = execute(self.broker, sub.sql or "", context=context, parameters=sub.parameters,
                              metadata=self.metadata, running=running, authorize=authorizer(user), can_read=reader(user))
             try:
-                body = ResultWriter(sub.result_format, result.columns,
-                                    stringify_arrays=stringify_arrays(context)).write_all(result.batches())
+                writer = ResultWriter(sub.result_format, result.columns, stringify_arrays=stringify_arrays(context))
+                parts, size = [], 0
+                for chunk in writer.stream(result.batches()):  # stopped as soon as it passes the cap
+                    size += len(chunk)
+                    if size > self.max_answer_bytes:
+                        raise self._too_big(size, whole=False)
+                    parts.append(chunk)
+                body = b"".join(parts)
             finally:
                 result.close()
         tr = result.translation
-        self._check_size(body)
         return body.rstrip(b"\n"), (frozenset(tr.datasources) if tr.datasources and not tr.system_tables else None)
 
     def _check_size(self, body: bytes) -> None:
         if len(body) > self.max_answer_bytes:
-            raise invalid_input(f"The subscription's answer has {len(body):,} bytes, more than "
-                                f"server.max_subscription_answer_bytes ({self.max_answer_bytes:,}): narrow the query")
+            raise self._too_big(len(body), whole=True)
+
+    def _too_big(self, size: int, *, whole: bool) -> Exception:
+        has = f"has {size:,} bytes" if whole else f"passed {size:,} bytes (it was stopped there)"
+        return invalid_input(f"The subscription's answer {has}, more than server.max_subscription_answer_bytes "
+                             f"({self.max_answer_bytes:,}): narrow the query")
 
     def _changed_datasources(self) -> set[str] | None:
         """Datasources whose served segments changed since the last call (None on the first call)."""

@@ -190,10 +190,10 @@ class QueryManager:
         if self._may_start(low, rq) and not any(self._may_start(w_low, w) for _, _, w, w_low in self._waiting):
             return
         if self.max_per_user and rq.lane is not None and \
-                sum(1 for _, _, w, _ in self._waiting if w.lane == rq.lane) >= max(1, self.max_queued // 4):
+                sum(1 for _, _, w, _ in self._waiting if w.lane == rq.lane) >= max(1, self.max_queued // 2):
             raise capacity_exceeded(
-                f"Too many queries from one user: {self.max_per_user} running and a quarter of "
-                f"server.max_queued_queries ({max(1, self.max_queued // 4)}) waiting (server.max_queries_per_user). "
+                f"Too many queries from one user: {self.max_per_user} running and half of "
+                f"server.max_queued_queries ({max(1, self.max_queued // 2)}) waiting (server.max_queries_per_user). "
                 "Please try your query again later.")
         if len(self._waiting) >= self.max_queued:
             raise capacity_exceeded(

@@ -5,7 +5,8 @@ Every shape runs against the same server (``server.memory_limit`` 512 MiB, auth 
 run under an address-space limit), from the attacker's own loopback address (127.0.0.2) while a second
 user (the *victim*, from 127.0.0.1) sends a simple query in a loop. Per shape :func:`measure` reports: the
 server alive afterwards, its peak RSS (``VmHWM``, reset before the shape), the victim's p50/p99 during the
-attack against idle, and the seconds from the attack's end until no query held a slot.
+attack against idle (a shape that ends sooner is repeated for :data:`SUSTAIN_SECONDS`), and the seconds from
+the attack's end until no query held or waited for a slot.
 
 ``python -m tests.reliability.attacks [--cwd TREE] [--only NAME …]`` prints the table (``--cwd`` runs the
 server of another checkout — the *before* column of the closing note); ``test_attacks.py`` asserts it.
@@ -43,6 +44,8 @@ VICTIM_SQL = "SELECT page, COUNT(*) AS n FROM wiki WHERE country = 'US' GROUP BY
 ROWS = 4000
 #: how long an attack crowd runs before the shape stops it (its requests are then abandoned)
 ATTACK_SECONDS = 8.0
+#: a shape that ends sooner is sent again until this long has passed
+SUSTAIN_SECONDS = 3.0
 
 DATA_SCHEMA: dict[str, Any] = {
     "dataSource": "wiki",
@@ -272,10 +275,13 @@ def measure(t: Target, shape: Shape, idle: list[float]) -> Result:
     started = time.monotonic()
     victim.start()
     statuses: Counter[Any] = Counter()
-    try:
-        statuses = shape.attack(t)
-    except Exception as e:  # the attack's own client failing is an outcome, not a harness error
-        statuses[type(e).__name__] += 1
+    while True:  # a quick shape is sent again and again: the victim is measured under a sustained attack
+        try:
+            statuses.update(shape.attack(t))
+        except Exception as e:  # the attack's own client failing is an outcome, not a harness error
+            statuses[type(e).__name__] += 1
+        if time.monotonic() - started >= SUSTAIN_SECONDS or not Path(f"/proc/{t.pid}").exists():
+            break
     ended = time.monotonic()
     slot_free: float | None = None
     deadline = ended + 60
@@ -600,17 +606,22 @@ def by_name(names: list[str] | None) -> list[Shape]:
 
 
 def run(home: Path, shapes: list[Shape], cwd: Path | None = None) -> list[Result]:
-    results = []
-    with serving(home, cwd) as t:
-        victim = Victim(t)
-        victim.run_for(20)
-        idle = victim.run_for(100)
-        for shape in shapes:
-            res = measure(t, shape, idle)
-            results.append(res)
-            print(json.dumps(asdict(res)), flush=True)
-            if not res.alive:
-                break
+    """Every shape in turn; after one that took the server down, a fresh server for the next."""
+    results: list[Result] = []
+    todo = list(shapes)
+    attempt = 0
+    while todo:
+        attempt += 1
+        with serving(home / f"run{attempt}", cwd) as t:
+            victim = Victim(t)
+            victim.run_for(20)
+            idle = victim.run_for(100)
+            while todo:
+                res = measure(t, todo.pop(0), idle)
+                results.append(res)
+                print(json.dumps(asdict(res)), flush=True)
+                if not res.alive:
+                    break
     return results
 
 

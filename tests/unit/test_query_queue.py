@@ -178,8 +178,8 @@ def test_one_user_cannot_hold_every_slot() -> None:
     assert len(order) == 2 and qm.running().__len__() == 6  # two of mallory's run, four wait
     with qm.run("v", 0, 0, owner="victim"):  # a free slot is the victim's at once
         assert "v" in qm.running()
-    # a quarter of the queue is one user's share: the next one is refused, naming the setting
-    extra = [_hold_as(qm, f"x{i}", "mallory", release, order, errors) for i in range(4)]
+    # half of the queue is one user's share: the next one is refused, naming the setting
+    extra = [_hold_as(qm, f"x{i}", "mallory", release, order, errors) for i in range(6)]
     _wait_for(lambda: any(k.startswith("x") for k in errors))
     refused = next(e for k, e in errors.items() if k.startswith("x"))
     assert refused.status == 429 and "server.max_queries_per_user" in refused.message

@@ -65,6 +65,7 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
 
     def emit(seg_id: str, rows: list[tuple[Any, ...]]) -> None:
         for i in range(0, len(rows), batch):
+            ctx.rq.check()  # the answer is built in Python: a timeout or the memory guard stops it here too
             part = rows[i: i + batch]
             if fmt == "list":
                 events: list[Any] = [
