@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+import anyio.to_thread
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -27,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import radstack
-from radstack.config import Settings
+from radstack.config import ServerSettings, Settings
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
 from serving.auth import BasicAuthMiddleware, load_users, send_error
@@ -235,6 +236,18 @@ def _open_context(settings: Settings, jobs: BatchJobs) -> ServerContext:
                          broker=broker, jobs=jobs)
 
 
+#: worker threads beyond the query slots and the queue: every other route (health, metrics, tasks …)
+OTHER_WORK_THREADS = 40
+
+
+def size_thread_pool(server: ServerSettings) -> None:
+    """A query waits for its slot on a worker thread: the pool must hold every running and queued query
+    and still serve everything else, or a full queue starves health checks and other users (#49)."""
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    limiter.total_tokens = max(limiter.total_tokens, server.max_concurrent_queries + server.max_queued_queries
+                               + OTHER_WORK_THREADS)
+
+
 def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``).
     ``jobs``: the batch layer's entry points (:func:`operations.server.create_server_app`
@@ -244,6 +257,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         settings.home.mkdir(parents=True, exist_ok=True)
+        size_thread_pool(settings.server)
         ctx = _open_context(settings, jobs)
         app.state.ctx = ctx
         ctx.task_runner.start()

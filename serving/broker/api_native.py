@@ -29,11 +29,13 @@ def broker_of(request: Request) -> BrokerService:
     return request.app.state.ctx.broker
 
 
+def _encode(data: Any, pretty: bool = False) -> bytes:
+    return orjson.dumps(data, option=orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if pretty else 0))
+
+
 def json_response(data: Any, *, status: int = 200, pretty: bool = False,
                   headers: dict[str, str] | None = None) -> Response:
-    opts = orjson.OPT_SERIALIZE_NUMPY | (orjson.OPT_INDENT_2 if pretty else 0)
-    return Response(orjson.dumps(data, option=opts), status_code=status, media_type="application/json",
-                    headers=headers)
+    return Response(_encode(data, pretty), status_code=status, media_type="application/json", headers=headers)
 
 
 def error_response(err: DruidError, headers: dict[str, str] | None = None) -> Response:
@@ -64,12 +66,12 @@ async def post_native(request: Request) -> Response:
         service = broker_of(request)
         qid = query_id_of(query) or service.queries.new_id()
         used: dict[str, str] = {}
-        result = await run_until_disconnect(request, lambda: service.queries.cancel(qid), run_native_query, service,
-                                            query, query_id=qid, user=request_user(request), used_projections=used,
-                                            client=client_key(request))
+        body = await run_until_disconnect(request, lambda: service.queries.cancel(qid), run_native_query, service,
+                                          query, query_id=qid, user=request_user(request), used_projections=used,
+                                          client=client_key(request), encode=lambda rows: _encode(rows, pretty))
     except DruidError as e:
         return error_response(query_error(e))
-    return json_response(result, pretty=pretty, headers={"X-Druid-Query-Id": qid, **projection_header(used)})
+    return Response(body, media_type="application/json", headers={"X-Druid-Query-Id": qid, **projection_header(used)})
 
 
 @router.delete("/druid/v2/{query_id}")

@@ -8,7 +8,8 @@ the budget it stops the query that has run longest among those the process grew 
 :data:`GROWTH_BYTES` since the guard first saw them: a query that did not add memory is not blamed for a
 full buffer pool) — DuckDB's interrupt, between two vectors of 2,048 rows — which answers Druid's
 resource-limit error (400); it gives freed memory back to the system and goes on, one query at a time,
-each given :data:`GRACE_SECONDS` to end before the next is stopped. Stopped queries and the
+each given :data:`GRACE_SECONDS` to end before the next is stopped. When no query runs, it gives freed heap
+back after the process grew by :data:`TRIM_BYTES` (a large answer leaves its pages behind otherwise). Stopped queries and the
 peak are Prometheus metrics (``radstack_memory_guard_stops_total``, ``radstack_process_resident_bytes``).
 """
 
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 INTERVAL_SECONDS = 0.02
 GRACE_SECONDS = 0.5
 GROWTH_BYTES = 32 * 2**20
+#: with no query running, freed heap is given back once the process has grown this much since the last time
+TRIM_BYTES = 64 * 2**20
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -54,6 +57,7 @@ class MemoryGuard:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._seen: dict[str, int] = {}  # query id → resident bytes when the guard first saw it running
+        self._trimmed_at = 0  # resident bytes after the last trim
 
     def start(self) -> None:
         if self.budget <= 0 or self._thread is not None:
@@ -80,6 +84,10 @@ class MemoryGuard:
             del self._seen[qid]
         for rq in running:
             self._seen.setdefault(rq.query_id, rss)
+        if not running and rss > self._trimmed_at + TRIM_BYTES:  # idle, and grown since: give freed heap back
+            _give_back()
+            self._trimmed_at = resident_bytes()
+            return False
         return rss > self.budget and self.relieve(rss)
 
     def relieve(self, rss: int) -> bool:

@@ -77,9 +77,10 @@ def datasource_names(spec: Any) -> set[str]:
 
 def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
                      user: User | None = None, used_projections: dict[str, str] | None = None,
-                     client: str | None = None) -> list[dict[str, Any]]:
+                     client: str | None = None, encode: Callable[[list[dict[str, Any]]], Any] | None = None) -> Any:
     """Run one native query; ``used_projections`` (when given) receives datasource → the aggregate
-    projection that answered."""
+    projection that answered. ``encode`` (the HTTP route's JSON writer) turns the rows into the answer
+    while the query still holds its slot: on the worker thread, where the memory guard and the timeout see it."""
     if not isinstance(query, dict):
         raise invalid_input("A native query must be a JSON object")
     qtype = query.get("queryType")
@@ -103,14 +104,15 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
     value_limit = VALUE_LIMIT.set(limits.max_string_bytes)  # compiled into every expression's checks
     try:
         return _run(service, query, qid, context, runner, needs_intervals, default_gran, user, used_projections,
-                    client)
+                    client, encode)
     finally:
         VALUE_LIMIT.reset(value_limit)
 
 
 def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
          needs_intervals: bool, default_gran: Any, user: User | None,
-         used_projections: dict[str, str] | None, client: str | None) -> list[dict[str, Any]]:
+         used_projections: dict[str, str] | None, client: str | None,
+         encode: Callable[[list[dict[str, Any]]], Any] | None) -> Any:
     manager = service.queries
     with manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
                      owner=user.name if user is not None else None, client=client) as rq, service.snapshot() as (cursor, state):
@@ -121,7 +123,7 @@ def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[
                                           default_granularity=default_gran)
                 if ctx.projection is not None and used_projections is not None:
                     used_projections[ctx.projection.datasource] = ctx.projection.name
-                return runner(ctx)
+                rows = runner(ctx)
         except DruidError:
             raise
         except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
@@ -135,6 +137,10 @@ def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[
         except duckdb.Error as e:
             rq.check()
             raise _duckdb_error(e, qid) from e
+        if encode is None:
+            return rows
+        rq.check()
+        return encode(rows)
 
 
 def _duckdb_error(e: duckdb.Error, query_id: str) -> DruidError:
