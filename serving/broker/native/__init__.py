@@ -123,6 +123,7 @@ def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[
                                           default_granularity=default_gran)
                 if ctx.projection is not None and used_projections is not None:
                     used_projections[ctx.projection.datasource] = ctx.projection.name
+                ctx.encoded = encode is not None
                 rows = runner(ctx)
         except DruidError:
             raise

@@ -119,6 +119,9 @@ class QueryContext:
     _typed_virtual: set[str] = field(default_factory=set)
     #: the stored columns, as the first :meth:`relation` found them (before any virtual column was typed)
     _stored: frozenset[str] | None = None
+    #: the answer goes straight to JSON (the HTTP route): large parts may be encoded as they are built
+    #: (``orjson.Fragment``), so their Python objects never all live at once
+    encoded: bool = False
     projection: ProjectionView | None = None  # the aggregate projection this query reads, if any
     multi_value: frozenset[str] = frozenset()  # multi-value string dimensions (lists of strings)
     #: sketch columns whose merges read the integer column beside them (set before :meth:`base`, by

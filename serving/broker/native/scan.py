@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from serving.broker.native.context import QueryContext, q, sql_str
 from serving.broker.native.results import render
 from serving.broker.views import chunk_select_sql
@@ -73,6 +75,8 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
                 ]
             else:
                 events = [[render(v, t) for t, v in zip(types, r, strict=False)] for r in part]
+            if ctx.encoded:  # JSON now: this batch's objects are freed before the next is built
+                events = orjson.Fragment(orjson.dumps(events, option=orjson.OPT_SERIALIZE_NUMPY))
             out.append({"segmentId": seg_id, "columns": columns, "events": events, "rowSignature": signature})
 
     if order == "none":
