@@ -131,7 +131,7 @@ def _is_literal(e: exp.Expression) -> bool:
     return isinstance(e, exp.Literal | exp.Null)
 
 
-def _replace_bound(node: exp.Expression) -> exp.Expression | None:
+def _replace_bound(node: exp.Expression, limit: int) -> exp.Expression | None:
     s, old, new = node.this, node.expression, node.args.get("replacement")
     if new is None:
         return None
@@ -140,11 +140,15 @@ def _replace_bound(node: exp.Expression) -> exp.Expression | None:
         return None  # it can only shrink
     if _checked_inside(s):  # not copied (its bound once): every position may be an occurrence
         return _mul(bound(s), expression=exp.Add(this=exp.Literal.number(1), expression=bound(new)))
-    # counted exactly by a replace that only shrinks
+    # |s| + (|s| / |a|) × |b| is cheap and never less; where it passes the limit, the occurrences are
+    # counted exactly by a replace that only shrinks (DuckDB's CASE runs that only for those rows)
+    per = call("GREATEST", text_bytes(old), exp.Literal.number(1))
+    cheap = exp.Add(this=text_bytes(s), expression=_div(_mul(text_bytes(s), expression=bound(new)), expression=per))
     shrunk = exp.Replace(this=s.copy(), expression=old.copy(), replacement=exp.Literal.string(""))
-    occurrences = _div(exp.Sub(this=text_bytes(s), expression=text_bytes(shrunk)),
-                             expression=call("GREATEST", text_bytes(old), exp.Literal.number(1)))
-    return exp.Add(this=text_bytes(s), expression=_mul(occurrences, expression=bound(new)))
+    occurrences = _div(exp.Sub(this=text_bytes(s), expression=text_bytes(shrunk)), expression=per.copy())
+    exact = exp.Add(this=text_bytes(s), expression=_mul(occurrences, expression=bound(new)))
+    return exp.Case(ifs=[exp.If(this=exp.LTE(this=cheap, expression=exp.Literal.number(limit)), true=cheap.copy())],
+                    default=exact)
 
 
 def _regexp_replace_bound(node: exp.Expression) -> exp.Expression | None:
@@ -170,7 +174,7 @@ def value_limits(node: exp.Expression, ctx: TranslationContext) -> exp.Expressio
     elif isinstance(node, exp.Pad):
         _check(node, "expression", node.expression.copy(), ctx, "LPAD" if node.args.get("is_left") else "RPAD")
     elif isinstance(node, exp.Replace):
-        size = _replace_bound(node)
+        size = _replace_bound(node, ctx.max_string_bytes)
         if size is not None:
             _check(node, "this", size, ctx, "REPLACE")
     elif isinstance(node, exp.RegexpReplace):
