@@ -66,7 +66,11 @@ class WatchedStream(Response):
 
     def __init__(self, chunks: Iterator[Any], *, write_timeout: Callable[[], float], media_type: str,
                  headers: dict[str, str]) -> None:
-        super().__init__(content=None, media_type=media_type, headers=headers)
+        # as StreamingResponse does: no ``body`` attribute, so no Content-Length (the answer is chunked)
+        self.status_code = 200
+        self.media_type = media_type
+        self.background = None
+        self.init_headers(headers)
         self.chunks = chunks
         self.write_timeout = write_timeout
 
