@@ -117,8 +117,11 @@ def _guard(arg: exp.Expression, size: exp.Expression, ctx: TranslationContext, n
         f"{RESOURCE_LIMIT_PREFIX}{name} would build a value larger than {ctx.max_string_bytes:,} bytes "
         "(server.max_string_bytes)")
     over = exp.GT(this=_bigint(size), expression=exp.Literal.number(ctx.max_string_bytes))
-    return exp.Case(ifs=[exp.If(this=over, true=exp.Anonymous(this="error", expressions=[message]))],
-                    default=arg.copy())
+    guarded = exp.Case(ifs=[exp.If(this=over, true=exp.Anonymous(this="error", expressions=[message]))],
+                       default=arg.copy())
+    if arg.type is not None:  # the rules after this one read the argument's type (a scalar in ARRAY_CONCAT …)
+        guarded.type = arg.type.copy()
+    return guarded
 
 
 def _check(node: exp.Expression, key: str, size: exp.Expression, ctx: TranslationContext, name: str) -> None:
