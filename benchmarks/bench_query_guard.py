@@ -39,8 +39,8 @@ sys.path.insert(0, str(ROOT))
 
 DASHBOARD_SQL = [
     "SELECT TIME_FLOOR(__time, 'PT1H') AS h, SUM(m1) AS s FROM bench GROUP BY 1 ORDER BY 1",
-    "SELECT d4, COUNT(*) AS n FROM bench WHERE __time >= TIMESTAMP '2026-01-01' GROUP BY 1 ORDER BY 2 DESC LIMIT 10",
-    "WITH top AS (SELECT d1, SUM(m1) AS s FROM bench GROUP BY 1 ORDER BY 2 DESC LIMIT 5) "
+    "SELECT d4, COUNT(*) AS n FROM bench WHERE __time >= TIMESTAMP '2026-01-01' GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 10",
+    "WITH top AS (SELECT d1, SUM(m1) AS s FROM bench GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5) "
     "SELECT b.d2, SUM(b.m2) AS s FROM bench b JOIN top t ON b.d1 = t.d1 GROUP BY 1",
     "SELECT d1, (SELECT COUNT(*) FROM bench) AS total FROM (WITH x AS (SELECT d1 FROM bench) SELECT d1 FROM x) s "
     "WHERE d1 IN (SELECT d1 FROM bench WHERE m3 > 0.5) GROUP BY 1",

@@ -431,34 +431,31 @@ def slow_body(n: int) -> Callable[[Target], Counter[Any]]:
     return lambda t: _open_many(t, n, head, ATTACK_SECONDS)
 
 
-def big_header(t: Target) -> Counter[Any]:
-    out: Counter[Any] = Counter()
-    for _ in range(20):
-        s = t.raw()
-        try:
-            s.sendall(b"GET /status/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 * 2**20) + b"\r\n\r\n")
-            out[s.recv(12)[9:12].decode() or "closed"] += 1
-        except OSError as e:
-            out[type(e).__name__] += 1
-        finally:
-            s.close()
-    return out
+def _raw_requests(parts: Callable[[Target], list[bytes]], times: int = 20) -> Callable[[Target], Counter[Any]]:
+    """``times`` raw requests, each sent as ``parts`` then the status read (or how the socket failed)."""
+
+    def attack(t: Target) -> Counter[Any]:
+        out: Counter[Any] = Counter()
+        for _ in range(times):
+            s = t.raw()
+            try:
+                for part in parts(t):
+                    s.sendall(part)
+                out[s.recv(12)[9:12].decode() or "closed"] += 1
+            except OSError as e:
+                out[type(e).__name__] += 1
+            finally:
+                s.close()
+        return out
+
+    return attack
 
 
-def declared_huge_body(t: Target) -> Counter[Any]:
-    out: Counter[Any] = Counter()
-    for _ in range(20):
-        s = t.raw()
-        try:
-            s.sendall(b"POST /druid/v2 HTTP/1.1\r\nHost: x\r\nAuthorization: " + t.basic().encode()
-                      + b"\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n")
-            s.sendall(b"{" * 65536)
-            out[s.recv(12)[9:12].decode() or "closed"] += 1
-        except OSError as e:
-            out[type(e).__name__] += 1
-        finally:
-            s.close()
-    return out
+big_header = _raw_requests(lambda t: [b"GET /status/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (4 * 2**20)
+                                      + b"\r\n\r\n"])
+declared_huge_body = _raw_requests(lambda t: [
+    b"POST /druid/v2 HTTP/1.1\r\nHost: x\r\nAuthorization: " + t.basic().encode()
+    + b"\r\nContent-Type: application/json\r\nContent-Length: 10000000000\r\n\r\n", b"{" * 65536])
 
 
 def scan(virtual_expression: str | None = None, filter_expression: str | None = None, **extra: Any) -> dict[str, Any]:
