@@ -66,7 +66,7 @@ async def post_native(request: Request) -> Response:
         service = broker_of(request)
         qid = query_id_of(query) or service.queries.new_id()
         used: dict[str, str] = {}
-        body = await run_until_disconnect(request, lambda: service.queries.cancel(qid), run_native_query, service,
+        body = await run_until_disconnect(request, lambda: service.queries.abandon(qid), run_native_query, service,
                                           query, query_id=qid, user=request_user(request), used_projections=used,
                                           client=client_key(request), encode=lambda rows: _encode(rows, pretty))
     except DruidError as e:

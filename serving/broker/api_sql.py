@@ -104,7 +104,7 @@ async def post_sql(request: Request) -> Response:
     manager = broker.queries
     qid = manager.checked_id(context.get("sqlQueryId"), "sqlQueryId") or manager.new_id()
     context = {**context, "sqlQueryId": qid}
-    return await run_until_disconnect(request, lambda: manager.cancel(qid), _run, request, broker, query, fmt,
+    return await run_until_disconnect(request, lambda: manager.abandon(qid), _run, request, broker, query, fmt,
                                       header, types_header, sql_types_header, context, parameters)
 
 

@@ -32,6 +32,8 @@ from serving.broker.limits import too_large
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 
 _LONGEST_TIMER_MS = 365 * 24 * 3600 * 1000
+#: how long the id of a query whose client went away before it arrived is remembered
+ABANDONED_SECONDS = 60.0
 
 
 @dataclass
@@ -114,6 +116,7 @@ class QueryManager:
                                    else default_timeout_ms or self.max_timeout_ms)
         self.max_per_user = max(0, max_per_user)
         self._per_user: dict[str, int] = {}
+        self._abandoned: dict[str, float] = {}  # query id → when its client went away before it arrived
         self.max_queued = max(0, max_queued)
         self.queue_timeout_ms = queue_timeout_ms
         self.max_low = max(1, math.ceil(self.max_concurrent * max(0, min(100, low_priority_percent)) / 100))
@@ -237,6 +240,8 @@ class QueryManager:
         low = priority < 0
         rq = RunningQuery(qid, tmo, owner, lane=owner or client)
         with self._cond:
+            if self._abandoned.pop(qid, None) is not None:
+                raise cancelled(f"Query [{qid}] was cancelled: its client went away")
             self._running[qid] = rq
             try:
                 self._admit(rq, low, priority)
@@ -293,6 +298,18 @@ class QueryManager:
         with self._cond:
             self._cond.notify_all()  # a queued query stops waiting
         return True
+
+    def abandon(self, query_id: str) -> None:
+        """Its client went away: cancel the query, and if it has not arrived here yet (its thread had not
+        started), refuse it when it does (remembered for :data:`ABANDONED_SECONDS`)."""
+        with self._lock:
+            now = time.monotonic()
+            for qid in [q for q, at in self._abandoned.items() if now - at > ABANDONED_SECONDS]:
+                del self._abandoned[qid]
+            if query_id not in self._running:
+                self._abandoned[query_id] = now
+                return
+        self.cancel(query_id)
 
     def cancel_all(self) -> None:
         with self._lock:

@@ -199,3 +199,13 @@ def test_a_user_at_its_limit_times_out_naming_the_setting() -> None:
     assert ei.value.status == 429 and "server.max_queries_per_user" in ei.value.message
     release.set()
     first.join(5)
+
+
+def test_a_query_whose_client_left_before_it_arrived_is_refused_when_it_does() -> None:
+    qm = QueryManager(max_concurrent=1, default_timeout_ms=0)
+    qm.abandon("late")  # the client went away while the query waited for a worker thread
+    with pytest.raises(DruidError) as ei, qm.run("late", 0):
+        pass
+    assert "client went away" in ei.value.message and qm.running() == []
+    with qm.run("late", 0):  # remembered once: the same id later is a new query
+        assert qm.running() == ["late"]
