@@ -75,7 +75,7 @@ test: system venv jvm airflow
 	$(PY) -m pytest -q -m 'reliability or cluster' --durations=20 || status=1; \
 	exit $$status
 
-# The reliability suite alone (~12 min; RADSTACK_SOAK=1 for the long version, RADSTACK_RELIABILITY_SEED=random
+# The reliability suite alone (~17 min, the attack suite of #49 included; RADSTACK_SOAK=1 for the long version, RADSTACK_RELIABILITY_SEED=random
 # for a fresh corpus). `make test` runs it too; its figures are printed at the end of the run.
 test-reliability: system venv jvm
 	$(PY) -m pytest -q -m reliability tests/reliability

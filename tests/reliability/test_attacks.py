@@ -37,8 +37,6 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Target, l
 KNOWN_GAPS = {
     "sql-string-agg-size": "an aggregate that fills DuckDB's pool (memory_limit) before the process passes its budget "
                            "can make another user's query fail with 429 (out of memory) now and then",
-    "queue-flood": "with 150 clients giving up at once, some abandoned queries were cancelled only ~20 s later in one "
-                   "run out of three (alone: at once); not understood yet",
     "native-scan-big-answer": "a native scan's answer is built whole before it is sent (DuckDB's fetch, then one "
                               "JSON encoding): a 170 MB answer peaks near 1 GB; streaming it is #49 item 5, not done",
 }
