@@ -173,9 +173,9 @@ def test_one_user_cannot_hold_every_slot() -> None:
     qm = QueryManager(max_concurrent=4, default_timeout_ms=0, max_queued=16, max_per_user=2, queue_timeout_ms=10_000)
     release, order, errors = threading.Event(), [], {}  # type: ignore[var-annotated]
     mallory = [_hold_as(qm, f"m{i}", "mallory", release, order, errors) for i in range(6)]
-    _wait_for(lambda: len(order) == 2)
+    _wait_for(lambda: len(order) == 2 and len(qm.running()) == 6)  # two of mallory's run, four wait
     time.sleep(0.1)
-    assert len(order) == 2 and qm.running().__len__() == 6  # two of mallory's run, four wait
+    assert len(order) == 2
     with qm.run("v", 0, 0, owner="victim"):  # a free slot is the victim's at once
         assert "v" in qm.running()
     # half of the queue is one user's share: the next one is refused, naming the setting
