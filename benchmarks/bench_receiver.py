@@ -114,6 +114,47 @@ def start_receiver(home: Path, bootstrap: str, spool: str) -> tuple[subprocess.P
     return receiver, url
 
 
+def health_latencies(url: str, seconds: float) -> list[float]:
+    out = []
+    with httpx.Client(timeout=30) as c:
+        stop = time.monotonic() + seconds
+        while time.monotonic() < stop:
+            t = time.perf_counter()
+            c.get(f"{url}/health")
+            out.append(time.perf_counter() - t)
+            time.sleep(0.01)
+    return out
+
+
+def bench_health_under_big_bodies(url: str, topic: str, body: bytes, clients: int = 3,
+                                  seconds: float = 10.0) -> dict[str, float]:
+    """``/health`` p50/p99 idle (the baseline, same receiver), then while ``clients`` post ``body`` in a loop."""
+    idle = sorted(health_latencies(url, 3.0))
+    stop = threading.Event()
+    posted = [0]
+
+    def poster() -> None:
+        with httpx.Client(timeout=120) as c:
+            while not stop.is_set():
+                c.post(f"{url}/v1/events/{topic}", content=body, headers={"Content-Type": "application/json"})
+                posted[0] += 1
+
+    threads = [threading.Thread(target=poster, daemon=True) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    time.sleep(1.0)
+    busy = sorted(health_latencies(url, seconds))
+    stop.set()
+    for th in threads:
+        th.join(120)
+
+    def q(xs: list[float], f: float) -> float:
+        return round(xs[min(len(xs) - 1, int(f * (len(xs) - 1)))] * 1000, 2)
+
+    return {"idle_p50_ms": q(idle, 0.5), "idle_p99_ms": q(idle, 0.99), "busy_p50_ms": q(busy, 0.5),
+            "busy_p99_ms": q(busy, 0.99), "bodies_posted": posted[0], "body_bytes": len(body)}
+
+
 def bench_bare_producer(bootstrap: str, topic: str, values: list[bytes]) -> float:
     from confluent_kafka import Producer
 
@@ -153,6 +194,8 @@ def main() -> None:
                     help="receiver.spool modes to run, comma-separated: always / interval / never (fsync policy) or off")
     ap.add_argument("--bootstrap", help="use this Kafka instead of starting the embedded broker")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    ap.add_argument("--health-under", type=int, default=0, metavar="BYTES",
+                    help="also: /health latency while 3 clients post bodies of about this many bytes (#49)")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-receiver-"))
@@ -180,10 +223,15 @@ def main() -> None:
         for mode in modes:  # one receiver process per spool mode, the same broker, events and clients
             receiver = start_receiver(tmp / mode, bootstrap, mode)
             http_s = bench_receiver(receiver[1], "bench_http", bodies, args.batch, args.clients)
-            stop_process_group(receiver[0].pid, 10)
-            receiver = None
             per_mode[mode] = {"receiver_events_per_s": round(n / http_s), "receiver_seconds": round(http_s, 3),
                               "ratio": round(bare_s / http_s, 3)}
+            if args.health_under:
+                per_event = len(values[0]) + 1
+                big = orjson.dumps((events * (args.health_under // per_event // len(events) + 1))
+                                   [: args.health_under // per_event])
+                per_mode[mode]["health"] = bench_health_under_big_bodies(receiver[1], "bench_http", big)
+            stop_process_group(receiver[0].pid, 10)
+            receiver = None
         first = per_mode[modes[0]]
         res = {
             "events": n,
@@ -206,6 +254,11 @@ def main() -> None:
                 print(f"HTTP receiver, spool {mode:>8}: {r['receiver_events_per_s']:>9,} events/s "
                       f"({n:,} events, {args.batch}-event batches, {args.clients} clients), "
                       f"ratio to the bare producer {r['ratio']:.2f}")
+                h = r.get("health")
+                if h:
+                    print(f"  /health while 3 clients post {h['body_bytes'] / 1e6:.1f} MB bodies ({h['bodies_posted']} "
+                          f"posted): p50 {h['busy_p50_ms']} ms, p99 {h['busy_p99_ms']} ms; idle p50 {h['idle_p50_ms']} ms, "
+                          f"p99 {h['idle_p99_ms']} ms (baseline: the same receiver before the posts)")
             print(f"bare producer:                {res['bare_producer_events_per_s']:>9,} events/s "
                   f"(same events, acks=all, idempotent); load average {res['load_average']:.2f}")
     finally:

@@ -64,7 +64,7 @@ MAX_EVENT_MILLIS = 253_402_300_800_000  # 10000-01-01T00:00:00Z: event times are
 MAX_REPORTED_REJECTIONS = 1000
 #: bodies larger than this are parsed on a worker thread, at most BIG_PARSES_AT_ONCE at a time (three
 #: clients posting 16 MB bodies once moved /health from 2.2 ms to 3.7 s by parsing on the event loop)
-INLINE_PARSE_BYTES = 64 * 1024
+INLINE_PARSE_BYTES = 1024 * 1024
 BIG_PARSES_AT_ONCE = 2
 TOPIC_CACHE_SECONDS = 30.0
 
