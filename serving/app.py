@@ -15,6 +15,7 @@ import logging
 import os
 import resource
 import threading
+import time
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -24,6 +25,7 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -236,6 +238,8 @@ def _open_context(settings: Settings, jobs: BatchJobs) -> ServerContext:
                          broker=broker, jobs=jobs)
 
 
+#: how long a successful ping of the metadata store stands for /status/health
+HEALTH_PING_SECONDS = 1.0
 #: worker threads beyond the query slots and the queue: every other route (health, metrics, tasks …)
 OTHER_WORK_THREADS = 40
 
@@ -316,18 +320,24 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     def status() -> dict[str, Any]:
         return {"version": _version(), "modules": [], "memory": _memory()}
 
+    answered: dict[int, float] = {}  # id of the metadata store → when it last answered a ping
+
     @app.get("/status/health")
-    def health(request: Request) -> Any:
+    async def health(request: Request) -> Any:
         """``true`` when ready: the metadata store answers and the broker has loaded its timeline; else
-        503 naming what is not ready (load balancers and readiness probes read the status)."""
+        503 naming what is not ready (load balancers and readiness probes read the status). A store that
+        answered less than :data:`HEALTH_PING_SECONDS` ago is not pinged again, so a flood of health checks
+        costs no thread and no database round trip each (#49)."""
         ctx = getattr(request.app.state, "ctx", None)
         waiting = []
-        try:
-            if ctx is not None:
-                ctx.metadata.ping()
-        except Exception:  # noqa: BLE001 - any failure to reach it means not ready
-            log.warning("health: the metadata store is not reachable", exc_info=True)
-            waiting.append("the metadata store is not reachable")
+        if ctx is not None and time.monotonic() - answered.get(id(ctx.metadata), -1e9) > HEALTH_PING_SECONDS:
+            try:
+                await run_in_threadpool(ctx.metadata.ping)
+                answered.clear()
+                answered[id(ctx.metadata)] = time.monotonic()
+            except Exception:  # noqa: BLE001 - any failure to reach it means not ready
+                log.warning("health: the metadata store is not reachable", exc_info=True)
+                waiting.append("the metadata store is not reachable")
         if ctx is not None and ctx.broker is not None and not getattr(ctx.broker, "loaded", True):
             waiting.append("the segment timeline is not loaded yet")
         if waiting:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import os
 import resource
 import socket
@@ -205,12 +206,16 @@ def queries_in_flight(t: Target) -> int | None:
 
 
 class Victim:
-    """The second user: a simple query in a loop from its own address, latencies recorded."""
+    """The second user: a simple query in a loop from its own address, latencies recorded — in its own
+    process, so the attacker's client threads (up to 150 in this one) do not slow its measurement."""
 
     def __init__(self, t: Target) -> None:
         self.t, self.latencies, self.statuses = t, [], Counter()  # type: ignore[var-annotated]
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        ctx = multiprocessing.get_context("spawn")
+        self._ctx = ctx
+        self._stop = ctx.Event()
+        self._results: Any = None
+        self._proc: Any = None
 
     def run_for(self, n: int) -> list[float]:
         out = []
@@ -225,25 +230,37 @@ class Victim:
     def start(self) -> None:
         self.latencies, self.statuses = [], Counter()
         self._stop.clear()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-
-    def _loop(self) -> None:
-        with self.t.client("victim", timeout=60, attacker=False) as c:
-            while not self._stop.is_set():
-                t0 = time.perf_counter()
-                try:
-                    code = c.post("/druid/v2/sql", json={"query": VICTIM_SQL}).status_code
-                except httpx.HTTPError as e:
-                    code = type(e).__name__  # type: ignore[assignment]
-                self.latencies.append(time.perf_counter() - t0)
-                self.statuses[code] += 1
-                self._stop.wait(0.02)
+        self._results = self._ctx.Queue()
+        started = self._ctx.Event()
+        self._proc = self._ctx.Process(target=_victim_loop, args=(self.t, self._stop, started, self._results),
+                                       daemon=True)
+        self._proc.start()
+        started.wait(60)
 
     def stop(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(90)
+        if self._proc is not None:
+            self.latencies, statuses = self._results.get(timeout=120)
+            self.statuses = Counter(statuses)
+            self._proc.join(30)
+
+
+def _victim_loop(t: Target, stop: Any, started: Any, results: Any) -> None:
+    latencies: list[float] = []
+    statuses: Counter[Any] = Counter()
+    with t.client("victim", timeout=60, attacker=False) as c:
+        c.get("/status/health")  # the connection is open before the attack starts
+        started.set()
+        while not stop.is_set():
+            t0 = time.perf_counter()
+            try:
+                code: Any = c.post("/druid/v2/sql", json={"query": VICTIM_SQL}).status_code
+            except httpx.HTTPError as e:
+                code = type(e).__name__
+            latencies.append(time.perf_counter() - t0)
+            statuses[code] += 1
+            stop.wait(0.02)
+    results.put((latencies, dict(statuses)))
 
 
 def quantile(xs: list[float], q: float) -> float:
