@@ -75,10 +75,14 @@ def byte_length_sql(sql: str, dialect: str) -> str:
     return f"coalesce({fn}({sql}), 0)"
 
 
+def value_limit_message(name: str, limit: int) -> str:
+    """What a query past the per-value limit is told (the SQL rule and the native compiler both say it)."""
+    return f"{RESOURCE_LIMIT_PREFIX}{name} would build a value larger than {limit:,} bytes (server.max_string_bytes)"
+
+
 def value_limit_sql(value: str, bound: str, limit: int, name: str, dialect: str) -> str:
     """``value``, or a failure with Druid's resource-limit message when ``bound`` (the largest size the
     arguments allow, in bytes) exceeds ``limit`` — checked before the value is built."""
-    message = string_literal(f"{RESOURCE_LIMIT_PREFIX}{name} would build a value larger than {limit:,} bytes "
-                             "(server.max_string_bytes)", dialect)
+    message = string_literal(value_limit_message(name, limit), dialect)
     fail = f"raise_error({message})" if check_dialect(dialect) == "spark" else f"error({message})"
     return f"(CASE WHEN CAST({bound} AS BIGINT) > {int(limit)} THEN {fail} ELSE {value} END)"

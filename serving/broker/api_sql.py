@@ -155,7 +155,7 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
             with contextlib.suppress(Exception):
                 stack.close()
 
-    write_timeout = _write_timeout(ctx, broker)
+    write_timeout = float(_server_settings(ctx, broker).write_timeout_seconds)
 
     def seconds_to_write() -> float:
         left = running.remaining_ms()
@@ -164,16 +164,15 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
     return WatchedStream(body(), write_timeout=seconds_to_write, media_type=writer.content_type, headers=headers)
 
 
-def _write_timeout(ctx: Any, broker: Any) -> float:
+def _server_settings(ctx: Any, broker: Any) -> ServerSettings:
     settings = getattr(ctx, "settings", None) or getattr(broker, "settings", None)
-    return float((settings.server if settings is not None else ServerSettings()).write_timeout_seconds)
+    return settings.server if settings is not None else ServerSettings()
 
 
 def server_info(ctx: Any, broker: Any) -> ServerInfo:
     """What ``sys.servers`` reports: the configured bind address and port (never the request's Host
     header, which the client chooses)."""
-    settings = getattr(ctx, "settings", None) or getattr(broker, "settings", None)
-    server = settings.server if settings is not None else ServerSettings()
+    server = _server_settings(ctx, broker)
     return ServerInfo(server.host, server.port, getattr(ctx, "started_ms", None))
 
 

@@ -112,8 +112,9 @@ class QueryManager:
                  max_per_user: int = 0) -> None:
         self.max_concurrent = max(1, max_concurrent)
         self.max_timeout_ms = max(0, max_timeout_ms)
-        self.default_timeout_ms = (min(default_timeout_ms, self.max_timeout_ms) if self.max_timeout_ms and default_timeout_ms
-                                   else default_timeout_ms or self.max_timeout_ms)
+        # the default never passes the maximum; "none" (0) means the maximum when there is one
+        self.default_timeout_ms = (min(default_timeout_ms or self.max_timeout_ms, self.max_timeout_ms)
+                                   if self.max_timeout_ms else default_timeout_ms)
         self.max_per_user = max(0, max_per_user)
         self._per_user: dict[str, int] = {}
         self._abandoned: dict[str, float] = {}  # query id → when its client went away before it arrived
@@ -183,7 +184,7 @@ class QueryManager:
 
     def _first_startable(self) -> RunningQuery | None:
         """The waiting query that goes next: the best-ranked one whose lanes (priority, user) have room."""
-        for _, _, rq, low in sorted(self._waiting, key=lambda w: (w[0], w[1])):
+        for _, _, rq, low in sorted(self._waiting):
             if self._may_start(low, rq):
                 return rq
         return None

@@ -11,8 +11,9 @@ at 13 GB; ``REPLACE(REPEAT('a', 1048576), 'a', REPEAT('b', 1000))`` built 1 G ch
 The bound of each function, in bytes (strings) or :func:`array_bytes` (arrays: their JSON text):
 
 * ``REPEAT(s, n)``: ``|s| × n``; ``LPAD``/``RPAD(s, n, p)``: ``n``;
-* ``REPLACE(s, a, b)``: ``|s| + occurrences × |b|`` (occurrences counted by a replace that only
-  shrinks; skipped when ``b`` is a literal no longer than a literal ``a``);
+* ``REPLACE(s, a, b)``: ``|s| + (|s| / |a|) × |b|``, and where that passes the limit ``|s| + occurrences ×
+  |b|`` (occurrences counted by a replace that only shrinks); ``|s| × (1 + |b|)`` when ``s`` is itself
+  checked; nothing when ``b`` is a literal no longer than a literal ``a``;
 * ``REGEXP_REPLACE(s, p, r)``: ``(|s| + 1) × (|r| + 1) + |s| × backreferences(r)``;
 * ``||`` (and ``TEXTCAT``, which rules/strings.py writes as one), ``CONCAT``, ``CONCAT_WS``: the sum of the parts (and separators);
 * ``ARRAY_CONCAT``, ``ARRAY_APPEND``, ``ARRAY_PREPEND``: the sum of the parts;
@@ -32,7 +33,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from radstack.sql_text import RESOURCE_LIMIT_PREFIX
+from radstack.sql_text import value_limit_message
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
@@ -113,9 +114,7 @@ def _sum(parts: list[exp.Expression]) -> exp.Expression:
 
 def _guard(arg: exp.Expression, size: exp.Expression, ctx: TranslationContext, name: str) -> exp.Expression:
     """``arg``, or DuckDB's ``error(…)`` when ``size`` exceeds the limit (folded when constant)."""
-    message = exp.Literal.string(
-        f"{RESOURCE_LIMIT_PREFIX}{name} would build a value larger than {ctx.max_string_bytes:,} bytes "
-        "(server.max_string_bytes)")
+    message = exp.Literal.string(value_limit_message(name, ctx.max_string_bytes))
     over = exp.GT(this=_bigint(size), expression=exp.Literal.number(ctx.max_string_bytes))
     guarded = exp.Case(ifs=[exp.If(this=over, true=exp.Anonymous(this="error", expressions=[message]))],
                        default=arg.copy())
