@@ -16,6 +16,7 @@ queries are Prometheus metrics.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import threading
@@ -34,6 +35,11 @@ from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 _LONGEST_TIMER_MS = 365 * 24 * 3600 * 1000
 #: how long the id of a query whose client went away before it arrived is remembered
 ABANDONED_SECONDS = 60.0
+#: a stopped query's interrupt is repeated after this, then at doubling intervals up to the maximum
+REINTERRUPT_FIRST_SECONDS = 0.02
+REINTERRUPT_MAX_SECONDS = 0.5
+#: how long a query that ran out of DuckDB's shared pool waits for the others to leave before its one retry
+OOM_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -49,6 +55,11 @@ class RunningQuery:
     state: str = "running"  # running | timed_out | cancelled | over_budget
     admitted: bool = False  # holds a slot (False while it waits in the queue)
     stopped_at: float | None = None  # when it was interrupted (memory_guard.py gives a stopped query time to end)
+    done: threading.Event = field(default_factory=threading.Event)  # set when it left the manager
+    #: after DuckDB's shared pool ran out under this query: wait for the queries that held slots then, and
+    #: answer whether there were any (then it is worth one more try); set by :meth:`QueryManager.run`
+    wait_for_memory: Callable[[], bool] = field(default=lambda: False, repr=False)
+    waiting_for_memory: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attach(self, cursor: duckdb.DuckDBPyConnection) -> None:
@@ -76,28 +87,50 @@ class RunningQuery:
 
     def execute(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement, fetch all rows, and turn an interrupt into the right Druid error."""
-        self.check()
-        try:
-            if params is None:
-                cursor.execute(sql)
-            else:
-                cursor.execute(sql, params)
-            rows = cursor.fetchall()
-        except duckdb.InterruptException as e:
+        for last_try in (False, True):
             self.check()
-            raise cancelled(f"Query [{self.query_id}] was interrupted") from e
+            try:
+                if params is None:
+                    cursor.execute(sql)
+                else:
+                    cursor.execute(sql, params)
+                rows = cursor.fetchall()
+                break
+            except duckdb.InterruptException as e:
+                self.check()
+                raise cancelled(f"Query [{self.query_id}] was interrupted") from e
+            except duckdb.OutOfMemoryException:
+                if last_try or not self.wait_for_memory():
+                    raise
         self.check()
         return rows
 
     def interrupt(self, state: str) -> None:
+        """Stop the query. DuckDB forgets an interrupt that arrives between :meth:`check` and the start of
+        its next statement (a new statement clears the flag), so the first interrupt keeps repeating it,
+        at growing intervals, until the query has left the manager."""
         with self._lock:
-            if self.state == "running":
+            first = self.state == "running"
+            if first:
                 self.state = state
                 self.stopped_at = time.monotonic()
+        self._interrupt_cursors()
+        if first:
+            threading.Thread(target=self._keep_interrupting, name=f"interrupt-{self.query_id[:16]}",
+                             daemon=True).start()
+
+    def _interrupt_cursors(self) -> None:
+        with self._lock:
             cursors = list(self.cursors)
         for c in cursors:
             with contextlib.suppress(Exception):
                 c.interrupt()
+
+    def _keep_interrupting(self) -> None:
+        delay = REINTERRUPT_FIRST_SECONDS
+        while not self.done.wait(delay):
+            self._interrupt_cursors()
+            delay = min(delay * 2, REINTERRUPT_MAX_SECONDS)
 
 
 def native_flag(value: Any) -> bool:
@@ -240,6 +273,7 @@ class QueryManager:
         tmo = self.default_timeout_ms if timeout_ms is None else timeout_ms
         low = priority < 0
         rq = RunningQuery(qid, tmo, owner, lane=owner or client)
+        rq.wait_for_memory = functools.partial(self._wait_for_others, rq)
         with self._cond:
             if self._abandoned.pop(qid, None) is not None:
                 raise cancelled(f"Query [{qid}] was cancelled: its client went away")
@@ -249,6 +283,7 @@ class QueryManager:
             except BaseException:
                 if self._running.get(qid) is rq:
                     del self._running[qid]
+                rq.done.set()
                 raise
             self._active += 1
             self._active_low += low
@@ -283,7 +318,30 @@ class QueryManager:
                 metrics.BROKER_QUERIES_RUNNING.set(self._active)
                 if self._running.get(qid) is rq:
                     del self._running[qid]
+                rq.done.set()
                 self._cond.notify_all()
+
+    def _wait_for_others(self, rq: RunningQuery) -> bool:
+        """``rq`` ran out of DuckDB's pool, which every query shares: a small query should not fail because
+        a big one holds the pool, so it waits (at most :data:`OOM_WAIT_SECONDS`, never past its timeout)
+        until the queries holding slots now have ended. A query already waiting so holds no pool (its
+        statement failed) and is not waited for. False when no other query runs: it is too big alone."""
+        with self._lock:
+            others = [q for q in self._running.values() if q.admitted and q is not rq]
+            holding = [q for q in others if not q.waiting_for_memory]
+            rq.waiting_for_memory = True
+        try:
+            if not others:
+                return False
+            left = rq.remaining_ms()
+            limit = OOM_WAIT_SECONDS if left is None else min(OOM_WAIT_SECONDS, left / 1000)
+            deadline = time.monotonic() + limit
+            for q in holding:
+                q.done.wait(max(0.0, deadline - time.monotonic()))
+            rq.check()
+            return True
+        finally:
+            rq.waiting_for_memory = False
 
     def cancel(self, query_id: str, may_cancel: Callable[[RunningQuery], bool] | None = None) -> bool:
         """Cancel a running or queued query; False when there is none. ``may_cancel`` (auth on) sees it

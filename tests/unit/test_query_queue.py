@@ -7,6 +7,7 @@ import threading
 import time
 from typing import Any
 
+import duckdb
 import pytest
 
 from serving.broker.query_manager import QueryManager
@@ -209,3 +210,61 @@ def test_a_query_whose_client_left_before_it_arrived_is_refused_when_it_does() -
     assert "client went away" in ei.value.message and qm.running() == []
     with qm.run("late", 0):  # remembered once: the same id later is a new query
         assert qm.running() == ["late"]
+
+
+def test_an_interrupt_that_lands_before_duckdb_starts_the_statement_is_not_lost() -> None:
+    """DuckDB clears a connection's interrupt flag when a statement begins: a cancel that arrives between
+    the query's last check and that moment must still stop the statement (it is repeated until the query
+    leaves the manager)."""
+    qm = QueryManager(max_concurrent=2, default_timeout_ms=0)
+    con = duckdb.connect()
+    slow = "SELECT SUM(HASH(a.range + b.range)) FROM range(100000) a, range(100000) b"  # ~minutes unstopped
+    with pytest.raises(DruidError, match="cancelled"), qm.run("late-cancel", 0) as rq:
+        rq.attach(con)
+        assert qm.cancel("late-cancel")
+        started = time.monotonic()
+        with pytest.raises(duckdb.InterruptException):
+            con.execute(slow).fetchall()  # the window: past rq.check(), the statement not yet begun
+        assert time.monotonic() - started < 2.0
+    assert rq.done.is_set()
+
+
+class _PoolFullOnce:
+    """A cursor whose first statement finds DuckDB's shared pool full (held by another query)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def execute(self, sql: str, *params: Any) -> None:
+        self.calls += 1
+        if self.calls == 1:
+                    raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return [(1,)]
+
+    def interrupt(self) -> None:
+        pass
+
+
+def test_a_query_that_finds_the_pool_full_waits_for_the_others_and_tries_once_more() -> None:
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0)
+    release, order = threading.Event(), []  # type: ignore[var-annotated]
+    holder = _hold(qm, "big", release, order)
+    _wait_for(lambda: order == ["big"])
+    with qm.run("small", 0) as rq:
+        threading.Timer(0.3, release.set).start()
+        cursor = _PoolFullOnce()
+        started = time.monotonic()
+        assert rq.execute(cursor, "SELECT 1") == [(1,)]  # type: ignore[arg-type]
+        assert cursor.calls == 2 and time.monotonic() - started >= 0.25  # it waited for "big" to leave
+    holder.join(5)
+
+
+def test_a_query_alone_that_runs_out_of_memory_fails_at_once() -> None:
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0)
+    with qm.run("alone", 0) as rq:
+        cursor = _PoolFullOnce()
+        with pytest.raises(duckdb.OutOfMemoryException):
+            rq.execute(cursor, "SELECT 1")  # type: ignore[arg-type]
+        assert cursor.calls == 1

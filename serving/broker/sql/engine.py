@@ -256,10 +256,31 @@ def execute(
     run = functools.partial(_execute, broker, sql, context=context, parameters=parameters, metadata=metadata,
                             running=running, server=server, batch_rows=batch_rows, authorize=authorize,
                             can_read=can_read, limits=limits)
-    if hasattr(broker, "optimistic_snapshot"):
-        with contextlib.suppress(_ViewsChanged):
-            return run(optimistic=True)
-    return run(optimistic=False)
+
+    def attempt() -> SqlResult:
+        if hasattr(broker, "optimistic_snapshot"):
+            with contextlib.suppress(_ViewsChanged):
+                return run(optimistic=True)
+        return run(optimistic=False)
+
+    qid = getattr(running, "query_id", None)
+    try:
+        return attempt()
+    except _OutOfMemory as e:  # others may hold the pool: once they have left, one more try
+        if running is None or not running.wait_for_memory():
+            raise duckdb_error(e.error, qid) from e.error
+    try:
+        return attempt()
+    except _OutOfMemory as e:
+        raise duckdb_error(e.error, qid) from e.error
+
+
+class _OutOfMemory(Exception):
+    """DuckDB's shared pool ran out before the first row (see :meth:`RunningQuery.wait_for_memory`)."""
+
+    def __init__(self, error: duckdb.Error) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class _ViewsChanged(Exception):
@@ -331,6 +352,8 @@ def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameter
         except duckdb.Error as e:
             if not unchanged():  # it may have read a view as it was being replaced
                 raise _ViewsChanged from e
+            if isinstance(e, duckdb.OutOfMemoryException):
+                raise _OutOfMemory(e) from e
             raise duckdb_error(e, getattr(running, "query_id", None)) from e
         if not unchanged():  # the statement started after new views were committed: not the planned ones
             raise _ViewsChanged
