@@ -364,11 +364,11 @@ class IngestionSettings(Section):
     local: LocalInputSettings = Field(default_factory=LocalInputSettings)
     http: HttpInputSettings = Field(default_factory=HttpInputSettings)
     s3_buckets: list[str] = Field(default_factory=list,
-                                  description="buckets `s3` inputs may read besides deep_storage.bucket")
+                                  description="buckets `s3` inputs may read (never the deep-storage prefix)")
     s3_endpoints: list[str] = Field(default_factory=list,
                                     description="endpointConfig.url values `s3` inputs may name besides deep_storage.endpoint_url")
     hdfs_paths: list[str] = Field(default_factory=list,
-                                  description="HDFS path prefixes `hdfs` inputs may read besides deep_storage.path")
+                                  description="HDFS path prefixes `hdfs` inputs may read (never under deep_storage.path)")
     password_env_variables: list[str] = Field(
         default_factory=list, description="environment variables an `environment` password provider may name (none by default)")
 
@@ -441,13 +441,22 @@ class Settings(Section):
     @property
     def local_input_dirs(self) -> list[Path]:
         """The directories ``local`` input sources may read, resolved: ``ingestion.local.allowed_dirs`` (or
-        its defaults) and, like the s3/hdfs deep storage for those inputs, a local deep storage (re-indexing
-        radstack's own segments, as ``radctl druid submit`` does)."""
+        its defaults). radstack's own state is never among them (:attr:`own_state_paths`)."""
         dirs = self.ingestion.local.allowed_dirs
-        out = [_expand(d) for d in dirs] if dirs else [self.data_dir.resolve(), (REPO_ROOT / "examples").resolve()]
+        return [_expand(d) for d in dirs] if dirs else [self.data_dir.resolve(), (REPO_ROOT / "examples").resolve()]
+
+    @property
+    def own_state_paths(self) -> list[Path]:
+        """Local places holding radstack's own state — the home (all but :attr:`data_dir`), a local deep
+        storage (segments and the raw archive), a SQLite metadata store, the spool and the datasource specs —
+        which no ``local`` input may read, whatever ``ingestion.local.allowed_dirs`` says (re-index a
+        datasource with the ``druid`` input source, which checks READ on it)."""
+        out = [self.home, self.spool_dir, self.datasources_dir]
         if self.deep_storage.type == "local" and self.deep_storage.path:
             out.append(_expand(self.deep_storage.path))
-        return out
+        if self.metadata_url.startswith("sqlite:///"):
+            out.append(_expand(self.metadata_url.removeprefix("sqlite:///")))
+        return [p.resolve() for p in out]
 
     @property
     def spool_dir(self) -> Path:

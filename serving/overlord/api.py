@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from radstack.storage.metadata import TaskExistsError
+from radstack.storage.supervisors import datasource_catalog
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
 from serving.auth import datasource_reader, request_user
@@ -47,10 +48,11 @@ async def submit_task(request: Request) -> dict[str, str]:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
     input_source = getattr(spec, "input_source", None)
     user = request_user(request)
-    if user is not None:  # Druid: WRITE on the datasource, READ on EXTERNAL <input type> unless inline
+    if user is not None:
         user.require("DATASOURCE", [spec.data_source], "WRITE")
-        if input_source is not None and input_source.get("type") != "inline":
-            user.require("EXTERNAL", [str(input_source.get("type"))], "READ")
+        if input_source is not None:
+            await run_in_threadpool(_authorize_input, user, input_source, spec.data_source, ctx.settings,
+                                     ctx.metadata)
     if input_source is not None:
         try:
             await run_in_threadpool(check_input_source, input_source, ctx.settings)
@@ -62,6 +64,27 @@ async def submit_task(request: Request) -> dict[str, str]:
     except TaskExistsError as e:
         raise invalid_input(f"Task[{spec.id}] already exists") from e
     return {"task": spec.id}
+
+
+def _authorize_input(user: Any, source: dict[str, Any], data_source: str, settings: Any, metadata: Any) -> None:
+    """What reading ``source`` needs, besides WRITE on the task's datasource. As Druid's input-source
+    security: READ on ``EXTERNAL`` named like the type, except ``inline`` (nothing) and the two that read
+    radstack's own data — ``druid`` (READ on the datasource it re-indexes) and ``archive`` (READ on each
+    topic, and on every datasource whose spec reads it: the archive holds their raw events)."""
+    typ = str(source.get("type"))
+    if typ == "inline":
+        return
+    if typ == "druid":
+        user.require("DATASOURCE", [str(source.get("dataSource"))], "READ")
+        return
+    if typ == "archive":
+        topics = [str(t) for t in (source.get("topics") or ([source["topic"]] if source.get("topic") else [data_source]))]
+        user.require("TOPIC", topics, "READ")
+        catalog = datasource_catalog(settings, metadata)
+        readers = [name for name, ds in catalog.items() if set(ds.processing.topics) & set(topics)]
+        user.require("DATASOURCE", readers, "READ")
+        return
+    user.require("EXTERNAL", [typ], "READ")
 
 
 def _status_json(ctx: Any, row: Any) -> dict[str, Any]:

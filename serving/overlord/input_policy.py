@@ -4,14 +4,18 @@ Druid guards its ingestion with ``druid.ingestion.http.allowedProtocols`` and in
 radstack is stricter by default, because a task is read by the server process with the server's own
 rights:
 
+- never radstack's own state, whatever the settings below allow: deep storage (segments and the raw
+  archive), the segment cache, the metadata store, the spool — the home but ``{home}/data``. Re-indexing
+  a datasource goes through the ``druid`` input source, which needs READ on it.
 - ``local``: only files under ``ingestion.local.allowed_dirs`` (default ``{home}/data`` and the checkout's
-  ``examples/``) or a local deep storage, checked on the resolved path, after symlinks and ``..``, both when the task is submitted
-  and again for every file when it runs.
+  ``examples/``), checked on the resolved path, after symlinks and ``..``, both when the task is submitted
+  and again for every file when it runs; a refusal names the path as given, never its resolution.
 - ``http``: only ``ingestion.http.allowed_protocols``, and never a loopback, private, link-local, multicast
   or reserved address (every address the host resolves to, and every redirect hop) unless
   ``ingestion.http.allow_private_addresses`` or the host is in ``ingestion.http.allowed_hosts``.
-- ``s3``: the deep-storage bucket and endpoint, plus ``ingestion.s3_buckets`` / ``ingestion.s3_endpoints``.
-- ``hdfs``: paths under ``deep_storage.path`` on the deep-storage NameNode, plus ``ingestion.hdfs_paths``.
+- ``s3``: the buckets in ``ingestion.s3_buckets`` (and the deep-storage bucket outside its prefix), on the
+  deep-storage endpoint or one in ``ingestion.s3_endpoints``.
+- ``hdfs``: the prefixes in ``ingestion.hdfs_paths`` on the deep-storage NameNode, never under ``deep_storage.path``.
 - ``environment`` password providers: only variables listed in ``ingestion.password_env_variables``.
 
 Each type applies its part in its own module (``serving/overlord/input_sources/``); the shared checks are
@@ -35,6 +39,8 @@ __all__ = [
     "check_local_file",
     "check_password",
     "check_url",
+    "deep_storage_hdfs_path",
+    "deep_storage_object",
     "hdfs_path",
 ]
 
@@ -54,15 +60,46 @@ def _resolved(path: str | Path) -> Path:
 
 
 def check_local_file(path: str | Path, settings: Settings) -> Path:
-    """The resolved ``path`` when it lies under an allowed directory, else :class:`InputForbidden`."""
+    """The resolved ``path`` when it lies under an allowed directory and outside radstack's own state,
+    else :class:`InputForbidden`. The message names the path as given, never what it resolves to (a
+    symlink's target is not the client's to learn)."""
     real = _resolved(path)
+    data = settings.data_dir.resolve()
+    for own in settings.own_state_paths:
+        if (real == own or real.is_relative_to(own)) and not (real == data or real.is_relative_to(data)):
+            raise InputForbidden(f"local input source: {str(path)!r} is radstack's own state (deep storage, "
+                                 "the segment cache, the raw archive, the metadata store); re-index a datasource "
+                                 "with the 'druid' input source instead")
     for allowed in settings.local_input_dirs:
         if real == allowed or real.is_relative_to(allowed):
             return real
     dirs = ", ".join(str(d) for d in settings.local_input_dirs)
-    shown = repr(str(path)) if str(real) == str(path) else f"{str(path)!r} (resolved: {real})"
-    raise InputForbidden(f"local input source: {shown} is outside the allowed directories ({dirs}); "
+    raise InputForbidden(f"local input source: {str(path)!r} is outside the allowed directories ({dirs}); "
                          "add its directory to ingestion.local.allowed_dirs to allow it")
+
+
+def _under(key: str, prefix: str) -> bool:
+    """Whether ``key`` (a path or object key) lies under ``prefix`` or would list it (a parent of it)."""
+    key, prefix = key.strip("/"), prefix.strip("/")
+    if not prefix:
+        return True
+    return key == prefix or key.startswith(prefix + "/") or prefix.startswith(key + "/") or not key
+
+
+def deep_storage_object(bucket: str, key: str, settings: Settings) -> bool:
+    """Whether s3 ``bucket``/``key`` (an object or a listing prefix) reaches radstack's deep storage."""
+    ds = settings.deep_storage
+    return ds.type == "s3" and bucket == ds.bucket and _under(key, ds.path)
+
+
+def deep_storage_hdfs_path(path: str, settings: Settings) -> bool:
+    """Whether the HDFS ``path`` (a file or a directory walked) reaches radstack's deep storage."""
+    ds = settings.deep_storage
+    return ds.type == "hdfs" and _under(path, ds.path or "/radstack")
+
+
+OWN_STATE = ("is radstack's deep storage (segments and the raw archive); re-index a datasource with the "
+             "'druid' input source instead")
 
 
 # -- http -----------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from radstack.spec import DataSchema, SpecError, parse_data_schema
 from radstack.storage.ingest_stats import INT_MAX
 from radstack.time.intervals import format_instant
 from serving.overlord.input_formats import validate_input_format
-from serving.overlord.input_sources import InputSpecError, validate_input_source
+from serving.overlord.input_sources import InputSpecError, source_of, validate_input_source
 
 #: Druid's partitionsSpec types (hashed, range and single_dim: see _check_secondary_partitions)
 PARTITION_TYPES = ("dynamic", "hashed", "range", "single_dim")
@@ -91,6 +91,9 @@ def parse_task(body: Any, now_ms: int) -> IndexTaskSpec:
         raise TaskSpecError("spec.ioConfig", "required (an object with inputSource and inputFormat)")
     try:
         validate_input_source(io_config.get("inputSource"))
+        fixed = source_of(io_config["inputSource"]).input_format
+        if fixed is not None:
+            io_config = {**io_config, "inputFormat": fixed}
         validate_input_format(io_config.get("inputFormat"))
     except InputSpecError as e:
         path, _, msg = str(e).partition(": ")

@@ -70,12 +70,14 @@ def test_hdfs_json_task_with_use_spark(radstack_home: Any, hdfs_cluster: Any) ->
     from tests.fixtures.server import running_server
 
     base = f"/radstack-test/{uuid.uuid4().hex[:12]}"
-    with running_server(radstack_home, {"deep_storage": hdfs_cluster.deep_storage_settings(base)}) as srv:
+    inputs = base + "-input"  # inputs live beside deep storage: never inside it (input_policy.py)
+    with running_server(radstack_home, {"deep_storage": hdfs_cluster.deep_storage_settings(base),
+                                        "ingestion": {"hdfs_paths": [inputs]}}) as srv:
         from radstack.storage.deep_storage import open_deep_storage
 
-        storage = open_deep_storage(srv.settings)
-        storage.put_bytes(b"\n".join(orjson.dumps(e) for e in ROLLUP_EVENTS) + b"\n", "input/rollup.json")
-        path = base.rstrip("/") + "/input/rollup.json"
+        storage = open_deep_storage(hdfs_cluster.deep_storage_settings(inputs))
+        storage.put_bytes(b"\n".join(orjson.dumps(e) for e in ROLLUP_EVENTS) + b"\n", "rollup.json")
+        path = inputs + "/rollup.json"
         task = rollup_task({"type": "hdfs", "paths": [path]}, inputFormat={"type": "json"})
         task["context"] = {"useSpark": True}
         tid = _submit(srv.url, task)

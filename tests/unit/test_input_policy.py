@@ -44,7 +44,7 @@ HOSTILE_LOCAL = [
 def test_local_outside_the_allowed_dirs_is_refused(settings: Settings, spec: dict[str, Any]) -> None:
     spec = {k: ([f.format(home=settings.home) for f in v] if isinstance(v, list) else
                 v.format(home=settings.home) if isinstance(v, str) else v) for k, v in spec.items()}
-    with pytest.raises(InputForbidden, match="ingestion.local.allowed_dirs"):
+    with pytest.raises(InputForbidden, match="ingestion.local.allowed_dirs|radstack's own state"):
         check_input_source(spec, settings)
 
 
@@ -64,17 +64,18 @@ def test_a_symlink_out_of_an_allowed_dir_is_refused_when_the_task_runs(settings:
     (settings.data_dir / "link.json").symlink_to(secret)
     spec = {"type": "local", "baseDir": str(settings.data_dir), "filter": "*.json"}
     check_input_source(spec, settings)  # the directory itself is allowed ...
-    with pytest.raises(InputForbidden, match="secret.json"):
+    with pytest.raises(InputForbidden, match="link.json") as e:
         resolve_input_source(spec, settings)  # ... the file the link points to is not
+    assert "secret.json" not in str(e.value)  # and where it points is not told
     with pytest.raises(InputForbidden):
         check_input_source({"type": "local", "files": [str(settings.data_dir / "link.json")]}, settings)
 
 
 def test_allowed_dirs_replace_the_defaults(tmp_path: Path) -> None:
-    s = Settings.model_validate({"home": str(tmp_path), "ingestion": {"local": {"allowed_dirs": [str(tmp_path / "in")]}}})
+    s = Settings.model_validate({"home": str(tmp_path / "home"), "ingestion": {"local": {"allowed_dirs": [str(tmp_path / "in")]}}})
     check_input_source({"type": "local", "files": [str(tmp_path / "in" / "a.json")]}, s)
     with pytest.raises(InputForbidden):
-        check_input_source({"type": "local", "files": [str(tmp_path / "data" / "a.json")]}, s)
+        check_input_source({"type": "local", "files": [str(tmp_path / "home" / "data" / "a.json")]}, s)
 
 
 @pytest.mark.parametrize("url", [
@@ -129,30 +130,43 @@ def test_environment_passwords_need_the_allow_list(settings: Settings) -> None:
     check_input_source(plain, settings)
 
 
-def test_s3_only_the_deep_storage_bucket_and_endpoint(tmp_path: Path) -> None:
-    s = Settings.model_validate({"deep_storage": {"type": "s3", "bucket": "deep", "endpoint_url": "http://127.0.0.1:5000"}})
-    check_input_source({"type": "s3", "prefixes": ["s3://deep/raw/"]}, s)
+def test_s3_only_listed_buckets_and_never_deep_storage(tmp_path: Path) -> None:
+    s = Settings.model_validate({"deep_storage": {"type": "s3", "bucket": "deep", "endpoint_url": "http://127.0.0.1:5000"},
+                                 "ingestion": {"s3_buckets": ["raw-events"]}})
+    check_input_source({"type": "s3", "uris": ["s3://raw-events/in/a.json"]}, s)
+    for spec in ({"type": "s3", "prefixes": ["s3://deep/raw/"]},  # the archive
+                 {"type": "s3", "uris": ["s3://deep/segments/ads/x/data.parquet"]},
+                 {"type": "s3", "objects": [{"bucket": "deep", "path": "metadata/x"}]}):
+        with pytest.raises(InputForbidden, match="'druid' input source"):
+            check_input_source(spec, s)
     with pytest.raises(InputForbidden, match="ingestion.s3_buckets"):
         check_input_source({"type": "s3", "uris": ["s3://someone-else/k"]}, s)
     with pytest.raises(InputForbidden, match="ingestion.s3_buckets"):
         check_input_source({"type": "s3", "objects": [{"bucket": "other", "path": "k"}]}, s)
     with pytest.raises(InputForbidden, match="ingestion.s3_endpoints"):
-        check_input_source({"type": "s3", "prefixes": ["s3://deep/x/"], "endpointConfig": {"url": "http://127.0.0.1:8888"}}, s)
+        check_input_source({"type": "s3", "prefixes": ["s3://raw-events/x/"], "endpointConfig": {"url": "http://127.0.0.1:8888"}}, s)
     with pytest.raises(InputForbidden, match="password_env_variables"):
-        check_input_source({"type": "s3", "prefixes": ["s3://deep/x/"], "properties": {
+        check_input_source({"type": "s3", "prefixes": ["s3://raw-events/x/"], "properties": {
             "accessKeyId": {"type": "environment", "variable": "AWS_SECRET_ACCESS_KEY"}}}, s)
-    more = s.with_overrides({"ingestion": {"s3_buckets": ["raw-events"]}})
-    check_input_source({"type": "s3", "uris": ["s3://raw-events/in/a.json"]}, more)
+    # deep storage under a prefix: the rest of its bucket is an ordinary input place, the prefix never
+    prefixed = Settings.model_validate({"deep_storage": {"type": "s3", "bucket": "deep", "path": "radstack"}})
+    check_input_source({"type": "s3", "uris": ["s3://deep/input/a.json"]}, prefixed)
+    for uri in ("s3://deep/radstack/raw/t/x.parquet", "s3://deep/", "s3://deep/radstack"):
+        with pytest.raises(InputForbidden, match="deep storage"):
+            check_input_source({"type": "s3", "prefixes": [uri]}, prefixed)
 
 
-def test_hdfs_only_under_the_deep_storage_path() -> None:
-    s = Settings.model_validate({"deep_storage": {"type": "hdfs", "path": "/radstack", "namenode_url": "http://nn:9870"}})
-    check_input_source({"type": "hdfs", "paths": ["/radstack/input/a.json", "hdfs://nn:9000/radstack/raw"]}, s)
-    for bad in ["/etc/hadoop/core-site.xml", "/radstack/../secrets", "/radstackother/x"]:
+def test_hdfs_only_listed_paths_and_never_deep_storage() -> None:
+    s = Settings.model_validate({"deep_storage": {"type": "hdfs", "path": "/radstack", "namenode_url": "http://nn:9870"},
+                                 "ingestion": {"hdfs_paths": ["/data/events"]}})
+    check_input_source({"type": "hdfs", "paths": ["/data/events/2020/a.json", "hdfs://nn:9000/data/events/b"]}, s)
+    for bad in ["/etc/hadoop/core-site.xml", "/data/events/../../secrets", "/radstackother/x"]:
         with pytest.raises(InputForbidden, match="ingestion.hdfs_paths"):
             check_input_source({"type": "hdfs", "paths": [bad]}, s)
-    more = s.with_overrides({"ingestion": {"hdfs_paths": ["/data/events"]}})
-    check_input_source({"type": "hdfs", "paths": ["/data/events/2020/a.json"]}, more)
+    everything = s.with_overrides({"ingestion": {"hdfs_paths": ["/"]}})  # even a prefix that covers it
+    for own in ["/radstack/segments/ads", "hdfs://nn:9000/radstack/raw", "/", "/data/../radstack/x"]:
+        with pytest.raises(InputForbidden, match="'druid' input source"):
+            check_input_source({"type": "hdfs", "paths": [own]}, everything)
 
 
 class _Redirect(http.server.BaseHTTPRequestHandler):
@@ -204,8 +218,27 @@ def test_the_task_api_answers_403_with_the_setting(server_client: Any) -> None:
     assert server_client.get("/druid/indexer/v1/tasks").json() == []
 
 
-def test_a_local_deep_storage_is_readable(settings: Settings) -> None:
-    segment = Path(settings.deep_storage.path) / "segments" / "ads" / "data.parquet"
-    check_input_source({"type": "local", "files": [str(segment)]}, settings)  # radctl druid submit re-indexes these
-    explicit = settings.with_overrides({"ingestion": {"local": {"allowed_dirs": ["/nowhere"]}}})
-    check_input_source({"type": "local", "files": [str(segment)]}, explicit)
+def test_radstacks_own_state_is_never_a_local_input(settings: Settings, tmp_path: Path) -> None:
+    """Deep storage (segments, the raw archive), the segment cache and the metadata store, even when an
+    allowed directory contains them: the ``druid`` input source (READ on the datasource) is the way in."""
+    ds = Path(settings.deep_storage.path)
+    for target in (ds / "segments" / "ads" / "data.parquet", ds / "raw" / "wiki", settings.home / "metadata.db",
+                   settings.home / "segment-cache" / "x.parquet", settings.home / "deep-storage"):
+        for s in (settings, settings.with_overrides({"ingestion": {"local": {"allowed_dirs": ["/"]}}})):
+            with pytest.raises(InputForbidden, match="'druid' input source"):
+                check_input_source({"type": "local", "files": [str(target)]}, s)
+    elsewhere = settings.with_overrides({"deep_storage": {"path": str(tmp_path / "deep")},
+                                         "ingestion": {"local": {"allowed_dirs": [str(tmp_path)]}}})
+    with pytest.raises(InputForbidden, match="'druid' input source"):
+        check_input_source({"type": "local", "baseDir": str(tmp_path / "deep" / "segments"), "filter": "*"}, elsewhere)
+    check_input_source({"type": "local", "files": [str(settings.data_dir / "ok.json")]}, elsewhere.with_overrides(
+        {"ingestion": {"local": {"allowed_dirs": [str(settings.home)]}}}))  # {home}/data stays readable
+
+
+def test_a_refusal_never_shows_where_a_symlink_points(settings: Settings, tmp_path: Path) -> None:
+    link = settings.data_dir / "innocent"
+    link.symlink_to("/proc/self/cwd")
+    with pytest.raises(InputForbidden) as e:
+        check_input_source({"type": "local", "files": [str(link)]}, settings)
+    message = str(e.value).split(" is outside")[0]  # the rest lists the allowed directories
+    assert str(link) in message and os.getcwd() not in message.replace(str(link), "")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,42 @@ def test_task_lists_and_task_details_need_read_on_the_task_datasource(client: Te
     for suffix in ("", "/status", "/reports"):
         assert client.get(f"/druid/indexer/v1/task/{wiki_task}{suffix}", headers=ADS).status_code == 403, suffix
     assert client.get(f"/druid/indexer/v1/task/{ads_task}/status", headers=ADS).status_code == 200
+
+
+def _reindex(source_ds: str, target: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "index_parallel", "spec": {
+        "dataSchema": {"dataSource": target, "timestampSpec": {"column": "__time", "format": "millis"},
+                       "dimensionsSpec": {"dimensions": ["page", "user", "country"]},
+                       "metricsSpec": [{"type": "longSum", "name": "count", "fieldName": "count"},
+                                       {"type": "longSum", "name": "added", "fieldName": "added"}],
+                       "granularitySpec": {"segmentGranularity": "day", "queryGranularity": "hour"}},
+        "ioConfig": {"inputSource": {"type": "druid", "dataSource": source_ds,
+                                     "interval": "2024-01-01/2024-01-02", **extra}}}}
+
+
+def test_reindexing_goes_through_the_druid_input_source_which_needs_read_on_its_datasource(
+        client: TestClient) -> None:
+    """#50: a user who may write ``ads*`` cannot copy ``wiki`` into a datasource of theirs — not through
+    deep storage (local/s3/hdfs never reach it, tests/unit/test_input_policy.py), not through ``druid``."""
+    r = client.post("/druid/indexer/v1/task", json=_reindex("wiki", "ads_copy"), headers=ADSW)
+    assert r.status_code == 403 and "DATASOURCE [wiki]" in r.json()["errorMessage"], r.text
+    r = client.post("/druid/indexer/v1/task", json=_reindex("ads_clicks", "ads_copy"), headers=ADSW)
+    assert r.status_code == 200, r.text
+    task = r.json()["task"]
+    for _ in range(400):
+        status = client.get(f"/druid/indexer/v1/task/{task}/status", headers=ADMIN).json()["status"]
+        if status["status"] != "RUNNING":
+            break
+        time.sleep(0.05)
+    assert status["status"] == "SUCCESS", status
+    client.app.state.ctx.broker.refresh(force=True)  # type: ignore[attr-defined]
+    q = ("SELECT __time, page, \"user\", country, SUM(\"count\") AS n, SUM(added) AS a FROM {} "
+         "WHERE __time < TIMESTAMP '2024-01-02 00:00:00' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3")
+    copy = _sql(client, q.format("ads_copy"), ADMIN).json()
+    assert copy == _sql(client, q.format("ads_clicks"), ADMIN).json() and len(copy) == 3  # day 1 only
+    r = client.post("/druid/indexer/v1/task", json=_reindex("ads_clicks", "ads_x", filter={"type": "true"}), headers=ADSW)
+    assert r.status_code == 400 and "filter" in r.text
+    archive = _reindex("wiki", "ads_copy")
+    archive["spec"]["ioConfig"] = {"inputSource": {"type": "archive", "topics": ["wiki"]}, "inputFormat": {"type": "json"}}
+    r = client.post("/druid/indexer/v1/task", json=archive, headers=ADSW)  # the raw archive: READ on its topic
+    assert r.status_code == 403 and "TOPIC [wiki]" in r.json()["errorMessage"], r.text

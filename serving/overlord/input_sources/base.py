@@ -61,6 +61,8 @@ class InputSource(ABC):
 
     type: ClassVar[str]
     spark: ClassVar[SparkUse] = "never"
+    #: the format its entities always have (the task's ``inputFormat`` is then not needed); None: the spec's
+    input_format: ClassVar[dict[str, Any] | None] = None
 
     @abstractmethod
     def validate(self, spec: Mapping[str, Any], path: str) -> None:

@@ -1,6 +1,6 @@
 """``hdfs``: ``paths`` (files, directories, a glob in the last component) over WebHDFS with the ``hdfs``
-package, using ``deep_storage.namenode_url``; only under ``deep_storage.path`` unless
-``ingestion.hdfs_paths`` lists more."""
+package, using ``deep_storage.namenode_url``; only under the prefixes of ``ingestion.hdfs_paths``, never
+under ``deep_storage.path`` (radstack's segments and raw archive)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 from hdfs import InsecureClient
 
 from radstack.config import Settings
-from serving.overlord.input_policy import InputForbidden, hdfs_path
+from serving.overlord.input_policy import OWN_STATE, InputForbidden, deep_storage_hdfs_path, hdfs_path
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError, str_list
 
 
@@ -26,14 +26,14 @@ class HdfsSource(InputSource):
             raise InputSpecError(f"{path}.paths: required")
 
     def check(self, spec: Mapping[str, Any], settings: Settings) -> None:
-        ds = settings.deep_storage
-        base = (ds.path or "/radstack") if ds.type == "hdfs" else ""
-        prefixes = [posixpath.normpath("/" + p.lstrip("/")) for p in [base, *settings.ingestion.hdfs_paths] if p]
+        prefixes = [posixpath.normpath("/" + p.lstrip("/")) for p in settings.ingestion.hdfs_paths if p]
         for raw in str_list(spec.get("paths") or [], "paths"):
             path = posixpath.normpath("/" + hdfs_path(raw).lstrip("/"))
+            if deep_storage_hdfs_path(path, settings):
+                raise InputForbidden(f"hdfs input source: {raw!r} {OWN_STATE}")
             if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in prefixes):
-                raise InputForbidden(f"hdfs input source: {raw!r} is outside deep storage "
-                                     f"({', '.join(prefixes) or 'not on HDFS'}); list a prefix in ingestion.hdfs_paths to allow it")
+                raise InputForbidden(f"hdfs input source: {raw!r} is outside the paths inputs may read "
+                                     f"({', '.join(prefixes) or 'none'}); list a prefix in ingestion.hdfs_paths to allow it")
 
     def resolve(self, spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:
         ds = settings.deep_storage

@@ -1,5 +1,6 @@
 """``s3``: ``uris``, ``prefixes`` or ``objects`` through boto3 against the configured endpoint; only the
-deep-storage bucket and endpoint unless ``ingestion.s3_buckets`` / ``ingestion.s3_endpoints`` list more."""
+buckets in ``ingestion.s3_buckets`` (and the deep-storage bucket outside radstack's prefix), never deep
+storage itself, on the deep-storage endpoint unless ``ingestion.s3_endpoints`` lists more."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import boto3
 from botocore.config import Config
 
 from radstack.config import Settings
-from serving.overlord.input_policy import InputForbidden, check_password
+from serving.overlord.input_policy import OWN_STATE, InputForbidden, check_password, deep_storage_object
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError, password, str_list
 
 _KEYS = ("uris", "prefixes", "objects")
@@ -74,15 +75,17 @@ class S3Source(InputSource):
     def check(self, spec: Mapping[str, Any], settings: Settings) -> None:
         ds = settings.deep_storage
         buckets = {b for b in [ds.bucket, *settings.ingestion.s3_buckets] if b}
-        named: list[str] = []
+        named: list[tuple[str, str]] = []
         if isinstance(spec.get("objects"), list):
-            named = [str(o.get("bucket", "")) for o in spec["objects"] if isinstance(o, Mapping)]
+            named = [(str(o.get("bucket", "")), str(o.get("path", ""))) for o in spec["objects"] if isinstance(o, Mapping)]
         for key in ("uris", "prefixes"):
             if spec.get(key):
-                named += [urlparse(u).netloc for u in str_list(spec[key], key)]
-        for bucket in named:
+                named += [(urlparse(u).netloc, urlparse(u).path) for u in str_list(spec[key], key)]
+        for bucket, key in named:
+            if deep_storage_object(bucket, key, settings):
+                raise InputForbidden(f"s3 input source: s3://{bucket}/{key.lstrip('/')} {OWN_STATE}")
             if bucket not in buckets:
-                raise InputForbidden(f"s3 input source: bucket {bucket!r} is not the deep-storage bucket; "
+                raise InputForbidden(f"s3 input source: bucket {bucket!r} is not one inputs may read; "
                                      "list it in ingestion.s3_buckets to allow it")
         ep = spec.get("endpointConfig")
         endpoint = ep.get("url") if isinstance(ep, Mapping) else None
