@@ -85,7 +85,8 @@ class AuthSettings(Section):
         default_factory=dict,
         description="server: role → Druid permissions [{resource: {type, name regex}, action: READ|WRITE}]")
     max_failed_logins: int = Field(
-        10, description="failed sign-ins per user name and per client address in the window before 429 (0: no limit)")
+        10, description="failed sign-ins for one user from one address, and from one address, in the window before "
+        "429 (0: no limit); one user from every address together: 10 times as many")
     failed_login_window_seconds: float = Field(60, description="the window max_failed_logins counts over")
     generate_admin: bool = Field(
         False, description="add a user `admin` (role admin) whose random password is generated at the first start, "
@@ -94,6 +95,15 @@ class AuthSettings(Section):
 
 class ServerSettings(Section):
     host: str = Field("127.0.0.1", description="bind address of the Druid-compatible server")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="host names a request's Host header may name (IP addresses always may; "
+        "`.example.com` allows its subdomains, `*` any); empty → localhost (DNS-rebinding protection)")
+    cors_allowed_origins: list[str] = Field(
+        default_factory=list, description="web origins (scheme://host:port) whose pages may send queries and "
+        "changes and read the answers; none by default: a request from another website gets 403")
+    trusted_proxies: list[str] = Field(
+        default_factory=list, description="addresses of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto "
+        "name the real client (sign-in limits, per-client lanes); none by default: the peer address is the client")
     port: int = Field(8888, description="its port")
     max_body_bytes: int = Field(64 * 1024 * 1024, description="largest request body (413 above)")
     max_concurrent_queries: int = Field(16, description="queries run at once; more wait in the queue")
@@ -244,6 +254,13 @@ class SpoolSettings(Section):
 class ReceiverSettings(Section):
     host: str = Field("127.0.0.1", description="bind address of the HTTP event receiver")
     port: int = Field(8200, description="its port")
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="host names a request's Host header may name (IP addresses always may); "
+        "empty → localhost (as server.allowed_hosts)")
+    cors_allowed_origins: list[str] = Field(
+        default_factory=list, description="web origins whose pages may post events (none by default: 403)")
+    trusted_proxies: list[str] = Field(
+        default_factory=list, description="reverse proxies whose X-Forwarded-For is believed (as server.trusted_proxies)")
     max_body_bytes: int = Field(16 * 1024 * 1024, description="largest request body (413 above)")
     max_event_bytes: int = Field(
         1_000_000, description="largest single event (its JSON bytes); larger → 413. Kafka's message.max.bytes bounds it")

@@ -1,7 +1,8 @@
 """Permissions in the shape of Druid's basic security, shared by the server's and the receiver's auth:
 ``{"resource": {"type": <type>, "name": <regex>}, "action": "READ" | "WRITE"}``.
 
-Types: ``DATASOURCE``, ``STATE``, ``CONFIG``, ``EXTERNAL``, ``SYSTEM_TABLE`` (Druid's) and ``TOPIC``
+Types: ``DATASOURCE``, ``STATE``, ``CONFIG``, ``EXTERNAL``, ``SYSTEM_TABLE``, ``LOOKUP`` (Druid's: READ on a
+lookup to query it with ``LOOKUP()`` / ``lookup.name`` or read it through the lookup APIs) and ``TOPIC``
 (radstack's receiver: which Kafka topics a user may write events to)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from radstack.passwords import is_hash
 
 __all__ = ["ACTIONS", "RESOURCE_TYPES", "Permission", "UserEntry", "parse_permission", "parse_roles", "parse_user"]
 
-RESOURCE_TYPES = ("DATASOURCE", "STATE", "CONFIG", "EXTERNAL", "SYSTEM_TABLE", "TOPIC")
+RESOURCE_TYPES = ("DATASOURCE", "STATE", "CONFIG", "EXTERNAL", "SYSTEM_TABLE", "TOPIC", "LOOKUP")
 ACTIONS = ("READ", "WRITE")
 
 

@@ -8,9 +8,12 @@ Shared by the server and the receiver (``server.auth``, ``receiver.auth``):
   from the threads that run queries; at most :data:`MAX_PENDING` verifications wait, more answer 429;
 - an unknown user is verified against a dummy hash of the same cost, so it takes as long as a wrong
   password and the answer time does not tell which names exist;
-- failed attempts are counted per user name and per client address over a sliding window
-  (``auth.max_failed_logins`` in ``auth.failed_login_window_seconds``); past it, attempts that would
-  need hashing answer 429 with ``Retry-After`` without hashing anything.
+- attempts are counted before they are hashed, per user from one address and per address
+  (``auth.max_failed_logins`` in ``auth.failed_login_window_seconds``) and per user from every address
+  (ten times that); a right password takes its count back. Past a limit, attempts that would need
+  hashing answer 429 with ``Retry-After`` without hashing anything — so parallel guesses cannot race
+  past the count, and one address's flood does not lock a user out for another address. The address
+  is the TCP peer's: ``X-Forwarded-For`` is believed only from ``trusted_proxies``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ MAX_PENDING = 64
 HASH_THREADS = 1
 #: distinct user names / addresses whose failures are remembered (the oldest are forgotten first)
 MAX_TRACKED = 10_000
+#: failures for one user from every address together, in multiples of ``max_failed_logins``
+USER_WIDE_FACTOR = 10
 
 
 class TooManyAttempts(Exception):
@@ -51,8 +56,10 @@ class TooManyAttempts(Exception):
 
 
 class FailedLogins:
-    """Failures per key over a sliding window; a key with ``limit`` failures in the window is locked
-    until its oldest failure leaves the window. Thread-safe, bounded."""
+    """Failures per key over a sliding window; a key with its limit of failures in the window is locked
+    until its oldest failure leaves the window. An attempt is counted *before* its password is hashed
+    (:meth:`reserve`), so parallel attempts cannot all get through; a right password takes its count back
+    (:meth:`release`). Thread-safe, bounded."""
 
     def __init__(self, limit: int, window_seconds: float, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.limit = limit
@@ -61,32 +68,56 @@ class FailedLogins:
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def retry_after(self, keys: list[str]) -> float | None:
-        """Seconds until every key in ``keys`` may try again, or None when none is locked."""
+    def _times(self, key: str, now: float) -> deque[float] | None:
+        times = self._failures.get(key)
+        if times is not None:
+            while times and times[0] <= now - self.window:
+                times.popleft()
+        return times
+
+    def retry_after(self, keys: dict[str, int]) -> float | None:
+        """Seconds until every key (→ its limit) may try again, or None when none is locked."""
         if self.limit <= 0:
             return None
         now = self._clock()
-        wait = 0.0
         with self._lock:
-            for key in keys:
-                times = self._failures.get(key)
-                if times is None:
-                    continue
-                while times and times[0] <= now - self.window:
-                    times.popleft()
-                if len(times) >= self.limit:
-                    wait = max(wait, times[0] + self.window - now)
+            return self._wait(keys, now)
+
+    def _wait(self, keys: dict[str, int], now: float) -> float | None:
+        wait = 0.0
+        for key, limit in keys.items():
+            times = self._times(key, now)
+            if times is not None and len(times) >= limit:
+                wait = max(wait, times[-limit] + self.window - now)
         return wait if wait > 0 else None
 
-    def failed(self, keys: list[str]) -> None:
+    def reserve(self, keys: dict[str, int]) -> float | None:
+        """Count one attempt on every key at once, unless one is locked: then nothing is counted and the
+        seconds to wait are returned."""
+        if self.limit <= 0:
+            return None
         now = self._clock()
         with self._lock:
-            for key in keys:
-                times = self._failures.setdefault(key, deque(maxlen=max(1, self.limit)))
+            wait = self._wait(keys, now)
+            if wait is not None:
+                return wait
+            for key, limit in keys.items():
+                times = self._failures.get(key)
+                if times is None or times.maxlen != limit:
+                    times = self._failures[key] = deque(times or (), maxlen=max(1, limit))
                 times.append(now)
                 self._failures.move_to_end(key)
             while len(self._failures) > MAX_TRACKED:
                 self._failures.popitem(last=False)
+        return None
+
+    def release(self, keys: dict[str, int]) -> None:
+        """Take back one counted attempt per key (the password was right)."""
+        with self._lock:
+            for key in keys:
+                times = self._failures.get(key)
+                if times:
+                    times.pop()
 
 
 class SignIn:
@@ -129,13 +160,18 @@ class SignIn:
         return self.cache.check(name, password, encoded)
 
     async def check(self, name: str, password: str, client: str) -> bool:
-        """True when the pair is right; False when wrong; :class:`TooManyAttempts` when the user or
-        the client address is locked out, or too many checks are waiting already."""
+        """True when the pair is right; False when wrong; :class:`TooManyAttempts` when the user from this
+        address, the address, or the user from everywhere is locked out, or too many checks wait already.
+        The attempt is counted before the hash (and taken back when the password is right)."""
         if self.known(name, password):
             return True
-        self._admit(name, client)
+        keys = self._keys(name, client)
+        wait = self.failures.reserve(keys)
+        if wait is not None:
+            raise TooManyAttempts(wait, "too many failed sign-ins for this user or from this address")
         with self._pending_lock:
             if self._pending >= MAX_PENDING:
+                self.failures.release(keys)
                 raise TooManyAttempts(1, "too many sign-ins are being checked at once")
             self._pending += 1
         try:
@@ -143,18 +179,17 @@ class SignIn:
         finally:
             with self._pending_lock:
                 self._pending -= 1
-        if not ok:
-            self.failures.failed(self._keys(name, client))
+        if ok:
+            self.failures.release(keys)
         return ok
 
-    def _admit(self, name: str, client: str) -> None:
-        wait = self.failures.retry_after(self._keys(name, client))
-        if wait is not None:
-            raise TooManyAttempts(wait, "too many failed sign-ins for this user or from this address")
-
-    @staticmethod
-    def _keys(name: str, client: str) -> list[str]:
-        return [f"user\0{name}", f"addr\0{client}"]
+    def _keys(self, name: str, client: str) -> dict[str, int]:
+        """What an attempt counts against, each with its limit: the user from this address and the address
+        (``max_failed_logins`` each), and the user from everywhere (:data:`USER_WIDE_FACTOR` times that,
+        so many addresses cannot guess freely, while one address's flood does not lock the user out for
+        the others)."""
+        n = self.failures.limit
+        return {f"user\0{name}\0addr\0{client}": n, f"addr\0{client}": n, f"user\0{name}": n * USER_WIDE_FACTOR}
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

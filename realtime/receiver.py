@@ -47,6 +47,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
+from radstack.browser_guard import BrowserGuardMiddleware
 from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.passwords import GENERATED_ADMIN, generated_admin
@@ -419,6 +420,9 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
                                "message": f"{detail}; retrying cannot help"})
         return _answer(len(values), rejected, 0 if delivered else len(values))
 
+    # other websites: a page in a browser cannot post events or rebind a name to it (radstack/browser_guard.py)
+    app.add_middleware(BrowserGuardMiddleware, allowed_hosts=settings.receiver.allowed_hosts,
+                       cors_allowed_origins=settings.receiver.cors_allowed_origins, section="receiver")
     return app
 
 
@@ -431,4 +435,7 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
         port=int(port or settings.receiver.port),
         log_level="warning",
         access_log=False,
+        # X-Forwarded-For only from the proxies listed (uvicorn trusts loopback's by default)
+        proxy_headers=bool(settings.receiver.trusted_proxies),
+        forwarded_allow_ips=",".join(settings.receiver.trusted_proxies) or None,
     )

@@ -30,6 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import radstack
+from radstack.browser_guard import BrowserGuardMiddleware
 from radstack.config import ServerSettings, Settings
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
@@ -363,10 +364,13 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
 
     install_metrics(app)  # GET /metrics + query metrics (coordinator engineer)
 
-    # Outermost first: errors → body limit → auth → the app.
+    # Outermost first: errors → other websites → body limit → auth → the app.
     if settings.server.auth.enabled:
         app.add_middleware(BasicAuthMiddleware, users=load_users(settings), auth=settings.server.auth)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.server.max_body_bytes or 0) or 2**62)
+    # other websites: the Host allow-list, cross-site writes, security headers (radstack/browser_guard.py)
+    app.add_middleware(BrowserGuardMiddleware, allowed_hosts=settings.server.allowed_hosts,
+                       cors_allowed_origins=settings.server.cors_allowed_origins)
     app.add_middleware(CatchAllMiddleware)
     return app
 

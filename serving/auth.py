@@ -41,18 +41,10 @@ from radstack.passwords import GENERATED_ADMIN, generated_admin
 from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
 from serving.errors import DruidError
+from serving.route_access import OPEN, SIGNED_IN, required
 
-UNSECURED_PATHS = ("/status/health",
-                   # the web console's static files and what it needs to show its sign-in form
-                   "/", "/console", "/unified-console.html", "/radstack/v1/capabilities")
 #: answered 401 without ``WWW-Authenticate`` (the console asks it; a browser must not pop up its own dialog)
 WHOAMI_PATH = "/radstack/v1/whoami"
-UNSECURED_PREFIXES = ("/console/",)
-READ_METHODS = ("GET", "HEAD", "OPTIONS")
-QUERY_PREFIXES = ("/druid/v2", "/radstack/v1/subscriptions")  # queries: checked per datasource (subscriptions: and owner)
-_DATASOURCE_PATH = re.compile(
-    r"^/druid/coordinator/v1/(?:metadata/)?(?:datasources|rules|config/compaction)/(?P<ds>[^/]+)")
-_CONSOLE_DATASOURCE_PATH = re.compile(r"^/radstack/v1/timeline/(?P<ds>[^/]+)")
 
 
 def _all(types: Iterable[str], actions: Iterable[str]) -> tuple[Permission, ...]:
@@ -60,7 +52,7 @@ def _all(types: Iterable[str], actions: Iterable[str]) -> tuple[Permission, ...]
 
 
 BUILTIN_ROLES: dict[str, tuple[Permission, ...]] = {
-    "read": _all(("DATASOURCE", "STATE", "SYSTEM_TABLE"), ("READ",)),
+    "read": _all(("DATASOURCE", "STATE", "SYSTEM_TABLE", "LOOKUP"), ("READ",)),
     "admin": _all(RESOURCE_TYPES, ACTIONS),
 }
 
@@ -120,23 +112,6 @@ def too_many_attempts(e: TooManyAttempts) -> DruidError:
                       "(server.auth.max_failed_logins)", category="CAPACITY_EXCEEDED", error_code="tooManyAttempts")
 
 
-def required(method: str, path: str) -> tuple[str, str, str] | None:
-    """The (resource type, name, action) a request needs before its handler runs; None for queries,
-    tasks and supervisor changes, whose handlers check the datasources they touch."""
-    if path.startswith(QUERY_PREFIXES) or (method.upper() == "POST" and (
-            path == "/druid/indexer/v1/task" or path.startswith("/druid/indexer/v1/supervisor"))):
-        return None
-    if method.upper() in READ_METHODS:
-        m = _DATASOURCE_PATH.match(path) or _CONSOLE_DATASOURCE_PATH.match(path)
-        if m and m.group("ds") != "_default":  # one datasource's state: READ on it, as Druid's resource filter
-            return ("DATASOURCE", m.group("ds"), "READ")
-        return ("STATE", "STATE", "READ")
-    m = _DATASOURCE_PATH.match(path)
-    if m and m.group("ds") != "_default":
-        return ("DATASOURCE", m.group("ds"), "WRITE")
-    return ("CONFIG", "CONFIG", "WRITE")
-
-
 def datasource_reader(scope_or_request: Any) -> Callable[[str], bool]:
     """Whether the request's user may see a datasource (DATASOURCE READ; everyone when auth is off):
     Druid filters its coordinator and overlord lists this way."""
@@ -170,7 +145,11 @@ class BasicAuthMiddleware:
         self.sign_in = SignIn.for_auth({n: u.password_hash for n, u in self.users.items()}, auth or AuthSettings())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in UNSECURED_PATHS or scope["path"].startswith(UNSECURED_PREFIXES):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        need = required(scope["method"], scope["path"])  # serving/route_access.py: every route's rule
+        if need == OPEN:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
@@ -186,10 +165,9 @@ class BasicAuthMiddleware:
             challenge = [] if scope["path"] == WHOAMI_PATH else [(b"www-authenticate", b'Basic realm="radstack"')]
             await send_error(send, err, extra_headers=challenge)
             return
-        need = required(scope["method"], scope["path"])
-        if need is None and scope["path"] == "/druid/indexer/v1/task" and not user.can_any("DATASOURCE", "WRITE"):
+        if need == SIGNED_IN and scope["path"] == "/druid/indexer/v1/task" and not user.can_any("DATASOURCE", "WRITE"):
             need = ("DATASOURCE", "*", "WRITE")  # may write no datasource at all: refuse before parsing
-        if need is not None and not (need[1] == "*" and user.can_any(need[0], need[2])) and not user.can(*need):
+        if isinstance(need, tuple) and not (need[1] == "*" and user.can_any(need[0], need[2])) and not user.can(*need):
             err = DruidError(f"Forbidden: user [{user.name}] may not {scope['method']} {scope['path']} "
                              f"(needs {need[2]} on {need[0]} [{need[1]}])", category="FORBIDDEN")
             await send_error(send, err)

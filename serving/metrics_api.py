@@ -85,7 +85,28 @@ async def metrics_endpoint(request: Request) -> Response:
     ctx = getattr(request.app.state, "ctx", None)
     if ctx is not None:
         await run_in_threadpool(refresh_state_gauges, ctx)
-    return Response(metrics.render(), media_type=metrics.CONTENT_TYPE_LATEST)
+    body = metrics.render()
+    # the signed-in user (serving/auth.py puts it in the scope; this layer cannot import that one)
+    user = (request.scope.get("state") or {}).get("user")
+    if user is not None:
+        body = readable_series(body, lambda ds: user.can("DATASOURCE", ds, "READ"))
+    return Response(body, media_type=metrics.CONTENT_TYPE_LATEST)
+
+
+_DATASOURCE_LABEL = re.compile(rb'[{,]datasource="((?:[^"\\]|\\.)*)"')
+
+
+def readable_series(text: bytes, can_read: Any) -> bytes:
+    """The exposition without the series about a datasource ``can_read`` refuses (its name is not told)."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        m = _DATASOURCE_LABEL.search(line) if not line.startswith(b"#") else None
+        if m is not None:
+            name = m.group(1).decode("utf-8", "replace").replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+            if not can_read(name):
+                continue
+        out.append(line)
+    return b"".join(out)
 
 
 def _error_code(status: int, body: bytes) -> str:

@@ -37,7 +37,10 @@ def serve(
     _Server(app, uvicorn.Config(app, host=settings.server.host, port=int(settings.server.port), log_level="warning",
                                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
                                 http=limited_protocol(settings.server),
-                                timeout_keep_alive=max(1, int(settings.server.idle_timeout_seconds)))).run()
+                                timeout_keep_alive=max(1, int(settings.server.idle_timeout_seconds)),
+                                # X-Forwarded-For only from the proxies listed (uvicorn trusts loopback's by default)
+                                proxy_headers=bool(settings.server.trusted_proxies),
+                                forwarded_allow_ips=",".join(settings.server.trusted_proxies) or None)).run()
 
 
 def raise_open_files_limit() -> None:

@@ -27,6 +27,7 @@ What a Druid Kafka supervisor spec maps to (:func:`datasource_spec_from_supervis
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,6 +85,10 @@ class SupervisorRecord:
     def datasource_spec(self) -> DatasourceSpec:
         return load_datasource_spec(copy.deepcopy(self.datasource))
 
+    def shown_spec(self) -> dict[str, Any]:
+        """The spec as every answer shows it: secrets (passwords, SASL JAAS configs, keys, tokens) redacted."""
+        return redacted(self.spec)
+
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "spec": self.spec, "datasource": self.datasource, "state": self.state,
                 "generation": self.generation, "resetGeneration": self.reset_generation,
@@ -95,6 +100,22 @@ class SupervisorRecord:
                    state=str(raw.get("state", "RUNNING")), generation=int(raw.get("generation", 1)),
                    reset_generation=int(raw.get("resetGeneration", 0)), created=str(raw.get("created", "")),
                    updated=str(raw.get("updated", "")), owner=raw.get("owner"))
+
+
+#: property names whose values are secrets (Kafka's ``ssl.*.password``, ``sasl.jaas.config``, schema
+#: registry ``basic.auth.user.info``, a PasswordProvider's ``password``, cloud keys and tokens)
+_SECRET_KEY = re.compile(r"password|secret|jaas|token|credential|user\.info|(^|[._])key$|accesskey", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+
+def redacted(value: Any) -> Any:
+    """``value`` with every secret-named entry's value replaced by :data:`REDACTED`, at any depth."""
+    if isinstance(value, Mapping):
+        return {k: (REDACTED if _SECRET_KEY.search(str(k)) and v not in (None, "") else redacted(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [redacted(v) for v in value]
+    return value
 
 
 def _inner(spec: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -15,7 +15,7 @@ import orjson
 from fastapi import APIRouter, Request, Response
 
 from radstack.time.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
-from serving.auth import query_canceller, request_user
+from serving.auth import datasource_reader, query_canceller, request_user
 from serving.broker.connection import client_key, run_until_disconnect
 from serving.broker.native import query_id_of, run_native_query
 from serving.broker.projections import projection_header
@@ -87,7 +87,8 @@ async def cancel_native(query_id: str, request: Request) -> Response:
 
 @router.get("/druid/v2/datasources")
 async def list_datasources(request: Request) -> Response:
-    return json_response(broker_of(request).datasources())
+    may_read = datasource_reader(request)
+    return json_response([ds for ds in broker_of(request).datasources() if may_read(ds)])
 
 
 def _interval_param(raw: str | None) -> Interval:

@@ -177,12 +177,13 @@ def server_info(ctx: Any, broker: Any) -> ServerInfo:
 
 
 def authorizer(user: User | None) -> Any:
-    """READ on every datasource and ``sys`` table the statement reads (nothing to check without auth)."""
+    """READ on every datasource, lookup and ``sys`` table the statement reads (nothing to check without auth)."""
     if user is None:
         return None
 
     def check(tr: Translation) -> None:
         user.require("DATASOURCE", tr.datasources, "READ")
+        user.require("LOOKUP", tr.lookups, "READ")
         user.require("SYSTEM_TABLE", {f"{schema}.{table}" for schema, table in tr.system_tables
                                       if schema.lower() == "sys"}, "READ")
 

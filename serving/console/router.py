@@ -11,7 +11,7 @@ step, no CDN) and its JSON helpers under ``/radstack/v1/…``:
 - ``GET /radstack/v1/ingestion``: streaming job / archiver state and recent tasks with counters.
 
 The static files and ``capabilities`` are readable without credentials so that the console can load
-and show its sign-in form (see ``serving.auth.UNSECURED_PREFIXES``).
+and show its sign-in form (``OPEN`` in ``serving.route_access.ROUTES``).
 """
 
 from __future__ import annotations

@@ -38,7 +38,7 @@ from radstack.storage.supervisors import (
 )
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
-from serving.auth import request_user
+from serving.auth import datasource_reader, request_user
 from serving.errors import DruidError, not_found
 from serving.overlord.api import read_json
 
@@ -49,10 +49,14 @@ def _ctx(request: Request) -> Any:
     return request.app.state.ctx
 
 
-def _record(ctx: Any, supervisor_id: str) -> SupervisorRecord:
+def _record(ctx: Any, supervisor_id: str, request: Request | None = None) -> SupervisorRecord:
+    """The supervisor; with ``request`` (a read), READ on its datasource is needed to see it at all."""
     rec = load_supervisors(ctx.metadata).get(supervisor_id)
     if rec is None:
         raise not_found(f"Cannot find any supervisor with id: [{supervisor_id}]")
+    user = request_user(request) if request is not None else None
+    if user is not None:
+        user.require("DATASOURCE", [rec.id], "READ")
     return rec
 
 
@@ -63,7 +67,7 @@ def _require_write(request: Request, data_source: str) -> None:
 
 
 def _spec_out(rec: SupervisorRecord) -> dict[str, Any]:
-    return {**rec.spec, "suspended": rec.suspended}
+    return {**rec.shown_spec(), "suspended": rec.suspended}
 
 
 def status_payload(ctx: Any, rec: SupervisorRecord) -> dict[str, Any]:
@@ -151,8 +155,10 @@ async def list_supervisors(request: Request) -> Any:
     ctx = _ctx(request)
     full, states = "full" in request.query_params, request.query_params.get("state") == "true"
 
+    may_read = datasource_reader(request)
+
     def listing() -> Any:
-        records = sorted(load_supervisors(ctx.metadata).values(), key=lambda r: r.id)
+        records = sorted((r for r in load_supervisors(ctx.metadata).values() if may_read(r.id)), key=lambda r: r.id)
         if full:
             return [{"id": r.id, "spec": _spec_out(r), "statusPayload": status_payload(ctx, r)} for r in records]
         if states:
@@ -164,14 +170,14 @@ async def list_supervisors(request: Request) -> Any:
 
 @router.get("/supervisor/{supervisor_id}")
 async def get_supervisor(request: Request, supervisor_id: str) -> dict[str, Any]:
-    rec = await run_in_threadpool(_record, _ctx(request), supervisor_id)
+    rec = await run_in_threadpool(_record, _ctx(request), supervisor_id, request)
     return _spec_out(rec)
 
 
 @router.get("/supervisor/{supervisor_id}/status")
 async def supervisor_status(request: Request, supervisor_id: str) -> dict[str, Any]:
     ctx = _ctx(request)
-    rec = await run_in_threadpool(_record, ctx, supervisor_id)
+    rec = await run_in_threadpool(_record, ctx, supervisor_id, request)
     payload = await run_in_threadpool(status_payload, ctx, rec)
     return {"id": rec.id, "generationTime": format_instant(now_millis()), "payload": payload}
 

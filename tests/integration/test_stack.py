@@ -39,7 +39,8 @@ def _serving_runs(home: Path) -> bool:
         from operations.server import create_server_app as create_app
         from radstack.config import load_settings
 
-        with TestClient(create_app(load_settings(env={"RADSTACK_HOME": str(home)}))) as c:
+        with TestClient(create_app(load_settings(env={"RADSTACK_HOME": str(home),
+                                                            "RADSTACK_SERVER__ALLOWED_HOSTS": '["testserver"]'}))) as c:
             return c.get("/status/health").status_code == 200
     except Exception:
         return False

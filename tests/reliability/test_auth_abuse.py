@@ -162,3 +162,15 @@ def test_only_the_owner_or_state_write_cancels_a_query(tmp_path: Path) -> None:
                     assert r.json()["category"] == "FORBIDDEN"
             r = c.delete(path.format(id="nothing-running"), auth=("bob", PASSWORDS["bob"]))
             assert r.status_code == 404
+
+
+def test_x_forwarded_for_is_not_believed_from_an_unlisted_proxy(tmp_path: Path) -> None:
+    """#50: rotating ``X-Forwarded-For`` from loopback defeated the per-address limit (uvicorn believed it);
+    now the TCP peer is the client unless it is in ``server.trusted_proxies`` (none by default)."""
+    srv, _settings = _start(tmp_path, max_failed=5)
+    try:
+        codes = [httpx.post(f"{srv.url}/druid/v2/sql", json=QUERY, auth=(f"nobody{i}", "wrong-password-x"),
+                            headers={"X-Forwarded-For": f"203.0.113.{i}"}).status_code for i in range(8)]
+        assert codes[:5] == [401] * 5 and codes[5:] == [429] * 3, codes
+    finally:
+        srv.kill9()

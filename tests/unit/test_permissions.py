@@ -257,3 +257,51 @@ def test_reindexing_goes_through_the_druid_input_source_which_needs_read_on_its_
     archive["spec"]["ioConfig"] = {"inputSource": {"type": "archive", "topics": ["wiki"]}, "inputFormat": {"type": "json"}}
     r = client.post("/druid/indexer/v1/task", json=archive, headers=ADSW)  # the raw archive: READ on its topic
     assert r.status_code == 403 and "TOPIC [wiki]" in r.json()["errorMessage"], r.text
+
+
+def test_no_get_route_tells_a_user_about_a_datasource_it_may_not_read(client: TestClient) -> None:
+    """#50: every GET route of the app (serving/route_access.py), its parameters pointing at ``wiki``, asked
+    by a user who may read only ``ads.*`` (with STATE READ): a 2xx answer never names ``wiki``."""
+    from serving.route_access import OPEN, ROUTES
+
+    wiki_segment = client.get("/druid/coordinator/v1/metadata/datasources/wiki/segments", headers=ADMIN).json()[0]
+    params = {"ds": "wiki", "data_source": "wiki", "supervisor_id": "wiki", "segment_id": wiki_segment,
+              "interval": "2024-01-01_2024-01-03", "name": "wiki", "tier": "__default", "part": "keys",
+              "task_id": "none", "sub_id": "none", "name:path": "index.html"}
+    checked, leaks = 0, []
+    for rule in ROUTES:
+        if "GET" not in rule.methods or rule.kind == OPEN:
+            continue
+        path = rule.template
+        for key, value in params.items():
+            path = path.replace("{" + key + "}", value)
+        r = client.get(path, headers=ADS)
+        checked += 1
+        if r.status_code < 300 and "wiki" in r.text:
+            leaks.append((path, r.text[:200]))
+    assert checked > 40 and not leaks, leaks
+
+
+def test_lookups_are_a_resource_of_their_own(client: TestClient) -> None:
+    """#50: ``LOOKUP()``, ``lookup.*`` and the lookup APIs need READ on the lookup (Druid's ``LOOKUP``
+    resource); the built-in ``read`` role has it, a role that lists only datasources does not."""
+    spec = {"__default": {"countries": {"version": "v1", "lookupExtractorFactory": {
+        "type": "map", "map": {"Main": "secret-main"}}}}}
+    client.post("/druid/coordinator/v1/lookups/config", json={}, headers=ADMIN)  # initialise, as Druid's
+    r = client.post("/druid/coordinator/v1/lookups/config", json=spec, headers=ADMIN)
+    assert r.status_code in (200, 202), r.text
+    for q in ("SELECT LOOKUP(page, 'countries') FROM ads_clicks", 'SELECT * FROM lookup.countries',
+              "SELECT k FROM lookup.\"countries\" WHERE v <> ''"):
+        r = _sql(client, q, ADS)
+        assert r.status_code == 403 and "LOOKUP [countries]" in r.text, (q, r.text)
+        assert "secret-main" not in r.text
+    native = {"queryType": "scan", "dataSource": "ads_clicks", "intervals": ["2024-01-01/2024-01-03"],
+              "virtualColumns": [{"type": "expression", "name": "v", "expression": "lookup(page, 'countries')"}],
+              "columns": ["v"]}
+    r = client.post("/druid/v2", json=native, headers=ADS)
+    assert r.status_code == 403 and "LOOKUP [countries]" in r.text, r.text
+    for path in ("/druid/v1/lookups/introspect/countries", "/druid/listen/v1/lookups/countries",
+                 "/druid/coordinator/v1/lookups/config/__default/countries", "/druid/coordinator/v1/lookups/config/all"):
+        r = client.get(path, headers=ADS)
+        assert r.status_code == 403 and "secret-main" not in r.text, (path, r.text)
+    assert "secret-main" in _sql(client, "SELECT LOOKUP(page, 'countries') AS v FROM ads_clicks", READER).text

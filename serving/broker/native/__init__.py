@@ -7,6 +7,7 @@ concurrency limit), opens one consistent snapshot and dispatches on ``queryType`
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -75,6 +76,28 @@ def datasource_names(spec: Any) -> set[str]:
     return names
 
 
+_LOOKUP_CALL = re.compile(r"""lookup\s*\(.*?,\s*'((?:[^'\\]|\\.)*)'""", re.IGNORECASE | re.DOTALL)
+
+
+def lookup_names(query: Any) -> set[str]:
+    """The registered lookups a native query reads, anywhere in it: a ``lookup`` datasource, a
+    ``registeredLookup`` extraction, a ``lookup`` dimension spec by name, ``lookup(x, 'name')`` in an
+    expression. Walked without recursion."""
+    names: set[str] = set()
+    stack = [query]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            if v.get("type") in ("lookup", "registeredLookup"):
+                names.update(x for x in (v.get("lookup"), v.get("name")) if isinstance(x, str))
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, str) and "lookup" in v.lower():
+            names.update(m.group(1) for m in _LOOKUP_CALL.finditer(v))
+    return names
+
+
 def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
                      user: User | None = None, used_projections: dict[str, str] | None = None,
                      client: str | None = None, encode: Callable[[list[dict[str, Any]]], Any] | None = None) -> Any:
@@ -99,6 +122,7 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
     check_json_depth(query, max_depth=limits.max_query_depth)
     if user is not None:
         user.require("DATASOURCE", datasource_names(query.get("dataSource")), "READ")
+        user.require("LOOKUP", lookup_names(query), "READ")
     manager = service.queries
     qid = query_id or query_id_of(query) or manager.new_id()
     value_limit = VALUE_LIMIT.set(limits.max_string_bytes)  # compiled into every expression's checks

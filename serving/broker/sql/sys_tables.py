@@ -138,7 +138,7 @@ def supervisors_table(metadata: MetadataStore | None) -> pa.Table:
     """The Kafka supervisors posted to the supervisor API (each runs as a Spark streaming query)."""
     records = load_supervisors(metadata) if metadata is not None else {}
     rows = [{"supervisor_id": r.id, "state": r.state, "detailed_state": r.state, "healthy": 1, "type": "kafka",
-             "source": r.topic, "suspended": int(r.suspended), "spec": orjson.dumps(r.spec).decode()}
+             "source": r.topic, "suspended": int(r.suspended), "spec": orjson.dumps(r.shown_spec()).decode()}
             for r in sorted(records.values(), key=lambda r: r.id)]
     return pa.Table.from_pylist(rows, schema=SUPERVISORS)
 

@@ -100,7 +100,9 @@ function resultTable({ columns, rows }) {
 export function toCsv(columns, rows) {
   const cell = (v) => {
     if (v == null) return "";
-    const s = typeof v === "object" ? JSON.stringify(v) : String(v);
+    let s = typeof v === "object" ? JSON.stringify(v) : String(v);
+    // a text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR first) is kept as text
+    if (typeof v === "string" && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
     return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   return [columns.map((c) => cell(c.name)).join(","), ...rows.map((r) => r.map(cell).join(","))].join("\r\n") + "\r\n";
