@@ -21,6 +21,7 @@ from operations.commands import (
     stream,
     supervisor,
 )
+from radstack.private_files import private_process
 
 app = typer.Typer(
     name="radctl",
@@ -28,6 +29,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+
+
+@app.callback()
+def _private() -> None:
+    """Everything a radstack command writes, and its children write, is private (radstack/private_files.py)."""
+    private_process()
+
 
 app.command("archiver")(archiver.run_archiver)
 app.add_typer(auth.auth_app, name="auth")

@@ -3,12 +3,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from radstack.config import Settings
 from radstack.spec import DatasourceSpec, SpecError, load_datasource_spec
 
 SPEC_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def case_twin(name: str, existing: Iterable[str]) -> str | None:
+    """The existing datasource whose name differs from ``name`` only in case, if any. radstack refuses
+    such twins (a 400 where a datasource is created): its query engine's relation names ignore case, so
+    two of them would answer from one table."""
+    folded = name.casefold()
+    return next((e for e in sorted(existing) if e != name and e.casefold() == folded), None)
+
+
+def case_twin_message(name: str, twin: str) -> str:
+    return (f"Datasource [{name}] differs only in case from the existing datasource [{twin}]: datasource "
+            "names that differ only in case are refused (docs/ingestion.md)")
 
 
 def spec_files(directory: Path) -> list[Path]:
@@ -24,6 +38,9 @@ def load_catalog(settings: Settings) -> dict[str, DatasourceSpec]:
         spec = load_datasource_spec(path)
         if spec.name in out:
             raise SpecError("dataSchema.dataSource", f"{spec.name!r} is defined by both {out[spec.name].source} and {path}")
+        twin = case_twin(spec.name, out)
+        if twin is not None:
+            raise SpecError("dataSchema.dataSource", f"{case_twin_message(spec.name, twin)} ({path})")
         out[spec.name] = spec
     return out
 

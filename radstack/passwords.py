@@ -136,8 +136,9 @@ GENERATED_ADMIN = "admin"
 def generated_admin(home: Path, section: str) -> str:
     """The password hash of the generated ``admin`` user of ``{section}.auth`` (``server``, ``receiver``),
     kept in ``{home}/credentials/{section}-admin.json`` (0600, in a 0700 directory). The first call makes
-    a random password, prints it once to stderr — the only place it ever appears — and stores only its
-    hash."""
+    a random password and stores only its hash; the password is shown once — on stderr when that is a
+    terminal, else (a log file: ``radctl up``, a container) in ``{section}-admin.password`` (0600) beside
+    it, never in a log."""
     path, where = home / "credentials" / f"{section}-admin.json", f"{section}.auth"
     if path.is_file():
         return str(json.loads(path.read_text())["password_hash"])
@@ -145,7 +146,13 @@ def generated_admin(home: Path, section: str) -> str:
     password = secrets.token_urlsafe(18)
     encoded = hash_password(password)
     write_private(path, json.dumps({"name": GENERATED_ADMIN, "password_hash": encoded}))
-    print(f"radstack: {where}: generated user '{GENERATED_ADMIN}' with password {password} "
-          f"(shown once; only its hash is kept, in {path}; replace it with your own users in {where}.users)",
-          file=sys.stderr, flush=True)
+    if sys.stderr.isatty():
+        print(f"radstack: {where}: generated user '{GENERATED_ADMIN}' with password {password} "
+              f"(shown once; only its hash is kept, in {path}; replace it with your own users in {where}.users)",
+              file=sys.stderr, flush=True)
+    else:  # stderr is a log file (radctl up, a container): the password goes to a 0600 file, never a log
+        once = write_private(path.with_name(f"{section}-admin.password"), password + "\n")
+        print(f"radstack: {where}: generated user '{GENERATED_ADMIN}'; its password is in {once} (0600, "
+              f"written once: read it, then delete the file; only its hash is kept, in {path})",
+              file=sys.stderr, flush=True)
     return encoded

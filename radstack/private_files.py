@@ -1,10 +1,24 @@
-"""Directories and files only this user can read: task work dirs (they hold the settings, with their
-passwords) and credential files are 0700 / 0600 from the moment they exist, whatever the umask."""
+"""Directories and files only this user can read. Every radstack process runs with umask 077
+(:func:`private_process`: ``radctl`` sets it before any command, the server and the receiver again when
+they start), so everything it writes — the home, the metadata store and its WAL (task payloads,
+supervisor secrets), deep storage, the segment cache, spool, logs — is 0700 / 0600, and so is what its
+children (Kafka, Spark, HDFS) write. Task work dirs and credential files are made private explicitly too,
+whatever the umask."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+PRIVATE_UMASK = 0o077
+
+
+def private_process(home: Path | None = None) -> None:
+    """From now on this process (and its children) creates files 0600 and directories 0700; ``home``,
+    when given, is created private, or made private when an older version left it open."""
+    os.umask(PRIVATE_UMASK)
+    if home is not None:
+        private_dir(home)
 
 
 def private_dir(path: Path) -> Path:

@@ -52,6 +52,7 @@ from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.passwords import GENERATED_ADMIN, generated_admin
 from radstack.permissions import Permission, parse_roles, parse_user
+from radstack.private_files import private_process
 from radstack.sign_in import SignIn, TooManyAttempts
 from radstack.spec import SpecError
 from radstack.time.intervals import TimeParseError, parse_instant
@@ -236,6 +237,7 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):  # type: ignore[no-untyped-def]
+        private_process(settings.home)  # the spool holds events: 0600 (radstack/private_files.py)
         owned = state["producer"] is None and not spool_conf.enabled
         if owned:
             state["producer"] = BatchProducer(

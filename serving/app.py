@@ -32,6 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import radstack
 from radstack.browser_guard import BrowserGuardMiddleware
 from radstack.config import ServerSettings, Settings
+from radstack.private_files import private_process
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
 from serving.auth import BasicAuthMiddleware, load_users, send_error
@@ -261,7 +262,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        settings.home.mkdir(parents=True, exist_ok=True)
+        private_process(settings.home)  # 0700 home, 0600 files: radstack/private_files.py
         size_thread_pool(settings.server)
         ctx = _open_context(settings, jobs)
         app.state.ctx = ctx

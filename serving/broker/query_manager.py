@@ -277,6 +277,9 @@ class QueryManager:
         with self._cond:
             if self._abandoned.pop(qid, None) is not None:
                 raise cancelled(f"Query [{qid}] was cancelled: its client went away")
+            if qid in self._running:  # an id names one running query: a cancel must reach only it
+                raise DruidError(f"Query [{qid}] is already running: a query id must be unique while it runs",
+                                 category="CONFLICT")
             self._running[qid] = rq
             try:
                 self._admit(rq, low, priority)
@@ -344,15 +347,14 @@ class QueryManager:
             rq.waiting_for_memory = False
 
     def cancel(self, query_id: str, may_cancel: Callable[[RunningQuery], bool] | None = None) -> bool:
-        """Cancel a running or queued query; False when there is none. ``may_cancel`` (auth on) sees it
-        first: False → 403, as if it were not there for anyone else."""
+        """Cancel a running or queued query; False when there is none — or when ``may_cancel`` (auth on:
+        its owner or STATE WRITE) refuses it, so another user's running id looks like no query (404)."""
         with self._lock:
             rq = self._running.get(query_id)
         if rq is None:
             return False
         if may_cancel is not None and not may_cancel(rq):
-            raise DruidError(f"Forbidden: query [{query_id}] belongs to another user; cancelling it needs "
-                             "STATE WRITE", category="FORBIDDEN")
+            return False  # another user's query: as if it were not there (404), so ids cannot be probed
         rq.interrupt("cancelled")
         with self._cond:
             self._cond.notify_all()  # a queued query stops waiting

@@ -382,7 +382,14 @@ class BrokerService:
         new_states: dict[str, DatasourceState] = {}
         overshadowed: set[str] = set()
         wanted: set[str] = set()
+        oldest: dict[str, str] = {}  # case twins from before they were refused: the older one is served
+        for ds in sorted(by_ds, key=lambda d: (min(s.version for s in by_ds[d]), d)):
+            oldest.setdefault(ds.casefold(), ds)
         for ds, segs in sorted(by_ds.items()):
+            if oldest[ds.casefold()] != ds:
+                log.error("datasource %s is not served: it differs only in case from %s, and the query engine's "
+                          "names ignore case (rename one)", ds, oldest[ds.casefold()])
+                continue
             try:
                 tl = VersionedIntervalTimeline.from_segments(segs, ds)
             except ValueError:

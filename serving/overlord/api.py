@@ -8,6 +8,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
+from radstack.datasources import case_twin, case_twin_message
 from radstack.storage.metadata import TaskExistsError
 from radstack.storage.supervisors import datasource_catalog
 from radstack.time.clock import now_millis
@@ -46,6 +47,9 @@ async def submit_task(request: Request) -> dict[str, str]:
         spec = parse_any_task(body, now_millis())
     except TaskSpecError as e:
         raise DruidError(str(e), category="INVALID_INPUT", context={"field": e.path}) from e
+    twin = case_twin(spec.data_source, await run_in_threadpool(ctx.metadata.data_sources, used_only=False))
+    if twin is not None:
+        raise invalid_input(case_twin_message(spec.data_source, twin))
     input_source = getattr(spec, "input_source", None)
     user = request_user(request)
     if user is not None:

@@ -24,7 +24,7 @@ from confluent_kafka import KafkaException
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from radstack.datasources import load_catalog
+from radstack.datasources import case_twin, case_twin_message, load_catalog
 from radstack.kafka_offsets import latest_offsets
 from radstack.spec import SpecError
 from radstack.storage.replicas import progress_key, state_key
@@ -122,9 +122,10 @@ async def post_supervisor(request: Request) -> dict[str, str]:
     if user is not None:
         user.require("TOPIC", datasource["processing"]["topics"], "READ")  # a stream reads its topic
     try:
-        file_spec = load_catalog(ctx.settings).get(name)
+        catalog = load_catalog(ctx.settings)
     except SpecError:
-        file_spec = None
+        catalog = {}
+    file_spec = catalog.get(name)
     streamed_from_file = file_spec is not None and bool(file_spec.processing.topics)
     if streamed_from_file:
         raise DruidError(f"Datasource [{name}] is streamed from its spec file in {ctx.settings.datasources_dir}; "
@@ -133,6 +134,9 @@ async def post_supervisor(request: Request) -> dict[str, str]:
     def store() -> None:
         records = load_supervisors(ctx.metadata)
         old = records.get(name)
+        twin = case_twin(name, [*records, *catalog, *ctx.metadata.data_sources(used_only=False)])
+        if twin is not None:
+            raise DruidError(case_twin_message(name, twin), category="INVALID_INPUT")
         limit = ctx.settings.server.max_supervisors_per_user
         if user is not None and old is None and sum(r.owner == user.name for r in records.values()) >= limit:
             raise DruidError(f"User [{user.name}] owns {limit} supervisors already (server.max_supervisors_per_user): "

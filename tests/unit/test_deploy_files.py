@@ -379,3 +379,49 @@ def test_build_package_makes_wheel_and_zip(tmp_path: Path) -> None:
         assert mod in names, mod
     with zipfile.ZipFile(tmp_path / "radstack-py.zip") as zf:
         assert "batch/rebuild_job.py" in zf.namelist() and "serving/app.py" in zf.namelist()
+
+
+# ---- #50: what the image and the manifests give away -------------------------------------------
+
+
+def test_the_image_leaves_out_secrets_and_runs_unprivileged() -> None:
+    ignored = {line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert {".env", "**/.env", "deploy/compose/.env", ".git", ".venv", ".venv-*"} <= ignored
+    assert ".env" in (REPO / ".gitignore").read_text().splitlines()
+    dockerfile = (REPO / "deploy/compose/Dockerfile").read_text().splitlines()
+    users = [line.split(None, 1)[1].strip() for line in dockerfile if line.startswith("USER ")]
+    assert users and users[-1].split(":")[0] not in ("root", "0")
+    last_run = max(i for i, line in enumerate(dockerfile) if line.startswith("RUN "))
+    assert max(i for i, line in enumerate(dockerfile) if line.startswith("USER ")) > last_run
+
+
+def test_radstack_spark_and_druid_never_get_the_object_stores_root_credentials(compose: dict[str, Any]) -> None:
+    for name, svc in compose["services"].items():
+        env = svc.get("environment") or {}
+        values = " ".join(str(v) for v in (env.values() if isinstance(env, dict) else env))
+        if name not in ("minio", "minio-init"):
+            assert "MINIO_ROOT" not in values, name
+    init = " ".join(compose["services"]["minio-init"]["command"])
+    assert "mc admin user add" in init and "radstack-rw" in init and "arn:aws:s3:::radstack/*" in init
+
+
+def test_k8s_containers_are_hardened_and_ingress_is_denied_by_default() -> None:
+    docs = k8s_docs()
+    for _, d in docs:
+        if d["kind"] != "Deployment":
+            continue
+        pod = d["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert pod.get("automountServiceAccountToken") is False
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False and sc["readOnlyRootFilesystem"] is True, d["metadata"]["name"]
+            assert sc["capabilities"]["drop"] == ["ALL"] and not sc["capabilities"].get("add")
+            assert "/tmp" in {m["mountPath"] for m in c["volumeMounts"]}  # the only writable places
+    policies = {d["metadata"]["name"]: d for _, d in docs if d["kind"] == "NetworkPolicy"}
+    deny = policies["default-deny-ingress"]["spec"]
+    assert deny["podSelector"] == {} and deny["policyTypes"] == ["Ingress"] and not deny.get("ingress")
+    opened = {p["port"] for d in policies.values() for rule in d["spec"].get("ingress", []) for p in rule["ports"]}
+    assert opened == {8888, 8200, 8201}

@@ -231,3 +231,18 @@ def test_query_ids_that_cannot_be_a_header_are_400(client: TestClient, qid: str)
     assert r.status_code == 400 and "queryId" in r.json()["errorMessage"], r.text
     ok = client.post("/druid/v2/sql", json={"query": "SELECT 1", "context": {"sqlQueryId": "dash-42_a.b"}})
     assert ok.status_code == 200 and ok.headers["x-druid-sql-query-id"] == "dash-42_a.b"
+
+
+@pytest.mark.parametrize(("path", "body"), [
+    ("/druid/v2/sql", {"query": "SELECT page FROM wiki WHERE page LIKE 'Ma!' ESCAPE '!'"}),
+    ("/druid/v2", {"queryType": "scan", "dataSource": "wiki", "intervals": ["2000-01-01/3000-01-01"],
+                   "filter": {"type": "like", "dimension": "page", "pattern": "Ma!", "escape": "!"}}),
+    ("/druid/v2", {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2000-01-01/3000-01-01"],
+                   "granularity": "all", "aggregations": [{"type": "count", "name": "n"}],
+                   "filter": {"type": "like", "dimension": "page", "pattern": "%\\\\", "escape": "\\\\"}}),
+])
+def test_a_like_pattern_ending_in_its_escape_is_the_clients_mistake(client: TestClient, path: str,
+                                                                     body: dict[str, Any]) -> None:
+    """#50: it was a 500 (DuckDB's SyntaxException counted as the server's)."""
+    r = client.post(path, json=body)
+    assert r.status_code == 400 and "escape" in r.json()["errorMessage"].lower(), r.text

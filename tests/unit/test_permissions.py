@@ -305,3 +305,29 @@ def test_lookups_are_a_resource_of_their_own(client: TestClient) -> None:
         r = client.get(path, headers=ADS)
         assert r.status_code == 403 and "secret-main" not in r.text, (path, r.text)
     assert "secret-main" in _sql(client, "SELECT LOOKUP(page, 'countries') AS v FROM ads_clicks", READER).text
+
+
+def test_datasource_names_that_differ_only_in_case_are_refused(client: TestClient) -> None:
+    """#50: ``Wiki`` once shared ``wiki``'s DuckDB view (names there ignore case): a user who may write only
+    ``Wiki.*`` could read or poison ``wiki``. Twins are refused wherever a datasource is created."""
+    from radstack.storage.metadata import DatasourceNameConflict
+    from tests.fixtures.broker import index_and_publish
+
+    inline = {"type": "inline", "data": '{"ts": "2024-01-01T00:00:00Z", "page": "x"}'}
+    for name in ("Wiki", "WIKI", "ADS_clicks"):
+        task = {"type": "index_parallel", "spec": {
+            "dataSchema": {"dataSource": name, "timestampSpec": {"column": "ts"}, "dimensionsSpec": {"dimensions": ["page"]},
+                           "granularitySpec": {"segmentGranularity": "day"}},
+            "ioConfig": {"inputSource": inline, "inputFormat": {"type": "json"}}}}
+        r = client.post("/druid/indexer/v1/task", json=task, headers=ADMIN)
+        assert r.status_code == 400 and "differs only in case" in r.json()["errorMessage"], r.text
+    supervisor = {"type": "kafka", "spec": {
+        "dataSchema": {"dataSource": "Ads_Clicks", "timestampSpec": {"column": "ts"},
+                       "dimensionsSpec": {"dimensions": ["page"]}, "granularitySpec": {"segmentGranularity": "hour"}},
+        "ioConfig": {"topic": "ads", "consumerProperties": {"bootstrap.servers": "127.0.0.1:9"}}}}
+    r = client.post("/druid/indexer/v1/supervisor", json=supervisor, headers=ADMIN)
+    assert r.status_code == 400 and "differs only in case" in r.json()["errorMessage"], r.text
+    ctx = client.app.state.ctx  # type: ignore[attr-defined]
+    with pytest.raises(DatasourceNameConflict):  # the metadata store keeps the rule for every writer
+        index_and_publish(ctx.metadata, ctx.deep_storage, wiki_table(), {**WIKI_SCHEMA, "dataSource": "wIKI"}, version="v9")
+    assert "wIKI" not in ctx.metadata.data_sources(used_only=False)

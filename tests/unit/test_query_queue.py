@@ -268,3 +268,15 @@ def test_a_query_alone_that_runs_out_of_memory_fails_at_once() -> None:
         with pytest.raises(duckdb.OutOfMemoryException):
             rq.execute(cursor, "SELECT 1")  # type: ignore[arg-type]
         assert cursor.calls == 1
+
+
+def test_a_query_id_names_one_running_query() -> None:
+    """#50: a second query under a running query's id (another user's, say) is a 409, so a cancel by id
+    reaches only the query its owner started."""
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0)
+    with qm.run("mine", 0, owner="ana"):
+        with pytest.raises(DruidError) as e, qm.run("mine", 0, owner="bob"):
+            pass
+        assert e.value.status == 409 and "already running" in e.value.message
+    with qm.run("mine", 0, owner="bob"):  # free again once it ended
+        pass

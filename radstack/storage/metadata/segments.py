@@ -10,10 +10,12 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from radstack.datasources import case_twin_message
 from radstack.storage.metadata.connection import MetadataConnection
 from radstack.storage.metadata.tables import (
     SEQ_KEY,
     CorrectionRow,
+    DatasourceNameConflict,
     SegmentExistsError,
     SegmentRow,
     chunks,
@@ -77,6 +79,7 @@ class SegmentTable(MetadataConnection):
                     existing += conn.execute(sa.select(t.c.id).where(t.c.id.in_(chunk))).scalars().all()
                 if existing:
                     raise SegmentExistsError(sorted(existing))
+                self._refuse_case_twins(conn, {s.data_source for s in segments})
                 if rows:
                     # A duplicate inside the batch fails here, mid-transaction: the rollback takes
                     # back every row of this publish.
@@ -102,6 +105,19 @@ class SegmentTable(MetadataConnection):
                     self._bump_seq(conn, now)
         except IntegrityError as e:
             raise SegmentExistsError(dupes or ids, f"publish failed, nothing was published: {e.orig}") from e
+
+    def _refuse_case_twins(self, conn: Connection, names: set[str]) -> None:
+        """In the publish's transaction: no datasource may differ from an existing one only in case."""
+        if not names:
+            return
+        t = self.t_segments
+        folded = {n.casefold() for n in names}
+        for chunk in chunks(sorted(folded)):
+            for existing in conn.execute(sa.select(t.c.dataSource).distinct().where(
+                    sa.func.lower(t.c.dataSource).in_(chunk))).scalars():
+                for name in names:
+                    if name != existing and name.casefold() == existing.casefold():
+                        raise DatasourceNameConflict(case_twin_message(name, existing))
 
     def _row(self, r: sa.Row[Any]) -> SegmentRow:
         last = r.used_status_last_updated

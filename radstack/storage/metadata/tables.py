@@ -27,6 +27,10 @@ class MetadataError(RuntimeError):
     """A metadata store operation that cannot be done."""
 
 
+class DatasourceNameConflict(MetadataError, ValueError):
+    """A publish names a datasource that differs from an existing one only in case (refused)."""
+
+
 class SegmentExistsError(MetadataError):
     """A publish included a segment id that already exists (or appears twice in the batch)."""
 

@@ -173,6 +173,7 @@ def _duckdb_error(e: duckdb.Error, query_id: str) -> DruidError:
     if limit is not None:
         return limit
     if isinstance(e, duckdb.BinderException | duckdb.ConversionException | duckdb.InvalidInputException
-                  | duckdb.ParserException | duckdb.CatalogException | duckdb.OutOfRangeException):
+                  | duckdb.ParserException | duckdb.CatalogException | duckdb.OutOfRangeException
+                  | duckdb.SyntaxException):  # a value's syntax, e.g. a like pattern ending in its escape
         return invalid_input(f"Query could not be planned: {user_message(str(e))}")
     return engine_refusal(e, query_id) or internal_error(e, query_id=query_id)

@@ -159,7 +159,8 @@ def duckdb_error(e: duckdb.Error, query_id: str | None = None) -> DruidError:
         if m:
             return validation_error(f"No match found for function signature {m.group(1).upper()}")
         return validation_error(user_message(msg))
-    if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException):
+    if isinstance(e, duckdb.ConversionException | duckdb.InvalidInputException | duckdb.OutOfRangeException
+                  | duckdb.SyntaxException):  # SyntaxException: a value's syntax (a LIKE pattern ending in its escape)
         return resource_limit(msg) or validation_error(user_message(msg))
     return engine_refusal(e, query_id) or internal_error(e, query_id=query_id)
 
