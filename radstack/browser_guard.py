@@ -1,8 +1,8 @@
 """Safe from other websites: what a page in the user's browser may not make the server do.
 
-- **DNS rebinding.** A request's ``Host`` must be an IP address (a page cannot rebind a literal address)
-  or a name in ``server.allowed_hosts`` (default: ``localhost`` and its subdomains); else 403 before
-  anything runs. A deployment reached by name lists its names (docs/deployment.md).
+- **DNS rebinding.** A request's ``Host`` must be an IP address (a page cannot rebind a literal address),
+  the name the server binds, or a name in ``server.allowed_hosts`` (default: ``localhost`` and its
+  subdomains); else 403 before anything runs. A deployment reached by name lists its names (docs/deployment.md).
 - **Cross-site requests.** A request that is not a plain read (anything but GET/HEAD/OPTIONS: queries,
   tasks, ``markUnused``, rules) with an ``Origin`` other than the server's own, or with ``Sec-Fetch-Site:
   cross-site``, is refused with 403 unless its origin is in ``server.cors_allowed_origins``; those origins
@@ -72,10 +72,12 @@ def _origin(value: str) -> str:
 
 class BrowserGuardMiddleware:
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = (), cors_allowed_origins: Iterable[str] = (),
-                 section: str = "server") -> None:
+                 section: str = "server", bind_host: str = "") -> None:
         self.app = app
         self.section = section  # where the two settings live, named in the refusals
-        self.allowed_hosts = tuple(allowed_hosts) or DEFAULT_HOSTS
+        # the name it binds (``server.host: radstack.internal``) is always one it answers to
+        own = (bind_host,) if bind_host and not _is_ip(bind_host.strip("[]")) else ()
+        self.allowed_hosts = (*(tuple(allowed_hosts) or DEFAULT_HOSTS), *own)
         self.origins = frozenset(_origin(o) for o in cors_allowed_origins if o)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -424,7 +424,8 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
 
     # other websites: a page in a browser cannot post events or rebind a name to it (radstack/browser_guard.py)
     app.add_middleware(BrowserGuardMiddleware, allowed_hosts=settings.receiver.allowed_hosts,
-                       cors_allowed_origins=settings.receiver.cors_allowed_origins, section="receiver")
+                       cors_allowed_origins=settings.receiver.cors_allowed_origins, section="receiver",
+                       bind_host=settings.receiver.host)
     return app
 
 

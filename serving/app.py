@@ -371,7 +371,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=int(settings.server.max_body_bytes or 0) or 2**62)
     # other websites: the Host allow-list, cross-site writes, security headers (radstack/browser_guard.py)
     app.add_middleware(BrowserGuardMiddleware, allowed_hosts=settings.server.allowed_hosts,
-                       cors_allowed_origins=settings.server.cors_allowed_origins)
+                       cors_allowed_origins=settings.server.cors_allowed_origins, bind_host=settings.server.host)
     app.add_middleware(CatchAllMiddleware)
     return app
 

@@ -40,6 +40,13 @@ def test_addresses_and_localhost_are_answered(client: TestClient, host: str) -> 
     assert client.post("/druid/v2/sql", json=SQL, headers={"Host": host}).json() == [{"x": 1}]
 
 
+def test_the_name_the_server_binds_is_answered(tmp_path: Path) -> None:
+    app = create_server_app(server_settings(tmp_path / "home", {"server": {"host": "radstack.internal"}}))
+    c = TestClient(app, raise_server_exceptions=False)  # the guard answers before the app (no lifespan)
+    assert c.get("/status", headers={"Host": "other.internal"}).status_code == 403
+    assert c.get("/status/health", headers={"Host": "radstack.internal:8888"}).status_code != 403
+
+
 def test_host_allow_list_entries() -> None:
     assert host_allowed("radstack.internal:8888", ["radstack.internal"])
     assert host_allowed("a.corp.example", [".corp.example"]) and not host_allowed("corp.example.evil", [".corp.example"])
