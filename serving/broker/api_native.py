@@ -16,8 +16,8 @@ from fastapi import APIRouter, Request, Response
 
 from radstack.time.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from serving.auth import datasource_reader, query_canceller, request_user
-from serving.broker.connection import client_key, run_until_disconnect
-from serving.broker.native import query_id_of, run_native_query
+from serving.broker.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
+from serving.broker.native import StreamedAnswer, query_id_of, run_native_query
 from serving.broker.projections import projection_header
 from serving.broker.service import BrokerService
 from serving.errors import DruidError, invalid_input, query_error
@@ -68,10 +68,15 @@ async def post_native(request: Request) -> Response:
         used: dict[str, str] = {}
         body = await run_until_disconnect(request, lambda: service.queries.abandon(qid), run_native_query, service,
                                           query, query_id=qid, user=request_user(request), used_projections=used,
-                                          client=client_key(request), encode=lambda rows: _encode(rows, pretty))
+                                          client=client_key(request), encode=lambda rows: _encode(rows, pretty),
+                                          stream=not pretty)
     except DruidError as e:
         return error_response(query_error(e))
-    return Response(body, media_type="application/json", headers={"X-Druid-Query-Id": qid, **projection_header(used)})
+    headers = {"X-Druid-Query-Id": qid, **projection_header(used)}
+    if isinstance(body, StreamedAnswer):  # a scan: written batch by batch while it is read
+        return WatchedStream(body.chunks(), write_timeout=write_deadline(service.settings.server.write_timeout_seconds, body.running),
+                             media_type="application/json", headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.delete("/druid/v2/{query_id}")

@@ -17,7 +17,7 @@ from fastapi.responses import Response
 
 from radstack.config import ServerSettings
 from serving.auth import User, query_canceller, request_user
-from serving.broker.connection import WatchedStream, client_key, run_until_disconnect
+from serving.broker.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
 from serving.broker.projections import projection_header
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.result_formats import ResultWriter, check_format
@@ -155,13 +155,8 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
             with contextlib.suppress(Exception):
                 stack.close()
 
-    write_timeout = float(_server_settings(ctx, broker).write_timeout_seconds)
-
-    def seconds_to_write() -> float:
-        left = running.remaining_ms()
-        return write_timeout if left is None else min(write_timeout, max(0.0, left / 1000.0))
-
-    return WatchedStream(body(), write_timeout=seconds_to_write, media_type=writer.content_type, headers=headers)
+    return WatchedStream(body(), write_timeout=write_deadline(_server_settings(ctx, broker).write_timeout_seconds, running),
+                         media_type=writer.content_type, headers=headers)
 
 
 def _server_settings(ctx: Any, broker: Any) -> ServerSettings:

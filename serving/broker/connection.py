@@ -59,6 +59,18 @@ async def run_until_disconnect(request: Request, cancel: Callable[[], Any], fn: 
             await watch
 
 
+def write_deadline(write_timeout_seconds: float, running: Any) -> Callable[[], float]:
+    """How long one write of a streamed answer may wait for its client: ``server.write_timeout_seconds``,
+    never past the query's own timeout (``running``: its :class:`RunningQuery`)."""
+    limit = float(write_timeout_seconds)
+
+    def seconds() -> float:
+        left = running.remaining_ms()
+        return limit if left is None else min(limit, max(0.0, left / 1000.0))
+
+    return seconds
+
+
 class WatchedStream(Response):
     """A streamed answer whose every write must be taken by the client within ``write_timeout()`` seconds
     (a callable: the query's remaining time, capped by server.write_timeout_seconds); a disconnect or a

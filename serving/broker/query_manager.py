@@ -105,6 +105,31 @@ class RunningQuery:
         self.check()
         return rows
 
+    def stream(self, cursor: duckdb.DuckDBPyConnection, sql: str, rows: int) -> Iterator[list[tuple[Any, ...]]]:
+        """Run one statement and yield its rows ``rows`` at a time as DuckDB produces them (a streamed
+        answer never holds the whole result); interrupts and the timeout act as in :meth:`execute`."""
+        for last_try in (False, True):
+            self.check()
+            try:
+                cursor.execute(sql)
+                break
+            except duckdb.InterruptException as e:
+                self.check()
+                raise cancelled(f"Query [{self.query_id}] was interrupted") from e
+            except duckdb.OutOfMemoryException:
+                if last_try or not self.wait_for_memory():
+                    raise
+        while True:
+            self.check()
+            try:
+                part = cursor.fetchmany(rows)
+            except duckdb.InterruptException as e:
+                self.check()
+                raise cancelled(f"Query [{self.query_id}] was interrupted") from e
+            if not part:
+                return
+            yield part
+
     def interrupt(self, state: str) -> None:
         """Stop the query. DuckDB forgets an interrupt that arrives between :meth:`check` and the start of
         its next statement (a new statement clears the flag), so the first interrupt keeps repeating it,

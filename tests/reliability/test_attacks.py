@@ -34,10 +34,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Target, l
 
 
 #: shapes whose acceptance is not met yet, each with why (they still run and are reported)
-KNOWN_GAPS = {
-    "native-scan-big-answer": "a native scan's answer is built whole before it is sent (DuckDB's fetch, then one "
-                              "JSON encoding): a 170 MB answer peaks near 1 GB; streaming it is #49 item 5, not done",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _params() -> list[Any]:

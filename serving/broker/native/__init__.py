@@ -6,19 +6,21 @@ concurrency limit), opens one consistent snapshot and dispatches on ``queryType`
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import duckdb
+import orjson
 
 from radstack.expressions.compiler import VALUE_LIMIT
 from serving.auth import User
 from serving.broker.limits import check_json_depth, planning_guard, resource_limit
 from serving.broker.native.context import QueryContext
 from serving.broker.native.groupby import run_groupby
-from serving.broker.native.scan import run_scan
+from serving.broker.native.scan import iter_scan, run_scan
 from serving.broker.native.search import run_search
 from serving.broker.native.segment_metadata import run_segment_metadata
 from serving.broker.native.time_boundary import run_datasource_metadata, run_time_boundary
@@ -100,10 +102,12 @@ def lookup_names(query: Any) -> set[str]:
 
 def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
                      user: User | None = None, used_projections: dict[str, str] | None = None,
-                     client: str | None = None, encode: Callable[[list[dict[str, Any]]], Any] | None = None) -> Any:
+                     client: str | None = None, encode: Callable[[list[dict[str, Any]]], Any] | None = None,
+                     stream: bool = False) -> Any:
     """Run one native query; ``used_projections`` (when given) receives datasource → the aggregate
     projection that answered. ``encode`` (the HTTP route's JSON writer) turns the rows into the answer
-    while the query still holds its slot: on the worker thread, where the memory guard and the timeout see it."""
+    while the query still holds its slot: on the worker thread, where the memory guard and the timeout see it.
+    ``stream`` (with ``encode``): a ``scan`` answers a :class:`StreamedAnswer` instead, written as it is read."""
     if not isinstance(query, dict):
         raise invalid_input("A native query must be a JSON object")
     qtype = query.get("queryType")
@@ -128,7 +132,7 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
     value_limit = VALUE_LIMIT.set(limits.max_string_bytes)  # compiled into every expression's checks
     try:
         return _run(service, query, qid, context, runner, needs_intervals, default_gran, user, used_projections,
-                    client, encode)
+                    client, encode, stream)
     finally:
         VALUE_LIMIT.reset(value_limit)
 
@@ -136,36 +140,86 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
 def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
          needs_intervals: bool, default_gran: Any, user: User | None,
          used_projections: dict[str, str] | None, client: str | None,
-         encode: Callable[[list[dict[str, Any]]], Any] | None) -> Any:
+         encode: Callable[[list[dict[str, Any]]], Any] | None, stream: bool) -> Any:
     manager = service.queries
-    with manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
-                     owner=user.name if user is not None else None, client=client) as rq, service.snapshot() as (cursor, state):
+    stack = contextlib.ExitStack()
+    try:
+        rq = stack.enter_context(manager.run(qid, manager.timeout_of(context), manager.priority_of(context),
+                                             owner=user.name if user is not None else None, client=client))
+        cursor, state = stack.enter_context(service.snapshot())
         rq.attach(cursor)
-        try:
-            with planning_guard():
-                ctx = QueryContext.create(query, state, cursor, rq, needs_intervals=needs_intervals,
-                                          default_granularity=default_gran)
-                if ctx.projection is not None and used_projections is not None:
-                    used_projections[ctx.projection.datasource] = ctx.projection.name
-                ctx.encoded = encode is not None
-                rows = runner(ctx)
-        except DruidError:
-            raise
-        except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
-            # A field of the wrong JSON type reached code that trusted it: the query is malformed (400).
-            # Logged with its traceback, since a planner bug would look the same; Python's text stays here.
-            log.warning("native query %s: %s: %s", qid, type(e).__name__, e, exc_info=True)
-            raise invalid_input(f"Malformed native query: a field has the wrong type or shape (query id {qid})") from e
-        except duckdb.InterruptException:
-            rq.check()
-            raise
-        except duckdb.Error as e:
-            rq.check()
-            raise _duckdb_error(e, qid) from e
+        with _native_errors(qid, rq), planning_guard():
+            ctx = QueryContext.create(query, state, cursor, rq, needs_intervals=needs_intervals,
+                                      default_granularity=default_gran)
+            if ctx.projection is not None and used_projections is not None:
+                used_projections[ctx.projection.datasource] = ctx.projection.name
+            ctx.encoded = encode is not None
+            if stream and runner is run_scan:
+                answer = StreamedAnswer.start(iter_scan(ctx), stack, qid, rq)
+                stack = contextlib.ExitStack()  # the answer holds the slot and the snapshot now
+                return answer
+            rows = runner(ctx)
         if encode is None:
             return rows
         rq.check()
         return encode(rows)
+    finally:
+        stack.close()
+
+
+@contextlib.contextmanager
+def _native_errors(qid: str, rq: Any) -> Iterator[None]:
+    """A native query's failures as Druid's errors (planning, the first rows, and a streamed answer's rest)."""
+    try:
+        yield
+    except DruidError:
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as e:
+        # A field of the wrong JSON type reached code that trusted it: the query is malformed (400).
+        # Logged with its traceback, since a planner bug would look the same; Python's text stays here.
+        log.warning("native query %s: %s: %s", qid, type(e).__name__, e, exc_info=True)
+        raise invalid_input(f"Malformed native query: a field has the wrong type or shape (query id {qid})") from e
+    except duckdb.InterruptException:
+        rq.check()
+        raise
+    except duckdb.Error as e:
+        rq.check()
+        raise _duckdb_error(e, qid) from e
+
+
+class StreamedAnswer:
+    """A native answer written as it is read: ``first`` (``[`` and the first batch, computed before the
+    response starts, so a failure there is still Druid's error JSON), then ``rest`` (each further batch,
+    then ``]``). It holds the query's slot and snapshot until ``rest`` ends or is closed."""
+
+    def __init__(self, first: bytes, rest: Iterator[bytes], running: Any) -> None:
+        self.first, self.rest, self.running = first, rest, running
+
+    @classmethod
+    def start(cls, batches: Iterator[dict[str, Any]], stack: contextlib.ExitStack, qid: str, rq: Any) -> StreamedAnswer:
+        chunks = _json_array(batches, stack, qid, rq)
+        first = next(chunks)  # raises as the query would (the caller's stack is closed then)
+        return cls(first, chunks, rq)
+
+    def chunks(self) -> Iterator[bytes]:
+        yield self.first
+        yield from self.rest
+
+    def close(self) -> None:
+        close = getattr(self.rest, "close", None)
+        if close is not None:
+            close()
+
+
+def _json_array(batches: Iterator[dict[str, Any]], stack: contextlib.ExitStack, qid: str,
+                rq: Any) -> Iterator[bytes]:
+    """``batches`` as the chunks of one JSON array; ``stack`` (the slot, the snapshot) closes when it ends."""
+    with stack, _native_errors(qid, rq):
+        opened = False
+        for batch in batches:
+            yield (b"," if opened else b"[") + orjson.dumps(batch, option=orjson.OPT_SERIALIZE_NUMPY)
+            opened = True
+        yield b"]" if opened else b"[]"
 
 
 def _duckdb_error(e: duckdb.Error, query_id: str) -> DruidError:

@@ -8,6 +8,7 @@ Druid. Filters and expressions come from :mod:`radstack.filters` / :mod:`radstac
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -213,6 +214,11 @@ class QueryContext:
         datasources (:func:`serving.broker.relations.check_statement`)."""
         check_statement(sql, self.relations)
         return self.rq.execute(self.cursor, sql, params)
+
+    def stream(self, sql: str, rows: int) -> Iterator[list[tuple[Any, ...]]]:
+        """:meth:`run`, its rows ``rows`` at a time as they are produced (a streamed scan)."""
+        check_statement(sql, self.relations)
+        return self.rq.stream(self.cursor, sql, rows)
 
     @cached_property
     def relations(self) -> frozenset[str]:

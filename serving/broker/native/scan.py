@@ -3,10 +3,15 @@
 Result: ``[{"segmentId","columns","events","rowSignature"}]`` with ``events`` as objects (``list``) or arrays
 (``compactedList``), ``__time`` in epoch millis, ``batchSize`` rows per batch at most. ``order`` none
 reads segment by segment; ``ascending``/``descending`` sort by ``__time`` across segments.
+
+:func:`iter_scan` yields the batches as DuckDB produces the rows (``batchSize`` at a time), so a large
+answer is streamed (the HTTP route writes each batch as it comes, serving/broker/native/__init__.py) and
+never held whole; :func:`run_scan` is the list of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -16,8 +21,18 @@ from serving.broker.native.results import render
 from serving.broker.views import chunk_select_sql
 from serving.errors import invalid_input
 
+#: rows read from DuckDB at a time
+PIECE_ROWS = 512
+#: a streamed batch closes once its events' JSON passes this (Druid's batches only promise ≤ batchSize rows)
+BATCH_BYTES = 8 << 20
+
 
 def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
+    return list(iter_scan(ctx))
+
+
+def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
+    """The scan's batches, one per ``batchSize`` rows of a segment, as they are read."""
     query = ctx.query
     fmt = query.get("resultFormat") or "list"
     if fmt not in ("list", "compactedList"):
@@ -33,7 +48,7 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
     if limit is not None and (not isinstance(limit, int) or limit < 0):
         raise invalid_input(f"scan limit must be a non-negative integer, got {limit!r}")
     if limit == 0 or not ctx.exists:
-        return []
+        return
     if query.get("orderBy"):
         ob = query["orderBy"]
         if len(ob) == 1 and ob[0].get("columnName") == "__time":
@@ -42,7 +57,7 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
             raise invalid_input("scan orderBy is only supported on __time")
     chunks = ctx.chunks()
     if not chunks:
-        return []
+        return
     ctx.base()  # resolves virtual columns and column types
     columns = list(query.get("columns") or [])
     if not columns:
@@ -62,24 +77,47 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
     def chunk_rel(c: Any) -> str:
         return ctx.relation(f"({chunk_select_sql(c, ds_by_chunk[id(c)].columns)})")
 
-    out: list[dict[str, Any]] = []
     remaining = None if limit is None else limit
+    piece = min(batch, PIECE_ROWS)
 
-    def emit(seg_id: str, rows: list[tuple[Any, ...]]) -> None:
-        for i in range(0, len(rows), batch):
-            ctx.rq.check()  # the answer is built in Python: a timeout or the memory guard stops it here too
-            part = rows[i: i + batch]
-            if fmt == "list":
-                events: list[Any] = [
-                    {c: render(v, t) for c, t, v in zip(columns, types, r, strict=False)} for r in part
-                ]
-            else:
-                events = [[render(v, t) for t, v in zip(types, r, strict=False)] for r in part]
-            if ctx.encoded:  # JSON now: this batch's objects are freed before the next is built
-                events = orjson.Fragment(orjson.dumps(events, option=orjson.OPT_SERIALIZE_NUMPY))
-            out.append({"segmentId": seg_id, "columns": columns, "events": events, "rowSignature": signature})
+    def render_rows(part: list[tuple[Any, ...]]) -> Any:
+        ctx.rq.check()  # the answer is built in Python: a timeout or the memory guard stops it here too
+        if fmt == "list":
+            events: list[Any] = [{c: render(v, t) for c, t, v in zip(columns, types, r, strict=False)} for r in part]
+        else:
+            events = [[render(v, t) for t, v in zip(types, r, strict=False)] for r in part]
+        if ctx.encoded:  # JSON now (without its brackets): these objects are freed before the next are built
+            return orjson.dumps(events, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
+        return events
 
-    if order == "none":
+    def batches(pieces: Iterator[tuple[str, list[tuple[Any, ...]]]]) -> Iterator[dict[str, Any]]:
+        """Rows of one segment at a time into batches of at most ``batchSize`` rows and, encoded, about
+        :data:`BATCH_BYTES` (a row of megabytes is not held ``batchSize`` times over)."""
+        seg: str | None = None
+        held: list[Any] = []
+        rows = size = 0
+
+        def flush() -> dict[str, Any]:
+            events: Any = (orjson.Fragment(b"[" + b",".join(held) + b"]") if ctx.encoded
+                           else [e for part in held for e in part])
+            return {"segmentId": seg, "columns": columns, "events": events, "rowSignature": signature}
+
+        for seg_id, part in pieces:
+            while part:
+                if held and (seg_id != seg or rows >= batch or size >= BATCH_BYTES):
+                    yield flush()
+                    held, rows, size = [], 0, 0
+                seg = seg_id
+                take, part = part[:batch - rows], part[batch - rows:]
+                rendered = render_rows(take)
+                held.append(rendered)
+                rows += len(take)
+                size += len(rendered) if ctx.encoded else 0
+        if held:
+            yield flush()
+
+    def unordered() -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        nonlocal remaining
         skip = offset
         for c in sorted(chunks, key=lambda c: (c.clip.start, c.loaded.segment.id.sort_key())):
             if remaining is not None and remaining <= 0:
@@ -87,33 +125,35 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
             sql = f"SELECT {select} FROM {chunk_rel(c)} WHERE {where}"
             if remaining is not None:
                 sql += f" LIMIT {remaining + skip}"
-            rows = ctx.run(sql)
-            if skip:
-                dropped = min(skip, len(rows))
-                rows, skip = rows[dropped:], skip - dropped
-            if remaining is not None:
-                rows = rows[:remaining]
-                remaining -= len(rows)
-            if rows:
-                emit(c.segment_id, rows)
-        return out
-    direction = "DESC" if order == "descending" else "ASC"
-    parts = [f"SELECT {sql_str(c.segment_id)} AS __segment, {select}, \"__time\" AS __t FROM {chunk_rel(c)} "
-             f"WHERE {where}" for c in chunks]
-    sql = " UNION ALL ".join(parts) + f" ORDER BY __t {direction}"
-    if limit is not None:
-        sql += f" LIMIT {limit}"
-    if offset:
-        sql += f" OFFSET {offset}"
-    rows = ctx.run(sql)
-    cur: str | None = None
-    group: list[tuple[Any, ...]] = []
-    for r in rows:
-        if r[0] != cur and group:
-            emit(cur, group)  # type: ignore[arg-type]
-            group = []
-        cur = r[0]
-        group.append(r[1:-1])
-    if group:
-        emit(cur, group)  # type: ignore[arg-type]
-    return out
+            for rows in ctx.stream(sql, piece):
+                if skip:
+                    dropped = min(skip, len(rows))
+                    rows, skip = rows[dropped:], skip - dropped
+                if remaining is not None:
+                    rows = rows[:remaining]
+                    remaining -= len(rows)
+                if rows:
+                    yield c.segment_id, rows
+
+    def ordered() -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        direction = "DESC" if order == "descending" else "ASC"
+        parts = [f"SELECT {sql_str(c.segment_id)} AS __segment, {select}, \"__time\" AS __t FROM {chunk_rel(c)} "
+                 f"WHERE {where}" for c in chunks]
+        sql = " UNION ALL ".join(parts) + f" ORDER BY __t {direction}"
+        if limit is not None:
+            sql += f" LIMIT {limit}"
+        if offset:
+            sql += f" OFFSET {offset}"
+        for rows in ctx.stream(sql, piece):
+            run: list[tuple[Any, ...]] = []
+            seg = ""
+            for r in rows:
+                if run and r[0] != seg:
+                    yield seg, run
+                    run = []
+                seg = r[0]
+                run.append(r[1:-1])
+            if run:
+                yield seg, run
+
+    yield from batches(unordered() if order == "none" else ordered())
