@@ -245,6 +245,9 @@ class SpoolSettings(Section):
         True, description="write accepted events to a local write-ahead spool first (202 while Kafka is away); false → 503 while Kafka is away")
     dir: str = Field("", description="spool directory (one receiver process each); empty → {home}/spool/receiver")
     max_bytes: int = Field(1024 * 1024 * 1024, description="spool size cap; a request that would pass it gets 503 + Retry-After")
+    max_bytes_per_client: int = Field(
+        -1, description="undelivered bytes one client (its user, or address with auth off) may hold in the spool; "
+        "more → 503 for that client alone; -1 → a quarter of max_bytes, 0 → no per-client limit")
     segment_bytes: int = Field(64 * 1024 * 1024, description="the spool rolls to a new file at this size (delivered files are deleted)")
     fsync: Literal["always", "interval", "never"] = Field(
         "always", description="always: fsync before answering (survives a machine crash); interval: every fsync_interval_ms (a process crash loses nothing); never: the OS decides")

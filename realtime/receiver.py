@@ -59,6 +59,7 @@ from radstack.time.intervals import TimeParseError, parse_instant
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.spool import Spool, SpoolFull
 from realtime.spool_drainer import SpoolDrainer
+from realtime.spool_shares import SpoolShareFull, SpoolShares
 from realtime.streaming.dlq import dlq_topic
 
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
@@ -231,6 +232,8 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
     delivery_timeout_ms = int(settings.receiver.delivery_timeout_ms)
     max_event = int(settings.receiver.max_event_bytes)
     spool_conf = settings.receiver.spool
+    per_client = spool_conf.max_bytes // 4 if spool_conf.max_bytes_per_client < 0 else spool_conf.max_bytes_per_client
+    shares = SpoolShares(per_client)  # realtime/spool_shares.py: one client cannot fill the spool
     state: dict[str, Any] = {"producer": producer, "topics": {}, "allowed": (0.0, frozenset(), frozenset()),
                              "spool": None, "drainer": None}
     kafka_conf = {"message.max.bytes": max(1_000_000, max_event + 4096)}
@@ -348,7 +351,7 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
         except _BadBody as e:
             return _json(400, {"error": "invalid body", "reason": str(e), "accepted": 0, "rejected": []})
         if values and state["drainer"] is not None:
-            return await _spool(topic, values, rejected)
+            return await _spool(topic, values, rejected, name or (request.client.host if request.client else "unknown"))
         p: BatchProducer = state["producer"]
         accepted = 0
         if values:
@@ -394,7 +397,7 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
                 "in order, exactly once, as soon as Kafka takes them; do not resend")})
         return _json(200, {"accepted": accepted})
 
-    async def _spool(topic: str, values: list[bytes], rejected: list[dict[str, Any]]) -> Response:
+    async def _spool(topic: str, values: list[bytes], rejected: list[dict[str, Any]], client: str) -> Response:
         drainer: SpoolDrainer = state["drainer"]
         if not drainer.kafka_down:
             try:
@@ -402,8 +405,17 @@ def create_app(settings: Settings, producer: BatchProducer | None = None) -> Fas
                     return _json(404, {"error": "unknown topic", "topic": topic, "accepted": 0})
             except KafkaUnavailable:
                 pass  # a configured topic: spool it, Kafka will have it when it is back
+        spool: Spool = state["spool"]
+        nbytes = sum(len(v) for v in values)
         try:
-            entry = await asyncio.to_thread(state["spool"].append, topic, values)
+            shares.check(client, nbytes, spool.checkpoint.committed)
+        except SpoolShareFull as e:
+            return _json(503, {"error": "spool share full", "reason": str(e), "accepted": 0,
+                               "message": "Kafka has not taken this client's earlier events yet: retry the request"},
+                         {"Retry-After": "5"})
+        try:
+            entry = await asyncio.to_thread(spool.append, topic, values)
+            shares.added(client, entry.last_seq, nbytes)
         except SpoolFull as e:
             return _json(503, {"error": "spool full", "reason": str(e), "accepted": 0,
                                "message": "Kafka has been away long enough to fill the receiver's spool: retry the request"},

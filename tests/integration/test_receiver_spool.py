@@ -250,3 +250,30 @@ def test_drainer_survives_a_failure_and_starts_again_from_the_checkpoint(
     assert len(calls) == 2
     got = Counter(orjson.loads(v)["n"] for v in consume(kafka_bootstrap, kafka_topic, "g-flaky", 600, timeout=10))
     assert sorted(got) == list(range(500)) and set(got.values()) == {1}
+
+
+def test_one_client_cannot_fill_the_spool_for_the_others(tmp_path: Path) -> None:
+    """#49: while Kafka is away, one producer posting as fast as it can gets 503 once its share of the
+    spool (receiver.spool.max_bytes_per_client, a quarter of it by default) is undelivered; another
+    producer (another address) is still accepted, and everything accepted reaches Kafka once it is back."""
+    with stack(tmp_path) as st:
+        st.restart_receiver(RADSTACK_RECEIVER__SPOOL__MAX_BYTES="400000")  # share: 100,000 bytes
+        st.broker.stop()
+        flood: Counter[int] = Counter()
+        accepted = 0
+        for i in range(60):  # ~4.4 KB per request: the share is full after ~23
+            r = _post(st.url, i * 100, 100)
+            flood[r.status_code] += 1
+            if r.status_code == 202:
+                accepted += 100
+            else:
+                assert r.status_code == 503 and "max_bytes_per_client" in r.json()["reason"], r.text
+        assert flood[202] >= 10 and flood[503] >= 20, flood
+        other = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+        body = orjson.dumps([{"timestamp": 1_767_225_600_000 + i, "n": 100_000 + i} for i in range(100)])
+        r = other.post(f"{st.url}/v1/events/{TOPIC}", content=body, timeout=30)
+        assert r.status_code == 202, r.text  # another client still gets in
+        accepted += 100
+        st.broker.start(timeout=120)
+        _wait_drained(st.spool, 120)
+        assert len(_topic_counts(st.broker.bootstrap_servers, accepted)) == accepted
