@@ -11,6 +11,7 @@ runs on host 1 (``probe``), as a client there would see the cluster.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -138,6 +139,7 @@ class HostCluster:
         self.metadata = PostgresNode(self.node_dir(host) / "postgres", address=self.hosts.address(host),
                                      port=POSTGRES_PORT, run=lambda argv: self.hosts.run(host, argv, check=False))  # fmt: skip
         self.metadata.base_dir.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.node_dir(host), 0o711)  # postgres passes through to its own directory (traverse only)
         self.metadata.init()
         self.launch_metadata()
         deadline = time.monotonic() + timeout

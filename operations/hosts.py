@@ -162,6 +162,9 @@ class SimulatedHosts:
         _ip("-n", self.switch, "link", "set", far, "up")
         home = self.host_dir(host)
         home.mkdir(parents=True, exist_ok=True)
+        # radstack writes 0700 (radstack/private_files.py); a host's directory must still let the other
+        # users a host runs (postgres) pass through to their own directories: traverse only, no listing
+        os.chmod(home, 0o711)
         stage, image = STAGE_DIR / f"{self.tag}-h{host}", STAGE_DIR / f"{self.tag}-h{host}-image"
         stage.mkdir(parents=True, exist_ok=True)
         image.mkdir(parents=True, exist_ok=True)
@@ -170,7 +173,8 @@ class SimulatedHosts:
         # both are bound back at their paths: paths are the same inside and outside, other hosts' dirs
         # are gone, the project tree is read-only
         base = self.base_dir
-        setup = (f"mount --bind {home} {stage} && mount --bind {REPO} {image} && mount -t tmpfs tmpfs /tmp && "
+        # umask 022: the mount points made below are a skeleton of paths (nothing is stored in them)
+        setup = (f"umask 022 && mount --bind {home} {stage} && mount --bind {REPO} {image} && mount -t tmpfs tmpfs /tmp && "
                  f"mkdir -p {base} && mount -t tmpfs tmpfs {base} && mkdir -p {home} && "
                  f"mount --bind {stage} {home} && umount {stage} && mkdir -p {REPO} && "
                  f"mount --bind {image} {REPO} && umount {image} && mount -o remount,bind,ro {REPO} && "

@@ -2,8 +2,10 @@
 
 * a comparison of a number with a string literal (``long_col = 'true'``, ``x IN ('1', 'a')``) compares
   with the literal read as a number, NULL when it is not one (Druid: no row matches; DuckDB: a
-  conversion error for the whole query); text compared with a number literal is read as a number
-  (a ``JSON_VALUE``'s ``true``/``false`` as 1/0);
+  conversion error for the whole query); text compared with a number — a literal or a number-typed
+  expression (a join ``t1.c_long = t2.c`` on unnested strings) — is read as a number (a
+  ``JSON_VALUE``'s ``true``/``false`` as 1/0);
+* text compared with a DATE or TIMESTAMP (also in ``BETWEEN``) is read as one (TPC-H's text dates);
 * ``LIKE`` on a number matches its text (``added LIKE '1%'``);
 * ``SUM`` / ``AVG`` and numeric functions (``ATAN``, ``ABS``, ``ROUND`` …) of text read it as a number
   (``SUM(unnested_string)``): DOUBLE, NULL where the text is not a number;
@@ -50,10 +52,14 @@ def _numeric_side(lit: exp.Expression, other: exp.Expression) -> exp.Expression 
 
 
 def _text_as_number(text: exp.Expression, number: exp.Expression) -> exp.Expression | None:
-    """A text expression compared with a number literal, read as a number (NULL when it is not one); a
-    JSON_VALUE's ``true``/``false`` is 1/0, as Druid types a JSON boolean a long."""
+    """A text expression compared with a number — a literal or a typed number (``t1.c_long = t2.c`` with
+    ``c`` unnested from strings) — read as a number, NULL when it is not one (Druid: no match; DuckDB:
+    a conversion error for the whole query); a JSON_VALUE's ``true``/``false`` is 1/0, as Druid types a
+    JSON boolean a long."""
     json_value = isinstance(text, exp.JSONValue) and not isinstance(text.args.get("returning"), exp.DataType)
-    if not (isinstance(number, exp.Literal) and not number.is_string and (is_text(text) or json_value)):
+    numeric = (isinstance(number, exp.Literal) and not number.is_string) or (
+        _is_number(number) and not isinstance(number, exp.Literal))
+    if not (numeric and (is_text(text) or json_value)):
         return None
     as_number = exp.TryCast(this=text.copy(), to=exp.DataType.build("DOUBLE"))
     if not json_value:
@@ -64,14 +70,37 @@ def _text_as_number(text: exp.Expression, number: exp.Expression) -> exp.Express
                                 true=exp.Literal.number(0))], default=as_number)
 
 
+def _time_type(node: exp.Expression | None) -> exp.DataType | None:
+    t = getattr(node, "type", None)
+    if isinstance(t, exp.DataType) and (t.is_type(exp.DataType.Type.DATE) or is_timestamp(node)):
+        return t
+    return None
+
+
+def _text_as_time(text: exp.Expression, other: exp.Expression) -> exp.Expression | None:
+    """A text column compared with a DATE or TIMESTAMP (``o_orderdate >= DATE '1996-04-01'`` over TPC-H's
+    text dates) is read as one, as Calcite casts it; NULL when it is not a date (TRY_CAST)."""
+    to = _time_type(other)
+    if to is None or not is_text(text) or isinstance(text, exp.Literal):
+        return None
+    return exp.TryCast(this=text.copy(), to=to.copy())
+
+
 def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.Between) and is_text(node.this) and not isinstance(node.this, exp.Literal):
+        bound = next((b for b in (node.args.get("low"), node.args.get("high")) if _time_type(b) is not None), None)
+        if bound is not None:
+            node.set("this", _text_as_time(node.this, bound))
+        return node
     if isinstance(node, _COMPARISONS):
         left, right = node.this, node.expression
         # the first conversion that applies, in this order: a string literal on the right, on the left,
-        # then text compared with a number literal, on the left, on the right
+        # then text compared with a number, on the left, on the right, then text compared with a date
         for convert, side, other, key in ((_numeric_side, right, left, "expression"), (_numeric_side, left, right, "this"),
                                           (_text_as_number, left, right, "this"),
-                                          (_text_as_number, right, left, "expression")):
+                                          (_text_as_number, right, left, "expression"),
+                                          (_text_as_time, left, right, "this"),
+                                          (_text_as_time, right, left, "expression")):
             new = convert(side, other)
             if new is not None:
                 node.set(key, new)

@@ -3,8 +3,10 @@ value to text where a string is expected, where Druid refuses the statement (400
 'LENGTH' to arguments of type 'LENGTH(<BIGINT ARRAY>)'"). Refused here, on the annotated tree:
 
 * string functions (``LENGTH``, ``UPPER``, ``TRIM``, ``LIKE``, ``SUBSTRING``, ``REPLACE``, ``LPAD``,
-  ``REGEXP_*``, ``CONTAINS_STRING``, ``PARSE_JSON`` …) and numeric ones (``ABS``, ``ROUND``, ``LN``,
-  ``POWER``, trigonometry …) and arithmetic given an ARRAY or a ``COMPLEX<json>`` operand;
+  ``REGEXP_*``, ``CONTAINS_STRING``, ``PARSE_JSON`` …), Druid's scalar ones (``TIME_PARSE``,
+  ``PARSE_LONG``, ``IPV4_*``, ``HUMAN_READABLE_*``, ``TIMESTAMP_TO_MILLIS``) and numeric ones (``ABS``,
+  ``ROUND``, ``LN``, ``POWER``, trigonometry …) and arithmetic given an ARRAY or a ``COMPLEX<json>``
+  operand (``JSON_VALUE(… RETURNING <type> ARRAY)`` is an ARRAY);
 * comparisons (``=``, ``<>``, ``<`` …, ``BETWEEN``) of a ``COMPLEX<json>`` value, and of an ARRAY with
   anything that is not an array (or NULL);
 * ``SUM``, ``AVG`` and ``APPROX_COUNT_DISTINCT`` of an ARRAY or a ``COMPLEX<json>`` value;
@@ -24,7 +26,11 @@ from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_text
 _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,
                      exp.Right, exp.Reverse, exp.Repeat, exp.Pad, exp.Replace, exp.StrPosition, exp.RegexpLike,
                      exp.RegexpExtract, exp.RegexpReplace, exp.Initcap, exp.ParseJSON)
-_STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRING", "TRY_PARSE_JSON"})
+_STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRING", "TRY_PARSE_JSON",
+                           # Druid's scalar functions of one string or number value
+                           "TIME_PARSE", "PARSE_LONG", "IPV4_MATCH", "IPV4_PARSE", "IPV4_STRINGIFY",
+                           "HUMAN_READABLE_BINARY_BYTE_FORMAT", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT",
+                           "HUMAN_READABLE_DECIMAL_FORMAT", "TIMESTAMP_TO_MILLIS", "APPROX_COUNT_DISTINCT_BUILTIN"})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
 _AGGREGATES = (exp.Sum, exp.Avg, exp.ApproxDistinct)
 _OPERATOR_NAMES = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "MOD", exp.Like: "LIKE",
@@ -76,6 +82,8 @@ def _is_null(node: exp.Expression | None) -> bool:
 
 
 def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.JSONValue) and isinstance(node.args.get("returning"), exp.DataType):
+        node.type = node.args["returning"].copy()  # what it answers, as Calcite types it (an ARRAY included)
     name = anonymous_name(node)
     if isinstance(node, exp.ParseJSON) or name == "TRY_PARSE_JSON":  # a string only
         operands = list(node.expressions) if name else [node.this]
