@@ -149,3 +149,11 @@ def test_json_functions_read_plain_columns_as_json_scalars_and_compare_numbers()
     sql = translate("SELECT JSON_VALUE(s, '$.'), JSON_QUERY(s, '$') FROM t WHERE JSON_VALUE(doc, '$.b') = 1",
                     catalog).sql
     assert 'TO_JSON("t"."s")' in sql and "WHEN LOWER(" in sql and "'true' THEN 1" in sql
+
+
+def test_json_query_array_of_a_json_null_is_null(env: Any) -> None:
+    """Druid 33 (the differential corpus): ``JSON_QUERY_ARRAY`` of a JSON null — ``{"k": null}`` — is NULL,
+    not a one-element array."""
+    _, rows = run(env, "SELECT kind, ARRAY_LENGTH(JSON_QUERY_ARRAY(JSON_OBJECT(KEY 'k' VALUE CASE WHEN kind = 'x' "
+                    "THEN NULL ELSE kind END), '$.k')) AS n FROM events WHERE kind IN ('x', 'y') GROUP BY 1, 2")
+    assert sorted(tuple(r) for r in rows) == [("x", None), ("y", 1)]
