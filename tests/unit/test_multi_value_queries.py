@@ -204,3 +204,12 @@ def test_unnest_of_a_multi_value_column_needs_mv_to_array(env: Any) -> None:
     with pytest.raises(DruidError) as e:
         rows(env, "SELECT c FROM pages, UNNEST(tags) AS u(c)")
     assert e.value.status == 400 and "UNNEST(MV_TO_ARRAY(column))" in e.value.message
+
+
+def test_grouping_by_array_to_mv_explodes_it(env: Any) -> None:
+    """Druid 33 (the differential corpus): ``ARRAY_TO_MV(…)`` is a multi-value string, so grouping by it
+    gives one row per element, as grouping by a multi-value column does."""
+    assert sorted(rows(env, "SELECT ARRAY_TO_MV(ARRAY['x', 'y']) AS v, COUNT(*) FROM pages GROUP BY 1")) == [
+        ("x", 4), ("y", 4)]
+    assert sorted(rows(env, "SELECT ARRAY_TO_MV(MV_TO_ARRAY(page)) AS v, SUM(added) FROM pages GROUP BY 1")) == [
+        ("A", 1), ("B", 2), ("C", 4), ("D", 8)]

@@ -35,7 +35,7 @@ _STRING_PREDICATES = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING"})
 _LIST_FUNCTION_PREFIXES = ("MV_", "ARRAY_", "STRING_TO_")
 #: MV_ functions whose result is a list of values (grouping by them explodes the result).
 _LIST_RESULTS = frozenset({"MV_FILTER_ONLY", "MV_FILTER_NONE", "MV_SLICE", "MV_APPEND", "MV_PREPEND", "MV_CONCAT",
-                           "STRING_TO_MV"})
+                           "STRING_TO_MV", "ARRAY_TO_MV"})
 _VALUE = "__mv_value"
 _NULL_LIST = "CAST([NULL] AS VARCHAR[])"
 
