@@ -24,13 +24,15 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
 from radstack import metrics
 from serving.broker.limits import too_large
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
+
+T = TypeVar("T")
 
 _LONGEST_TIMER_MS = 365 * 24 * 3600 * 1000
 #: how long the id of a query whose client went away before it arrived is remembered
@@ -85,8 +87,11 @@ class RunningQuery:
             return None
         return self.timeout_ms - (time.monotonic() - self.started) * 1000
 
-    def execute(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        """Run one statement, fetch all rows, and turn an interrupt into the right Druid error."""
+    def _run(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any = None,
+             fetch: Callable[[], T] | None = None) -> T | None:
+        """Run one statement (and ``fetch`` its rows): an interrupt becomes the right Druid error; DuckDB's
+        pool running out while other queries hold it waits for them (:attr:`wait_for_memory`) and tries
+        once more."""
         for last_try in (False, True):
             self.check()
             try:
@@ -94,31 +99,25 @@ class RunningQuery:
                     cursor.execute(sql)
                 else:
                     cursor.execute(sql, params)
-                rows = cursor.fetchall()
-                break
+                return fetch() if fetch is not None else None
             except duckdb.InterruptException as e:
                 self.check()
                 raise cancelled(f"Query [{self.query_id}] was interrupted") from e
             except duckdb.OutOfMemoryException:
                 if last_try or not self.wait_for_memory():
                     raise
+        return None  # not reached: the last try returns or raises
+
+    def execute(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """Run one statement, fetch all rows, and turn an interrupt into the right Druid error."""
+        rows = self._run(cursor, sql, params, cursor.fetchall)
         self.check()
-        return rows
+        return rows or []
 
     def stream(self, cursor: duckdb.DuckDBPyConnection, sql: str, rows: int) -> Iterator[list[tuple[Any, ...]]]:
         """Run one statement and yield its rows ``rows`` at a time as DuckDB produces them (a streamed
         answer never holds the whole result); interrupts and the timeout act as in :meth:`execute`."""
-        for last_try in (False, True):
-            self.check()
-            try:
-                cursor.execute(sql)
-                break
-            except duckdb.InterruptException as e:
-                self.check()
-                raise cancelled(f"Query [{self.query_id}] was interrupted") from e
-            except duckdb.OutOfMemoryException:
-                if last_try or not self.wait_for_memory():
-                    raise
+        self._run(cursor, sql)
         while True:
             self.check()
             try:
