@@ -27,6 +27,7 @@ from typing import Any
 from batch.rebuild_job import rebuild_spec
 from radstack.config import load_settings
 from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
+from radstack.storage.raw_archive import input_topics
 from radstack.time.intervals import condense
 
 __all__ = ["main"]
@@ -36,8 +37,7 @@ def _task_spec(payload: dict[str, Any]) -> Any:
 
     schema = parse_data_schema({"type": payload["type"], "spec": {"dataSchema": payload["spec"]["dataSchema"]}})
     src = payload["spec"]["ioConfig"]["inputSource"]
-    topics = tuple(src.get("topics") or ([src["topic"]] if src.get("topic") else ()))
-    return DatasourceSpec(schema, ProcessingSpec(topics=topics or (schema.data_source,), event_id=src.get("eventId")))
+    return DatasourceSpec(schema, ProcessingSpec(topics=input_topics(src, schema.data_source), event_id=src.get("eventId")))
 
 
 def main(argv: list[str] | None = None) -> int:

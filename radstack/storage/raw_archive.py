@@ -18,8 +18,10 @@ start-up is a flush whose commit may not have happened: see :mod:`realtime.archi
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from radstack.storage.metadata import MetadataStore
 
@@ -39,6 +41,13 @@ class FlushRange:
     partition: int
     first: int
     last: int
+
+
+def input_topics(source: Mapping[str, Any], data_source: str) -> tuple[str, ...]:
+    """The topics an ``archive`` input source reads: ``topics``, else ``topic``, else the datasource's name
+    (the batch job reads them; the task API asks READ on them)."""
+    topics = source.get("topics") or ([source["topic"]] if source.get("topic") else [data_source])
+    return tuple(str(t) for t in topics)
 
 
 def hour_dir(topic: str, hour_start_ms: int) -> str:

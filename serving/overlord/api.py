@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from radstack.datasources import case_twin, case_twin_message
 from radstack.storage.metadata import TaskExistsError
+from radstack.storage.raw_archive import input_topics
 from radstack.storage.supervisors import datasource_catalog
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
@@ -82,7 +83,7 @@ def _authorize_input(user: Any, source: dict[str, Any], data_source: str, settin
         user.require("DATASOURCE", [str(source.get("dataSource"))], "READ")
         return
     if typ == "archive":
-        topics = [str(t) for t in (source.get("topics") or ([source["topic"]] if source.get("topic") else [data_source]))]
+        topics = input_topics(source, data_source)
         user.require("TOPIC", topics, "READ")
         catalog = datasource_catalog(settings, metadata)
         readers = [name for name, ds in catalog.items() if set(ds.processing.topics) & set(topics)]
