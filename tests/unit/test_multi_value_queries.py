@@ -76,6 +76,20 @@ def test_scan_returns_one_value_or_the_json_array(env: Any) -> None:
     assert got[0][names.index("tags")] == '["a","b"]'
 
 
+def test_mv_function_results_are_multi_value_strings_in_the_answer(env: Any) -> None:
+    # Druid 33 answers a VARCHAR: one value as itself, several as their JSON array text, none as NULL
+    # (appending to a row without values is NULL too)
+    sql = ("SELECT page, MV_APPEND(tags, 'z'), MV_FILTER_ONLY(tags, ARRAY['a']), MV_SLICE(tags, 0, 0), "
+           "STRING_TO_MV(page, ',') FROM pages ORDER BY __time")
+    names, got = run(env, sql)
+    assert got == [("A", '["a","b","z"]', "a", None, "A"), ("B", '["c","z"]', None, None, "B"),
+                   ("C", None, None, None, "C"), ("D", '["a","c","z"]', "a", None, "D")]
+    # also where the block unnests (a join)
+    got = rows(env, "SELECT page, c, MV_PREPEND('y', STRING_TO_MV(page, ',')) FROM pages, "
+                    "UNNEST(MV_TO_ARRAY(tags)) AS u(c) WHERE page = 'B'")
+    assert got == [("B", "c", '["y","B"]')]
+
+
 def test_mv_and_array_functions(env: Any) -> None:
     got = rows(env, "SELECT page, MV_LENGTH(tags), MV_CONTAINS(tags, 'a'), MV_CONTAINS(tags, ARRAY['a', 'c']), "
                     "MV_OVERLAP(tags, ARRAY['b', 'z']), MV_TO_STRING(tags, '|'), MV_OFFSET(tags, 0), MV_ORDINAL(tags, 2), "

@@ -118,7 +118,7 @@ def test_system_tables_and_udfs_are_reported() -> None:
     ("SELECT page, added FROM wiki ORDER BY page", "[[page]]"),
     ("SELECT * FROM druid.wiki ORDER BY __time, page LIMIT 5", "[[__time, page]]"),
     ("SELECT page FROM wiki WHERE added > 1 ORDER BY added DESC", "[[added]]"),
-    ("SELECT * FROM (SELECT page FROM wiki ORDER BY page) t", "[[page]]"),
+    ("SELECT * FROM (SELECT page FROM wiki ORDER BY page LIMIT 2) t", "[[page]]"),
 ])
 def test_scans_order_only_by_time_as_in_druid(sql: str, columns: str) -> None:
     e = _error(sql)
@@ -129,6 +129,9 @@ def test_scans_order_only_by_time_as_in_druid(sql: str, columns: str) -> None:
 
 @pytest.mark.parametrize("sql", [
     "SELECT page FROM wiki ORDER BY __time DESC LIMIT 3",
+    "SELECT __time, page FROM wiki ORDER BY 1 DESC",
+    "SELECT __time AS t FROM wiki ORDER BY t",
+    "SELECT * FROM (SELECT page FROM wiki ORDER BY page) t",  # Calcite drops a subquery's sort without LIMIT
     "SELECT page, COUNT(*) FROM wiki GROUP BY page ORDER BY page",
     "SELECT DISTINCT page FROM wiki ORDER BY page",
     "SELECT SUM(added) AS a FROM wiki ORDER BY a",

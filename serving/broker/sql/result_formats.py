@@ -114,6 +114,10 @@ def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool, tz: tzinf
         return [None if v is None else float(v) for v in arr.to_pylist()]
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):  # a sketch: Base64, as Druid sends it
         return [None if v is None else base64.b64encode(v).decode() for v in arr.to_pylist()]
+    if (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_boolean(t.value_type):
+        # Druid has no BOOLEAN array elements: ARRAY[true, false] answers [1, 0]
+        arr = arr.cast(pa.large_list(pa.int64()) if pa.types.is_large_list(t) else pa.list_(pa.int64()))
+        t = arr.type
     values = arr.to_pylist()
     if col.native_type == "COMPLEX<json>":
         return [None if v is None else orjson.loads(v) for v in values]

@@ -21,6 +21,7 @@ from serving.broker.sql.parameters import bind_parameters
 from serving.broker.sql.rule_registry import FUNCTION_RULES
 from serving.broker.sql.rules import apply_bottom_up
 from serving.broker.sql.rules.arithmetic import arithmetic
+from serving.broker.sql.rules.array_order import array_order
 from serving.broker.sql.rules.casts import casts
 from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.group_by_aliases import check_group_by_aliases
@@ -41,7 +42,7 @@ from serving.broker.sql.system_schema import SYSTEM_SCHEMA
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: Rules that read the annotated types (run first, before nodes are replaced).
-TYPED_RULES = [operand_types, implicit_casts, arithmetic, casts, string_min_max, result_types]
+TYPED_RULES = [operand_types, implicit_casts, arithmetic, casts, string_min_max, array_order, result_types]
 @dataclass
 class Translation:
     """The DuckDB statement for one Druid SQL query, and what must be registered to run it."""

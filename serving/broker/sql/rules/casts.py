@@ -11,10 +11,9 @@ from sqlglot import exp
 
 from radstack.time.joda import zone
 from radstack.time.sql import is_utc_zone
-from radstack.value_sql import numeric_cast_sql
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.rules.implicit_casts import number_literal
-from serving.broker.sql.timeexpr import call, from_millis, to_millis, ts_literal
+from serving.broker.sql.rules.implicit_casts import text_number, value_text
+from serving.broker.sql.timeexpr import from_millis, to_millis, ts_literal
 from serving.broker.sql.type_rules import (
     FLOATING,
     INTEGER,
@@ -43,30 +42,17 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if target in TIMESTAMPS and is_integer(src):
         return from_millis(src)
     if target in TEXT and is_timestamp(src):
-        return call("STRFTIME", src, exp.Literal.string("%Y-%m-%d %H:%M:%S"))
+        return value_text(src, ctx)
     if target in TEXT and is_floating(src) and not is_decimal(src):  # as Java writes a double: 2.434E8
-        udf = "DRUID_FLOAT_TEXT" if src.type.is_type(exp.DataType.Type.FLOAT) else "DRUID_DOUBLE_TEXT"
-        ctx.udfs.add(udf)
-        return call(udf, exp.cast(src, "FLOAT" if udf == "DRUID_FLOAT_TEXT" else "DOUBLE"))
+        return value_text(src, ctx)
     if target in TIMESTAMPS and not (isinstance(src, exp.Literal) and src.is_string) and not is_timestamp(src):
         return exp.TryCast(this=src, to=node.to)
     if (target in INTEGER or target in FLOATING) and is_text(src):
-        return _text_to_number(src, node.to, integer=target in INTEGER)
+        return exp.cast(text_number(src, integer=target in INTEGER), node.to)
     return node
 
 
-def _text_to_number(src: exp.Expression, to: exp.DataType, integer: bool) -> exp.Expression:
-    """Text → a number as Druid converts it: trimmed, NULL when it is not a number, a decimal truncated
-    toward zero for an integer type (``CAST('1.9' AS BIGINT)`` is 1; DuckDB refuses both)."""
-    if isinstance(src, exp.Literal) and src.is_string:
-        return exp.cast(number_literal(str(src.this), integer), to)
-    sql = numeric_cast_sql(src.sql("duckdb"), "string", "long" if integer else "double")
-    return exp.cast(exp.maybe_parse(sql, dialect="duckdb"), to)
-
-
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
-EMITS = frozenset({"STRFTIME", "DRUID_DOUBLE_TEXT", "DRUID_FLOAT_TEXT"})
-EMITS_CLASSES = (exp.RegexpFullMatch, exp.Trunc, exp.Trim)  # radstack.value_sql.numeric_cast_sql
 
 
 def _zoned_literal(text: str, tz: str) -> exp.Expression | None:

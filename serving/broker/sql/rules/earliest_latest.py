@@ -1,5 +1,6 @@
 """EARLIEST/LATEST(expr[, maxBytes]) by ``__time`` and EARLIEST_BY/LATEST_BY(expr, ts[, maxBytes]):
-DuckDB's ``arg_min``/``arg_max``; ``maxBytes`` truncates strings (characters here, bytes in Druid)."""
+DuckDB's ``arg_min_null``/``arg_max_null`` (a NULL value at that time is the answer, as in Druid); ``maxBytes`` truncates strings (characters here, bytes in Druid) and
+is ignored for a number, as in Druid (``EARLIEST(c_long, 100)`` is a BIGINT)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.type_rules import is_floating, is_integer
 
 
 def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -25,12 +27,14 @@ def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expres
         if len(args) not in (1, 2):
             raise validation_error(f"{name} takes 1 or 2 arguments")
         value, ts, max_bytes = args[0], exp.column("__time", quoted=True), args[1] if len(args) > 1 else None
-    fn = "ARG_MIN" if name.startswith("EARLIEST") else "ARG_MAX"
+    # the _NULL forms keep a NULL value at the earliest/latest time (Druid answers it; ARG_MAX skips it)
+    fn = "ARG_MIN_NULL" if name.startswith("EARLIEST") else "ARG_MAX_NULL"
     out: exp.Expression = call(fn, value, ts)
     if max_bytes is not None:
         if not (isinstance(max_bytes, exp.Literal) and not max_bytes.is_string):
             raise validation_error(f"{name} maxBytes must be a numeric literal")
-        out = call("LEFT", out, max_bytes)
+        if not (is_integer(value) or is_floating(value)):
+            out = call("LEFT", out, max_bytes)
     return out
 
 
@@ -38,5 +42,4 @@ def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expres
 FUNCTION_RULE = earliest_latest
 ORDER = 120
 ACCEPTS = frozenset({"EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY"})
-EMITS = frozenset({"ARG_MAX", "ARG_MIN", "LEFT"})
-EMITS_CLASSES = (exp.ArgMin, exp.ArgMax,)
+EMITS = frozenset({"ARG_MAX_NULL", "ARG_MIN_NULL", "LEFT"})

@@ -6,9 +6,15 @@
   expression (a join ``t1.c_long = t2.c`` on unnested strings) — is read as a number (a
   ``JSON_VALUE``'s ``true``/``false`` as 1/0);
 * text compared with a DATE or TIMESTAMP (also in ``BETWEEN``) is read as one (TPC-H's text dates);
-* ``LIKE`` on a number matches its text (``added LIKE '1%'``);
+* ``x IN ('a', 999)`` over text compares the text with ``'999'`` (a number in the list is its text);
+* ``LIKE`` and the string functions (``CHARACTER_LENGTH``, ``UPPER``, ``LPAD`` …) on a number or a
+  TIMESTAMP use its text (``added LIKE '1%'``, ``CHARACTER_LENGTH(unnested_long)``; a double as Java
+  writes it, a TIMESTAMP as ``CAST(… AS VARCHAR)`` writes it);
 * ``SUM`` / ``AVG`` and numeric functions (``ATAN``, ``ABS``, ``ROUND`` …) of text read it as a number
-  (``SUM(unnested_string)``): DOUBLE, NULL where the text is not a number;
+  (``SUM(unnested_string)``): DOUBLE, NULL where the text is not a number; ``BIT_AND`` / ``BIT_OR`` /
+  ``BIT_XOR`` read it as a long;
+* arithmetic with a text operand reads it as the other operand's number type (``c + c_long`` is a
+  BIGINT, ``c - c`` over two texts a DOUBLE), as Calcite coerces it;
 * a TIMESTAMP collected into an array or a string (``ARRAY[__time]``, ``ARRAY_AGG(__time)``,
   ``STRING_AGG(__time, '|')``) is its epoch millis: Druid's arrays have no TIMESTAMP element.
 """
@@ -17,12 +23,55 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from radstack.value_sql import numeric_cast_sql
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.timeexpr import to_millis
-from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_floating, is_integer, is_text, is_timestamp
+from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.timeexpr import call, to_millis
+from serving.broker.sql.type_rules import (
+    NUMERIC_FUNCTIONS,
+    is_decimal,
+    is_floating,
+    is_integer,
+    is_text,
+    is_timestamp,
+)
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _NUMERIC_AGGREGATES = (exp.Sum, exp.Avg)
+_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
+#: string functions whose first operand (``this``) Druid converts to text when it is a number
+_STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Substring, exp.Left, exp.Right, exp.Reverse,
+                     exp.Repeat, exp.Pad, exp.Replace, exp.Initcap, exp.RegexpLike, exp.RegexpExtract,
+                     exp.RegexpReplace)
+#: Druid's string functions kept as anonymous calls, by name: the first argument converts
+_STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRING"})
+_BITWISE_AGGREGATES = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
+
+
+def text_number(src: exp.Expression, integer: bool) -> exp.Expression:
+    """Text → a number as Druid converts it: trimmed, NULL when it is not a number, a decimal truncated
+    toward zero for an integer type (``CAST('1.9' AS BIGINT)`` is 1; DuckDB refuses both)."""
+    if isinstance(src, exp.Literal) and src.is_string:
+        return number_literal(str(src.this), integer)
+    sql = numeric_cast_sql(src.sql("duckdb"), "string", "long" if integer else "double")
+    number = exp.maybe_parse(sql, dialect="duckdb")
+    number.type = exp.DataType.build("BIGINT" if integer else "DOUBLE")  # for the typed rules after this one
+    return number
+
+
+def value_text(src: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    """A number or a TIMESTAMP as Druid writes it as text: a double as Java does (``2.434E8``), an integer
+    as digits, a TIMESTAMP as ``2000-01-02 03:04:05``."""
+    if is_timestamp(src):
+        text = call("STRFTIME", src, exp.Literal.string("%Y-%m-%d %H:%M:%S"))
+    elif not is_floating(src) or is_decimal(src):
+        text = exp.cast(src, "VARCHAR")
+    else:
+        udf = "DRUID_FLOAT_TEXT" if src.type.is_type(exp.DataType.Type.FLOAT) else "DRUID_DOUBLE_TEXT"
+        ctx.udfs.add(udf)
+        text = call(udf, exp.cast(src, "FLOAT" if udf == "DRUID_FLOAT_TEXT" else "DOUBLE"))
+    text.type = exp.DataType.build("VARCHAR")
+    return text
 
 
 def _is_number(node: exp.Expression | None) -> bool:
@@ -86,7 +135,16 @@ def _text_as_time(text: exp.Expression, other: exp.Expression) -> exp.Expression
     return exp.TryCast(this=text.copy(), to=to.copy())
 
 
-def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+def _arithmetic(node: exp.Expression) -> exp.Expression:
+    """``c + c_long`` with ``c`` text: ``c`` read as the other operand's type (two texts: DOUBLE)."""
+    left, right = node.this, node.expression
+    for key, side, other in (("this", left, right), ("expression", right, left)):
+        if is_text(side) and (_is_number(other) or is_text(other)):
+            node.set(key, text_number(side, integer=is_integer(other)))
+    return node
+
+
+def implicit_casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.Between) and is_text(node.this) and not isinstance(node.this, exp.Literal):
         bound = next((b for b in (node.args.get("low"), node.args.get("high")) if _time_type(b) is not None), None)
         if bound is not None:
@@ -111,13 +169,27 @@ def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expres
         if any(isinstance(v, exp.Literal) and v.is_string for v in values):
             node.set("expressions", [_numeric_side(v, node.this) or v for v in values])
         return node
-    if isinstance(node, exp.Like | exp.ILike) and _is_number(node.this):
-        node.set("this", exp.cast(node.this, "VARCHAR"))
+    if isinstance(node, exp.In) and is_text(node.this):
+        values = node.expressions
+        if any(isinstance(v, exp.Literal) and not v.is_string for v in values):
+            node.set("expressions", [exp.Literal.string(v.name) if isinstance(v, exp.Literal) and not v.is_string
+                                     else v for v in values])
         return node
+    if isinstance(node, (exp.Like, exp.ILike, *_STRING_FUNCTIONS)) and (_is_number(node.this) or is_timestamp(node.this)):
+        node.set("this", value_text(node.this, ctx))
+        return node
+    if anonymous_name(node) in _STRING_NAMES and node.expressions and _is_number(node.expressions[0]):
+        node.expressions[0].replace(value_text(node.expressions[0].copy(), ctx))
+        return node
+    if anonymous_name(node) in _BITWISE_AGGREGATES and node.expressions and is_text(node.expressions[0]):
+        node.expressions[0].replace(text_number(node.expressions[0].copy(), integer=True))
+        return node
+    if isinstance(node, _ARITHMETIC):
+        return _arithmetic(node)
     if isinstance(node, _NUMERIC_AGGREGATES) and is_text(node.this):
         node.set("this", exp.TryCast(this=node.this, to=exp.DataType.build("DOUBLE")))
         return node
-    if isinstance(node, NUMERIC_FUNCTIONS) and not isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div):
+    if isinstance(node, NUMERIC_FUNCTIONS):
         for key, value in list(node.args.items()):  # ATAN(unnested_text): the text read as a number
             if isinstance(value, exp.Expression) and is_text(value) and not (isinstance(value, exp.Literal)):
                 node.set(key, exp.TryCast(this=value, to=exp.DataType.build("DOUBLE")))
@@ -130,3 +202,8 @@ def implicit_casts(node: exp.Expression, _ctx: TranslationContext) -> exp.Expres
         if is_timestamp(inner):
             inner.replace(to_millis(inner.copy()))
     return node
+
+
+# ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
+EMITS = frozenset({"DRUID_DOUBLE_TEXT", "DRUID_FLOAT_TEXT", "STRFTIME"})
+EMITS_CLASSES = (exp.RegexpFullMatch, exp.Trunc, exp.Trim)  # radstack.value_sql.numeric_cast_sql

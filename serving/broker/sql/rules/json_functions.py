@@ -61,9 +61,11 @@ def _case(cond: exp.Expression, then: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=cond, true=then)])
 
 
-def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataType) -> exp.Expression:
+def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataType,
+                 unnested: bool = False) -> exp.Expression:
     """``JSON_VALUE(… RETURNING <type> ARRAY)``: the array at ``path`` (NULL for anything else), its
-    elements converted as an ARRAY column stores them (booleans 1/0 in numeric arrays)."""
+    elements converted as an ARRAY column stores them (booleans 1/0 in numeric arrays) — but a BOOLEAN
+    array's elements are BOOLEAN once ``UNNEST`` takes them apart, as in Druid."""
     inner = returning.expressions[0] if returning.expressions else exp.DataType.build("VARCHAR")
     if inner.is_type(*exp.DataType.INTEGER_TYPES, exp.DataType.Type.BOOLEAN):
         element = "array<long>"
@@ -73,6 +75,8 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
         element = "array<string>"
     text = call("JSON_EXTRACT", doc.copy(), path.copy()).sql("duckdb")
     converted = exp.maybe_parse(array_sql(f"CAST({text} AS VARCHAR)", "string", element), dialect="duckdb")
+    if inner.is_type(exp.DataType.Type.BOOLEAN) and unnested:  # its elements are BOOLEAN when unnested
+        converted = exp.cast(converted, exp.DataType.build("BOOLEAN[]", dialect="duckdb"))
     is_array = exp.EQ(this=call("JSON_TYPE", doc, path), expression=_lit("ARRAY"))
     return _case(is_array, converted)
 
@@ -96,7 +100,7 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
                          default=call("JSON_EXTRACT_STRING", doc, path))
         returning = node.args.get("returning")
         if isinstance(returning, exp.DataType) and returning.is_type(exp.DataType.Type.ARRAY):
-            return _array_value(doc, path, returning)
+            return _array_value(doc, path, returning, unnested=isinstance(node.parent, exp.Unnest))
         if isinstance(returning, exp.DataType) and not returning.is_type(exp.DataType.Type.VARCHAR):
             return exp.TryCast(this=value, to=returning)
         return value

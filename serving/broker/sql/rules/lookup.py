@@ -38,4 +38,4 @@ def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 FUNCTION_RULE = lookup
 ORDER = 150
 ACCEPTS = frozenset({"LOOKUP"})
-EMITS_CLASSES = (exp.SplitPart,)
+EMITS_CLASSES = (exp.SplitPart, exp.ArgMin)  # serving.lookups.value_sql: the narrowest ipRange

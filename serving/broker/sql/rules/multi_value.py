@@ -63,7 +63,22 @@ def multi_value(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression
             continue
         if columns or _reads_list_results(select):
             _Block(select, table, columns).rewrite()
+    for select in tree.find_all(exp.Select):
+        if _is_output(select):
+            _render_list_results(select)
     return tree
+
+
+def _render_list_results(select: exp.Select) -> None:
+    """An answer's ``MV_*`` function results (``MV_APPEND(s, 'x')``, ``STRING_TO_MV(s, ',')``) are
+    multi-value strings, rendered as Druid renders them (a VARCHAR: one value as itself, several as their
+    JSON array text, none as NULL) — also in blocks that join or unnest."""
+    for p in select.expressions:
+        target = p.this if isinstance(p, exp.Alias) else p
+        if anonymous_name(target) in _LIST_RESULTS:
+            name = p.alias if isinstance(p, exp.Alias) else None
+            rendered = _rendered(target)
+            p.replace(exp.alias_(rendered, name, quoted=True) if name else rendered)
 
 
 def _mark_passed_on(select: exp.Select, source: exp.Expression | None, ctes: dict[str, exp.Select]) -> None:
@@ -279,10 +294,15 @@ class _Block:
 
 
 def _rendered(col: exp.Expression) -> exp.Expression:
+    """A multi-value string's values as Druid answers them: one as itself, several as their JSON array
+    text, none as NULL."""
     first = exp.Anonymous(this="LIST_EXTRACT", expressions=[col.copy(), exp.Literal.number(1)])
     as_json = exp.cast(exp.Anonymous(this="TO_JSON", expressions=[col.copy()]), exp.DataType.build("VARCHAR"))
-    one = exp.EQ(this=exp.Anonymous(this="LEN", expressions=[col.copy()]), expression=exp.Literal.number(1))
-    return exp.Case(ifs=[exp.If(this=one, true=first)], default=as_json)
+    size = exp.Anonymous(this="LEN", expressions=[col.copy()])
+    one = exp.EQ(this=size, expression=exp.Literal.number(1))
+    none = exp.EQ(this=size.copy(), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=one, true=first), exp.If(this=none, true=exp.cast(exp.Null(), "VARCHAR"))],
+                    default=as_json)
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----

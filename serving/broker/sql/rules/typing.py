@@ -17,7 +17,20 @@ log = logging.getLogger(__name__)
 
 #: Druid functions sqlglot keeps as anonymous calls whose result type later rules need: a multi-value
 #: string's values are text, so ``UNNEST(MV_TO_ARRAY(tags)) AS u(v)`` gives a VARCHAR ``v``
-UDF_TYPES: dict[str, object] = {case(name): "ARRAY<VARCHAR>" for name in ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY")
+#: (the time functions' TIMESTAMP lets ``MIN(TIME_FLOOR(__time, 'PT1H')) + INTERVAL '1' YEAR`` be typed)
+_RESULT_TYPES: dict[str, tuple[str, ...]] = {
+    "ARRAY<VARCHAR>": ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY"),
+    "TIMESTAMP": ("TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP"),
+    "BIGINT": ("TIMESTAMP_TO_MILLIS", "TIME_EXTRACT", "STRLEN", "PARSE_LONG", "IPV4_PARSE", "BITWISE_AND",
+               "BITWISE_OR", "BITWISE_XOR", "BITWISE_NOT", "BITWISE_SHIFT_LEFT", "BITWISE_SHIFT_RIGHT",
+               "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS", "MV_LENGTH"),
+    "DOUBLE": ("BITWISE_CONVERT_LONG_BITS_TO_DOUBLE",),
+    "VARCHAR": ("TIME_FORMAT", "IPV4_STRINGIFY", "HUMAN_READABLE_BINARY_BYTE_FORMAT",
+                "HUMAN_READABLE_DECIMAL_BYTE_FORMAT", "HUMAN_READABLE_DECIMAL_FORMAT", "STRING_FORMAT",
+                "MV_TO_STRING", "ARRAY_TO_STRING"),
+    "BOOLEAN": ("IPV4_MATCH", "CONTAINS_STRING", "ICONTAINS_STRING"),
+}
+UDF_TYPES: dict[str, object] = {case(name): kind for kind, names in _RESULT_TYPES.items() for name in names
                                 for case in (str.upper, str.lower)}  # names keep their case in this dialect
 
 
@@ -28,7 +41,7 @@ def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[
     try:
         qualified = qualify(
             tree.copy(), schema=schema, dialect=DruidSql, validate_qualify_columns=False,
-            quote_identifiers=True, expand_stars=False, identify=True,
+            quote_identifiers=True, expand_stars=True, identify=True,
         )
         return annotate_types(qualified, schema=schema, dialect=DruidSql)
     except Exception as e:  # noqa: BLE001 - qualification is best effort; DuckDB binds the rest
