@@ -137,3 +137,13 @@ def test_a_null_element_orders_before_any_value_as_in_druid(env: Any) -> None:
         [([7], 1), ([3, None, 4], 1), ([1, 2], 2), (None, 1)]
     assert rows(env, "SELECT page, ROW_NUMBER() OVER (ORDER BY codes DESC, page) FROM arr GROUP BY page, codes") == \
         [("D", 1), ("C", 2), ("A", 3), ("B", 4), ("E", 5)]
+
+
+def test_a_sought_value_takes_the_arrays_element_type_as_in_druid(env: Any) -> None:
+    # Druid 33: ARRAY_CONTAINS(strings, 1) looks for '1', ARRAY_CONTAINS(longs, '1') for 1
+    got = rows(env, "SELECT page, ARRAY_CONTAINS(codes, '1'), ARRAY_OVERLAP(codes, ARRAY['7', 'x']), "
+                    "ARRAY_OFFSET_OF(codes, '2'), ARRAY_CONTAINS(tags, 1), MV_CONTAINS(mv, 1), "
+                    "SCALAR_IN_ARRAY('4', codes) FROM arr ORDER BY __time")
+    assert got == [("A", True, False, 1, False, False, False), ("B", True, False, 1, False, False, False),
+                           ("C", False, False, None, False, False, True), ("D", False, True, None, None, False, False),
+                           ("E", None, None, None, False, False, None)]

@@ -132,6 +132,33 @@ def _slice(a: exp.Expression, start: exp.Expression, end: exp.Expression | None)
     return exp.Case(ifs=[exp.If(this=bad, true=exp.null())], default=sliced)
 
 
+def _element_kind(node: exp.Expression) -> str | None:
+    """LONG, DOUBLE or STRING: the element type of an annotated array (a multi-value string's: STRING)."""
+    t = getattr(node, "type", None)
+    if isinstance(t, exp.DataType) and t.is_type(exp.DataType.Type.ARRAY) and t.expressions:
+        t = t.expressions[0]
+    if not isinstance(t, exp.DataType):
+        return None
+    if t.is_type(*exp.DataType.INTEGER_TYPES):
+        return "LONG"
+    if t.is_type(*exp.DataType.REAL_TYPES):
+        return "DOUBLE"
+    return "STRING" if t.is_type(*exp.DataType.TEXT_TYPES) else None
+
+
+def _as_elements_of(array: exp.Expression, needle: exp.Expression) -> exp.Expression:
+    """The value (or array of values) sought in ``array``, converted to its element type as Druid does:
+    ``ARRAY_CONTAINS(a_str, 1)`` looks for ``'1'``, ``ARRAY_CONTAINS(a_long, '1')`` for 1 (DuckDB refuses
+    both: it cannot pick the list's type)."""
+    want, have = _element_kind(array), _element_kind(needle)
+    if want is None or have is None or want == have or (want != "STRING" and have != "STRING"):
+        return needle
+    listed = isinstance(getattr(needle, "type", None), exp.DataType) and needle.type.is_type(exp.DataType.Type.ARRAY)
+    target = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE"}[want] + ("[]" if listed else "")
+    to = exp.DataType.build(target, dialect="duckdb")
+    return exp.cast(needle, to) if want == "STRING" else exp.TryCast(this=needle, to=to)
+
+
 _MV_VALUES = "druid_mv_values"  # meta key: the list of a multi-value string's values (MV_TO_ARRAY)
 
 
@@ -176,7 +203,7 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
     if name == "SCALAR_IN_ARRAY":
         if len(args) != 2:
             raise validation_error("SCALAR_IN_ARRAY takes 2 arguments")
-        return call("LIST_CONTAINS", _as_list(args[1]), args[0])
+        return call("LIST_CONTAINS", _as_list(args[1]), _as_elements_of(args[1], args[0]))
     if name in ("STRING_TO_MV", "STRING_TO_ARRAY"):
         if len(args) != 2:
             raise validation_error(f"{name} takes 2 arguments")
@@ -185,6 +212,8 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
     if len(args) not in _ARITY[op]:
         raise validation_error(f"{name} takes {' or '.join(map(str, _ARITY[op]))} arguments")
     mv = name.startswith("MV_")
+    if op in ("CONTAINS", "OVERLAP", "OFFSET_OF", "ORDINAL_OF", "FILTER_ONLY", "FILTER_NONE"):
+        args[1] = _as_elements_of(args[0], args[1])
     array_positions = {"PREPEND": (1,), "CONCAT": (0, 1), "OVERLAP": (0, 1)}.get(op, (0,))
     for i in array_positions:
         args[i] = _values(args[i], ctx)

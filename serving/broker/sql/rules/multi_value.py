@@ -295,7 +295,8 @@ class _Block:
 
 def _rendered(col: exp.Expression) -> exp.Expression:
     """A multi-value string's values as Druid answers them: one as itself, several as their JSON array
-    text, none as NULL."""
+    text, none as NULL — its values are strings (``MV_APPEND(long_array, 'x')`` answers ``["1","x"]``)."""
+    col = exp.cast(col.copy(), exp.DataType.build("VARCHAR[]", dialect="duckdb"))
     first = exp.Anonymous(this="LIST_EXTRACT", expressions=[col.copy(), exp.Literal.number(1)])
     as_json = exp.cast(exp.Anonymous(this="TO_JSON", expressions=[col.copy()]), exp.DataType.build("VARCHAR"))
     size = exp.Anonymous(this="LEN", expressions=[col.copy()])
