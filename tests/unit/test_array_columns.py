@@ -147,3 +147,9 @@ def test_a_sought_value_takes_the_arrays_element_type_as_in_druid(env: Any) -> N
     assert got == [("A", True, False, 1, False, False, False), ("B", True, False, 1, False, False, False),
                            ("C", False, False, None, False, False, True), ("D", False, True, None, None, False, False),
                            ("E", None, None, None, False, False, None)]
+
+
+def test_earliest_of_an_array_is_the_text_java_writes(env: Any) -> None:
+    # Druid 33: EARLIEST(a_int) is the VARCHAR '[1, 2, null]', cut to maxBytes
+    assert rows(env, "SELECT EARLIEST(codes), LATEST(scores, 4), EARLIEST_BY(codes, MILLIS_TO_TIMESTAMP(0 - added)) "
+                     "FROM arr") == [("[1, 2]", "[2.0", None)]

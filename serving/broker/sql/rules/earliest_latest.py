@@ -1,6 +1,7 @@
 """EARLIEST/LATEST(expr[, maxBytes]) by ``__time`` and EARLIEST_BY/LATEST_BY(expr, ts[, maxBytes]):
 DuckDB's ``arg_min_null``/``arg_max_null`` (a NULL value at that time is the answer, as in Druid); ``maxBytes`` truncates strings (characters here, bytes in Druid) and
-is ignored for a number, as in Druid (``EARLIEST(c_long, 100)`` is a BIGINT)."""
+is ignored for a number, as in Druid (``EARLIEST(c_long, 100)`` is a BIGINT). Of an ARRAY, Druid answers
+the VARCHAR Java writes for a list (``[1, 2, null]``)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expres
         value, ts, max_bytes = args[0], exp.column("__time", quoted=True), args[1] if len(args) > 1 else None
     # the _NULL forms keep a NULL value at the earliest/latest time (Druid answers it; ARG_MAX skips it)
     fn = "ARG_MIN_NULL" if name.startswith("EARLIEST") else "ARG_MAX_NULL"
+    if isinstance(value.type, exp.DataType) and value.type.is_type(exp.DataType.Type.ARRAY):
+        value = _java_list_text(value)
     out: exp.Expression = call(fn, value, ts)
     if max_bytes is not None:
         if not (isinstance(max_bytes, exp.Literal) and not max_bytes.is_string):
@@ -38,8 +41,18 @@ def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expres
     return out
 
 
+def _java_list_text(array: exp.Expression) -> exp.Expression:
+    """``[1, 2, null]``: the elements' text joined by ``", "`` in brackets, NULL when the array is."""
+    var = exp.to_identifier("__e")
+    text = exp.Coalesce(this=exp.cast(exp.column(var), "VARCHAR"), expressions=[exp.Literal.string("null")])
+    joined = call("ARRAY_TO_STRING", call("LIST_TRANSFORM", array, exp.Lambda(this=text, expressions=[var])),
+                  exp.Literal.string(", "))
+    return exp.DPipe(this=exp.DPipe(this=exp.Literal.string("["), expression=joined), expression=exp.Literal.string("]"))
+
+
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = earliest_latest
 ORDER = 120
 ACCEPTS = frozenset({"EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY"})
-EMITS = frozenset({"ARG_MAX_NULL", "ARG_MIN_NULL", "LEFT"})
+EMITS = frozenset({"ARG_MAX_NULL", "ARG_MIN_NULL", "LEFT", "ARRAY_TO_STRING", "LIST_TRANSFORM"})
+EMITS_CLASSES = (exp.Lambda, exp.DPipe)

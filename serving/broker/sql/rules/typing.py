@@ -4,6 +4,7 @@ tell integer from floating arithmetic and TIMESTAMP from other values."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.annotate_types import annotate_types
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 _RESULT_TYPES: dict[str, tuple[str, ...]] = {
     "ARRAY<VARCHAR>": ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY"),
     "TIMESTAMP": ("TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP"),
-    "BIGINT": ("TIMESTAMP_TO_MILLIS", "TIME_EXTRACT", "STRLEN", "PARSE_LONG", "IPV4_PARSE", "BITWISE_AND",
+    "BIGINT": ("BIT_AND", "BIT_OR", "BIT_XOR", "APPROX_COUNT_DISTINCT_BUILTIN", "TIMESTAMP_TO_MILLIS", "TIME_EXTRACT", "STRLEN", "PARSE_LONG", "IPV4_PARSE", "BITWISE_AND",
                "BITWISE_OR", "BITWISE_XOR", "BITWISE_NOT", "BITWISE_SHIFT_LEFT", "BITWISE_SHIFT_RIGHT",
                "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS", "MV_LENGTH"),
     "DOUBLE": ("BITWISE_CONVERT_LONG_BITS_TO_DOUBLE",),
@@ -34,6 +35,15 @@ UDF_TYPES: dict[str, object] = {case(name): kind for kind, names in _RESULT_TYPE
                                 for case in (str.upper, str.lower)}  # names keep their case in this dialect
 
 
+def _json_value_type(annotator: Any, node: exp.JSONValue) -> exp.Expression:
+    """``JSON_VALUE(… RETURNING t)`` is a ``t`` (an ARRAY included), as Calcite types it; else VARCHAR."""
+    returning = node.args.get("returning")
+    return annotator._set_type(node, returning.copy() if isinstance(returning, exp.DataType) else exp.DType.VARCHAR)
+
+
+_METADATA = {**DruidSql.EXPRESSION_METADATA, exp.JSONValue: {"annotator": _json_value_type}}
+
+
 def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[str, dict[str, str]]) -> exp.Expression:
     # built once per catalog: normalizing every table's columns cost ~4 ms a query
     schema = ctx.catalog.memo(("schema", id(system_schema)), lambda: MappingSchema(
@@ -43,7 +53,7 @@ def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[
             tree.copy(), schema=schema, dialect=DruidSql, validate_qualify_columns=False,
             quote_identifiers=True, expand_stars=True, identify=True,
         )
-        return annotate_types(qualified, schema=schema, dialect=DruidSql)
+        return annotate_types(qualified, schema=schema, dialect=DruidSql, expression_metadata=_METADATA)
     except Exception as e:  # noqa: BLE001 - qualification is best effort; DuckDB binds the rest
         log.debug("could not qualify %s: %s", tree.sql(), e)
         return tree
