@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 #: (the time functions' TIMESTAMP lets ``MIN(TIME_FLOOR(__time, 'PT1H')) + INTERVAL '1' YEAR`` be typed)
 _RESULT_TYPES: dict[str, tuple[str, ...]] = {
     "ARRAY<VARCHAR>": ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY"),
-    "TIMESTAMP": ("TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP"),
+    "TIMESTAMP": ("TIMESTAMPADD", "TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP"),
     "BIGINT": ("BIT_AND", "BIT_OR", "BIT_XOR", "APPROX_COUNT_DISTINCT_BUILTIN", "TIMESTAMP_TO_MILLIS", "TIME_EXTRACT", "STRLEN", "PARSE_LONG", "IPV4_PARSE", "BITWISE_AND",
                "BITWISE_OR", "BITWISE_XOR", "BITWISE_NOT", "BITWISE_SHIFT_LEFT", "BITWISE_SHIFT_RIGHT",
                "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS", "MV_LENGTH"),
@@ -41,7 +41,27 @@ def _json_value_type(annotator: Any, node: exp.JSONValue) -> exp.Expression:
     return annotator._set_type(node, returning.copy() if isinstance(returning, exp.DataType) else exp.DType.VARCHAR)
 
 
-_METADATA = {**DruidSql.EXPRESSION_METADATA, exp.JSONValue: {"annotator": _json_value_type}}
+def _same_as_argument(annotator: Any, node: exp.Expression) -> exp.Expression:
+    """``TRUNCATE(x, n)`` is of ``x``'s type."""
+    return annotator._set_type(node, node.this.type if node.this is not None else None)
+
+
+#: Druid aggregates kept as anonymous calls whose result is of their first argument's type
+_FIRST_ARGUMENT_TYPED = frozenset({"EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY"})
+
+
+def _anonymous_type(annotator: Any, node: exp.Anonymous) -> exp.Expression:
+    name = str(node.name).upper()
+    if name in _FIRST_ARGUMENT_TYPED and node.expressions:
+        first = node.expressions[0].type
+        if isinstance(first, exp.DataType) and first.is_type(exp.DataType.Type.ARRAY):
+            return annotator._set_type(node, exp.DType.VARCHAR)  # Java's text of the list
+        return annotator._set_type(node, first)
+    return annotator._set_type(node, annotator.schema.get_udf_type(node))
+
+
+_METADATA = {**DruidSql.EXPRESSION_METADATA, exp.JSONValue: {"annotator": _json_value_type},
+             exp.Trunc: {"annotator": _same_as_argument}, exp.Anonymous: {"annotator": _anonymous_type}}
 
 
 def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[str, dict[str, str]]) -> exp.Expression:
