@@ -132,6 +132,9 @@ def test_a_null_element_orders_before_any_value_as_in_druid(env: Any) -> None:
     # [3, NULL, 4] < [3, 0] because the NULL element sorts first (DuckDB alone puts it last)
     assert rows(env, "SELECT page FROM arr WHERE codes < ARRAY[3, 0] GROUP BY page") == [("A",), ("B",), ("C",)]
     assert rows(env, "SELECT page FROM arr WHERE codes >= ARRAY[3, 0] GROUP BY page") == [("D",)]
+    # also through the array functions (their type is their array's)
+    assert rows(env, "SELECT page FROM arr WHERE ARRAY_APPEND(codes, 9) < ARRAY[3, 0] GROUP BY page") == \
+        [("A",), ("B",), ("C",)]
     assert rows(env, "SELECT page FROM arr WHERE codes BETWEEN ARRAY[3] AND ARRAY[3, 0] GROUP BY page") == [("C",)]
     assert rows(env, "SELECT codes, COUNT(*) FROM arr GROUP BY codes ORDER BY codes DESC") == \
         [([7], 1), ([3, None, 4], 1), ([1, 2], 2), (None, 1)]

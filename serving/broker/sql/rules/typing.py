@@ -60,8 +60,16 @@ def _anonymous_type(annotator: Any, node: exp.Anonymous) -> exp.Expression:
     return annotator._set_type(node, annotator.schema.get_udf_type(node))
 
 
+def _array_operand_type(annotator: Any, node: exp.Expression) -> exp.Expression:
+    """``ARRAY_APPEND(arr, v)`` / ``ARRAY_PREPEND(v, arr)`` are of their array's type."""
+    arrays = [a for a in (node.this, node.expression)
+              if isinstance(getattr(a, "type", None), exp.DataType) and a.type.is_type(exp.DataType.Type.ARRAY)]
+    return annotator._set_type(node, arrays[0].type if arrays else None)
+
+
 _METADATA = {**DruidSql.EXPRESSION_METADATA, exp.JSONValue: {"annotator": _json_value_type},
-             exp.Trunc: {"annotator": _same_as_argument}, exp.Anonymous: {"annotator": _anonymous_type}}
+             exp.Trunc: {"annotator": _same_as_argument}, exp.Anonymous: {"annotator": _anonymous_type},
+             exp.ArrayAppend: {"annotator": _array_operand_type}, exp.ArrayPrepend: {"annotator": _array_operand_type}}
 
 
 def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[str, dict[str, str]]) -> exp.Expression:
