@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,12 @@ def test_parameters_bind_in_the_order_of_the_text() -> None:
     ("SELECT HUMAN_READABLE_BINARY_BYTE_FORMAT(codes, 1) FROM arrays", "Cannot apply 'HUMAN_READABLE_BINARY_BYTE_FORMAT'"),
     ("SELECT TIMESTAMP_TO_MILLIS(codes) FROM arrays", "Cannot apply 'TIMESTAMP_TO_MILLIS'"),
     ("SELECT APPROX_COUNT_DISTINCT_BUILTIN(codes) FROM arrays", "Cannot apply 'APPROX_COUNT_DISTINCT_BUILTIN'"),
+    # arrays where Druid 33 cannot take them (Druid's QA suite, qaArray/sql_join, ops_funcs_scalar_funcs)
+    ("SELECT COUNT(*) FROM arrays a JOIN arrays b ON a.codes = b.codes", "Predicate does not support ARRAY types"),
+    ("SELECT COUNT(*) FROM arrays WHERE codes IN (SELECT codes FROM arrays)", "Predicate does not support ARRAY"),
+    ("SELECT GREATEST(codes, codes) FROM arrays", "Function[greatest] does not accept ARRAY<LONG> types"),
+    ("SELECT CAST(tags AS VARCHAR) FROM arrays", "cannot convert value of type VARCHAR ARRAY to type VARCHAR"),
+    ("SELECT MAX(codes) FROM arrays", "Aggregation [MAX] does not support type [ARRAY<LONG>], column [codes]"),
     # JSON_VALUE(… RETURNING <type> ARRAY) is an ARRAY
     ("SELECT LENGTH(JSON_VALUE(doc, '$.a' RETURNING BIGINT ARRAY)) FROM arrays", "Cannot apply 'LENGTH'"),
     ("SELECT STRLEN(JSON_VALUE(doc, '$.a' RETURNING VARCHAR ARRAY)) FROM arrays", "Cannot apply 'STRLEN'"),
@@ -284,7 +291,7 @@ def test_operands_druid_refuses(sql: str, message: str) -> None:
     catalog = Catalog({"arrays": [ColumnInfo("__time", "LONG", "time"), ColumnInfo("tags", "ARRAY<STRING>", "dimension"),
                                   ColumnInfo("codes", "ARRAY<LONG>", "dimension"),
                                   ColumnInfo("doc", "COMPLEX<json>", "dimension")]})
-    with pytest.raises(DruidError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")) as e:
+    with pytest.raises(DruidError, match=re.escape(message)) as e:
         translate(sql, catalog)
     assert e.value.status == 400
     translate("SELECT COUNT(*) FROM arrays WHERE codes = ARRAY[1, 2] AND tags IS NOT NULL", catalog)

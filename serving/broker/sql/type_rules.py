@@ -99,3 +99,12 @@ def druid_type(node: exp.Expression | None) -> str | None:
 def integer_arithmetic(*operands: exp.Expression) -> bool:
     """Whether Druid computes over these operands as LONG (every one an integer)."""
     return all(is_integer(o) for o in operands)
+
+
+def native_array_type(node: exp.Expression) -> str:
+    """``ARRAY<LONG>``: an array's type as Druid's native layer names it."""
+    t = node.type
+    inner = t.expressions[0] if t.expressions else exp.DataType.build("VARCHAR")
+    native = ("LONG" if inner.is_type(*exp.DataType.INTEGER_TYPES, exp.DataType.Type.BOOLEAN)
+              else "DOUBLE" if inner.is_type(*exp.DataType.REAL_TYPES) else "STRING")
+    return f"ARRAY<{native}>"

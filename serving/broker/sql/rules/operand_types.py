@@ -11,7 +11,10 @@ value to text where a string is expected, where Druid refuses the statement (400
   are fine), and comparisons of an ARRAY with anything that is not an array (or NULL);
 * ``SUM``, ``AVG`` and ``APPROX_COUNT_DISTINCT`` of an ARRAY or a ``COMPLEX<json>`` value;
 * ``PARSE_JSON`` / ``TRY_PARSE_JSON`` of anything but a string, a ``JSON_OBJECT`` key that is not a
-  string, and ``IN`` over ``COMPLEX<json>`` values.
+  string, and ``IN`` over ``COMPLEX<json>`` values;
+* ARRAY values where Druid 33 cannot take them: a join condition or an ``IN (subquery)`` on arrays
+  ("Predicate does not support ARRAY types"), ``GREATEST`` / ``LEAST`` of arrays, and ``CAST`` of an
+  ARRAY to a scalar type.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_text
+from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_text, native_array_type
 
 _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,
                      exp.Right, exp.Reverse, exp.Repeat, exp.Pad, exp.Replace, exp.StrPosition, exp.RegexpLike,
@@ -95,6 +98,17 @@ def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Express
             if isinstance(kv, exp.JSONKeyValue) and _kind(kv.this) is not None and not is_text(kv.this):
                 raise validation_error("Invalid JSON_OBJECT: field name must be a STRING")
         return node
+    if isinstance(node, exp.Greatest | exp.Least) and any(_kind(o) == "ARRAY" for o in [node.this, *node.expressions]):
+        array = next(o for o in [node.this, *node.expressions] if _kind(o) == "ARRAY")
+        raise validation_error(f"Function[{node.sql_name().lower()}] does not accept "
+                               f"{native_array_type(array)} types")
+    if isinstance(node, exp.Cast) and _kind(node.this) == "ARRAY" and not node.to.is_type(exp.DataType.Type.ARRAY):
+        raise validation_error(f"Cast function cannot convert value of type {_calcite_type(node.this)} to type "
+                               f"{node.to.sql('druid').upper()}")
+    if (isinstance(node, exp.In) and node.args.get("query") is not None and _kind(node.this) == "ARRAY") or (
+            isinstance(node, exp.EQ) and _kind(node.this) == "ARRAY" and _kind(node.expression) == "ARRAY"
+            and isinstance(node.find_ancestor(exp.Join, exp.Select), exp.Join)):
+        raise validation_error("Predicate does not support ARRAY types")
     if isinstance(node, exp.In) and _kind(node.this) == "JSON":
         raise validation_error(f"Cannot apply 'IN' to arguments of type '<{_calcite_type(node.this)}>'"
                                " (Cannot join on a COMPLEX<json> value)")
