@@ -5,7 +5,7 @@
 | ``JSON_VALUE(expr, path [RETURNING type])`` | the scalar at ``path`` as VARCHAR (NULL for an object or array), ``TRY_CAST`` to ``type`` |
 | ``JSON_VALUE(expr, path RETURNING type ARRAY)`` | the array at ``path``, elements converted as an ARRAY column's (booleans 1/0) |
 | ``JSON_QUERY(expr, path)`` | ``json_extract`` (JSON) |
-| ``JSON_KEYS(expr, path)`` | ``json_keys`` when ``path`` is an object, else NULL |
+| ``JSON_KEYS(expr, path)`` | ``json_keys`` when ``path`` is an object, an array's positions as text, else NULL |
 | ``JSON_PATHS(expr)`` | every path to a literal (or an array of literals), a UDF |
 | ``JSON_OBJECT(KEY k VALUE v, …)`` / ``JSON_OBJECT(k: v, …)`` | ``json_object`` |
 | ``PARSE_JSON(s)`` / ``TRY_PARSE_JSON(s)`` | ``json(s)`` (400 when not JSON) / NULL when not JSON |
@@ -107,8 +107,14 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     if isinstance(node, exp.JSONKeys):
         path_node = node.args.get("expression")
         path = _lit("$" if path_node is None else _path_text(path_node, "JSON_KEYS"))
-        return _case(exp.EQ(this=call("JSON_TYPE", node.this, path), expression=_lit("OBJECT")),
-                     call("JSON_KEYS", node.this, path))
+        kind = call("JSON_TYPE", node.this, path)
+        index = exp.to_identifier("__i")  # an array's keys are its positions, as text (Druid 33)
+        size = exp.cast(call("JSON_ARRAY_LENGTH", node.this.copy(), path.copy()), "BIGINT")
+        positions = call("LIST_TRANSFORM", call("RANGE", size),
+                         exp.Lambda(this=exp.cast(exp.column(index), "VARCHAR"), expressions=[index]))
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=kind, expression=_lit("OBJECT")),
+                                    true=call("JSON_KEYS", node.this.copy(), path.copy())),
+                             exp.If(this=exp.EQ(this=kind.copy(), expression=_lit("ARRAY")), true=positions)])
     if isinstance(node, exp.ParseJSON):
         return call("JSON", _text(node.this))
     if isinstance(node, exp.JSONObject):
@@ -161,6 +167,6 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 FUNCTION_RULE = json_functions
 ORDER = 160
 ACCEPTS = frozenset({"JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
-EMITS = frozenset({"JSON", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
+EMITS = frozenset({"JSON", "JSON_ARRAY_LENGTH", "LIST_TRANSFORM", "RANGE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
 # JSON_VALUE(… RETURNING … ARRAY): radstack.value_sql.array_sql's element-wise conversion
 EMITS_CLASSES = (exp.FromJson, exp.Transform, exp.RegexpFullMatch, exp.Trunc, exp.JSONType, exp.JSONExtractScalar)
