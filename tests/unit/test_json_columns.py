@@ -102,6 +102,11 @@ def test_building_and_parsing_json(env: Any) -> None:
     finally:
         res.close()
     assert orjson.loads(body) == [{"o": {"k": "y", "n": 1}, "p": [1, {"a": 2}], "t": None}]
+    # as Druid 33 writes them: a BOOLEAN as 1/0 and a TIMESTAMP as millis in an object; any value that is not
+    # JSON (a string, a number, a TIMESTAMP, NULL) has one path, "$"
+    _, rows = run(env, "SELECT TO_JSON_STRING(JSON_OBJECT('b': (kind = 'y'), 't': __time)), JSON_PATHS(kind), "
+                       "JSON_PATHS(__time), JSON_PATHS(CAST(NULL AS VARCHAR)) FROM events WHERE kind = 'y'")
+    assert rows == [('{"b":1,"t":1704070800000}', ["$"], ["$"], ["$"])]  # 2024-01-01T01:00Z
     with pytest.raises(DruidError) as e:
         run(env, "SELECT PARSE_JSON('{not json') FROM events")
     assert e.value.status == 400

@@ -24,7 +24,8 @@ from radstack.value_sql import array_sql
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
-from serving.broker.sql.timeexpr import call
+from serving.broker.sql.timeexpr import call, to_millis
+from serving.broker.sql.type_rules import is_timestamp
 
 
 def _path_text(node: exp.Expression | None, fn: str) -> str:
@@ -81,6 +82,13 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
     return _case(is_array, converted)
 
 
+def _json_member(value: exp.Expression) -> exp.Expression:
+    """A ``JSON_OBJECT`` value as Druid writes it: a BOOLEAN as 1/0, a TIMESTAMP as epoch millis."""
+    if isinstance(value.type, exp.DataType) and value.type.is_type(exp.DataType.Type.BOOLEAN):
+        return exp.cast(value, "BIGINT")
+    return to_millis(value) if is_timestamp(value) else value
+
+
 def _document(doc: exp.Expression) -> exp.Expression:
     """The JSON a JSON function reads: a ``COMPLEX<json>`` value as it is; a string or a number is that
     JSON scalar, as Druid reads a plain column (its text is not parsed: ``PARSE_JSON`` does that)."""
@@ -122,7 +130,7 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         for kv in node.expressions:
             if not isinstance(kv, exp.JSONKeyValue):
                 raise validation_error("JSON_OBJECT takes KEY k VALUE v pairs")
-            args += [_text(kv.this), kv.expression]
+            args += [_text(kv.this), _json_member(kv.expression)]
         return call("JSON_OBJECT", *args)
     name = anonymous_name(node)
     if name is None:
@@ -147,6 +155,10 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     if name == "JSON_PATHS":
         if len(args) != 1:
             raise validation_error("JSON_PATHS takes 1 argument")
+        t = getattr(args[0], "type", None)
+        if isinstance(t, exp.DataType) and not t.is_type(exp.DataType.Type.JSON, exp.DataType.Type.UNKNOWN):
+            # a value that is not JSON (a string, a number, a TIMESTAMP, even NULL) is one literal at "$"
+            return exp.cast(exp.Array(expressions=[_lit("$")]), exp.DataType.build("VARCHAR[]", dialect="duckdb"))
         ctx.udfs.add("DRUID_JSON_PATHS")
         return call("DRUID_JSON_PATHS", _text(args[0]))
     if name == "TRY_PARSE_JSON":
