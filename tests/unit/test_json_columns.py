@@ -70,8 +70,9 @@ def test_information_schema_and_result_types(env: Any) -> None:
         res.close()
     assert orjson.loads(body) == [
         {"kind": {"type": "STRING"}, "attrs": {"type": "COMPLEX<json>"}},
-        {"kind": "x", "attrs": {"user": {"name": "ann", "age": 31}, "tags": ["a", "b"], "ok": True}},
-        {"kind": "z", "attrs": "plain text"},
+        # a JSON value is answered as its compact JSON text, as Druid 33 answers it
+        {"kind": "x", "attrs": '{"user":{"name":"ann","age":31},"tags":["a","b"],"ok":true}'},
+        {"kind": "z", "attrs": '"plain text"'},
         {"kind": "w", "attrs": None},
     ]
 
@@ -101,7 +102,7 @@ def test_building_and_parsing_json(env: Any) -> None:
         body = ResultWriter("object", res.columns).write_all(res.batches())
     finally:
         res.close()
-    assert orjson.loads(body) == [{"o": {"k": "y", "n": 1}, "p": [1, {"a": 2}], "t": None}]
+    assert orjson.loads(body) == [{"o": '{"k":"y","n":1}', "p": '[1,{"a":2}]', "t": None}]  # JSON text, as Druid
     # as Druid 33 writes them: a BOOLEAN as 1/0 and a TIMESTAMP as millis in an object; any value that is not
     # JSON (a string, a number, a TIMESTAMP, NULL) has one path, "$"
     _, rows = run(env, "SELECT TO_JSON_STRING(JSON_OBJECT('b': (kind = 'y'), 't': __time)), JSON_PATHS(kind), "

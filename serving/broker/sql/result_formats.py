@@ -119,11 +119,19 @@ def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool, tz: tzinf
         arr = arr.cast(pa.large_list(pa.int64()) if pa.types.is_large_list(t) else pa.list_(pa.int64()))
         t = arr.type
     values = arr.to_pylist()
-    if col.native_type == "COMPLEX<json>":
-        return [None if v is None else orjson.loads(v) for v in values]
+    if col.native_type == "COMPLEX<json>":  # Druid 33 answers a JSON value as its compact JSON text
+        return [_json_text(v) for v in values]
     if (pa.types.is_list(t) or pa.types.is_large_list(t)) and stringify_arrays:
         return [None if v is None else orjson.dumps(v, default=str).decode() for v in values]
     return values
+
+
+def _json_text(v: Any) -> str | None:
+    """A ``COMPLEX<json>`` cell: the compact JSON text of its value, or null for a JSON null."""
+    if v is None:
+        return None
+    value = orjson.loads(v) if isinstance(v, str | bytes) else v
+    return None if value is None else orjson.dumps(value).decode()
 
 
 def _json_value(v: Any, float32: bool) -> str:
