@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from batch.backfill import AirflowClient, AirflowError, dag_overview
+from batch.airflow_api import AirflowClient, AirflowError, dag_overview
 from radstack.config import REPO_ROOT, Settings
 from radstack.private_files import private_dir, write_private
 from radstack.storage.supervisors import datasource_catalog
@@ -154,7 +154,7 @@ def connected(settings: Settings) -> Settings:
 def overview(settings: Settings) -> dict[str, Any]:
     """The Airflow ``radctl status`` shows: where it is, who signs in (the embedded one: the password
     file), whether it answers, and per datasource with topics its DAG's last and next run and the runs in
-    flight (:func:`batch.backfill.dag_overview`)."""
+    flight (:func:`batch.airflow_api.dag_overview`)."""
     s = connected(settings)
     embedded = not settings.airflow.url
     out: dict[str, Any] = {"url": s.airflow.url or url(settings), "embedded": embedded,

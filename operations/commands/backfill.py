@@ -21,8 +21,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from batch.airflow_api import AirflowError
 from batch.backfill import (
-    AirflowError,
     BackfillError,
     check_plan_closed,
     chunks_per_job,

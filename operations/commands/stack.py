@@ -15,7 +15,6 @@ from operations import airflow_local, stack
 from operations.kafka_broker import KafkaBroker
 from operations.processes import port_in_use
 from radstack.config import load_settings
-from realtime.receiver import serve
 from realtime.streaming.progress import streaming_status
 from realtime.topics import ensure_topics, list_topics, topic_specs
 
@@ -79,8 +78,9 @@ def status(
     no_kafka: bool = typer.Option(False, "--no-kafka", help="Skip topics and consumer lag."),
     config: Path = CONFIG_OPT,
 ) -> None:
-    """Each process (pid, port, health) and Kafka consumer lag per group. Exit 3 when something that
-    was started is not running/healthy."""
+    """Each process (pid, port, health) and Kafka consumer lag per group.
+
+    Exits 3 when something that was started is not running or not healthy."""
 
     settings = _settings(config)
     st = stack.status(settings, with_kafka=not no_kafka)
@@ -227,6 +227,8 @@ def receiver(
     config: Path = CONFIG_OPT,
 ) -> None:
     """Run the HTTP event receiver (POST /v1/events/{topic} → Kafka) in the foreground."""
+
+    from realtime.receiver import serve  # lazy: the receiver's web stack only for this command (CLI speed)
 
     serve(_settings(config), host, port)
 

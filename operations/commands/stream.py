@@ -29,7 +29,9 @@ def stream(
     timeout: float = typer.Option(None, help="Stop after this many seconds (scripts and tests)."),
     replica: int = typer.Option(0, "--replica", min=0, max=7, help="Which real-time replica this process is (streaming.replicas; docs/realtime.md)."),
 ) -> None:
-    """Kafka → parse/validate (dead letters to <topic>.dlq) → transforms → dedup → join → enrichment
+    """Stream Kafka into real-time segments with Spark Structured Streaming.
+
+    Kafka → parse/validate (dead letters to <topic>.dlq) → transforms → dedup → join → enrichment
     → window period → real-time segments, published per micro-batch, idempotently."""
 
     settings = load_settings(config)

@@ -28,7 +28,7 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from batch.backfill import AirflowClient
+from batch.airflow_api import AirflowClient
 from operations import airflow_local, stack
 from operations.processes import free_port
 from radstack.config import Settings, load_settings
