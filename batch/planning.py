@@ -22,6 +22,7 @@ from radstack.pipeline.window import window_millis
 from radstack.time.clock import now_millis
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, Period, TimeParseError, format_instant
+from radstack.user_errors import UserError
 
 __all__ = [
     "BackfillPlanError",
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-class BackfillPlanError(ValueError):
+class BackfillPlanError(ValueError, UserError):
     """An interval that cannot be planned (bad syntax, empty, too many chunks)."""
 
 

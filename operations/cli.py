@@ -6,6 +6,10 @@ does the work.
 command's module is imported only when that command runs or shows its own help, so ``radctl --help``
 and a mistyped command answer at once instead of loading the server, Spark and Kafka clients (the
 summaries are checked against the commands' own help by ``tests/unit/test_cli_registry.py``).
+
+Errors: a mistake the user can fix (any :class:`radstack.user_errors.UserError`: a bad interval, a
+missing config file, a spec that does not parse) is printed as one ``error: …`` line with exit code 2;
+``radctl --debug <command>`` shows its traceback. Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from radstack.private_files import private_process
+from radstack.user_errors import UserError
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,16 @@ class LazyCommands(TyperGroup):
             return None
         return TyperCommand(entry.name, help=entry.summary, rich_help_panel=entry.panel)  # listed, not run
 
+    def invoke(self, ctx: typer.Context) -> Any:
+        """A user's mistake is one line on stderr and exit code 2 (``--debug``: the traceback)."""
+        try:
+            return super().invoke(ctx)
+        except UserError as e:
+            if ctx.params.get("debug"):
+                raise
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2) from None
+
     def resolve_command(self, ctx: typer.Context, args: list[str]) -> tuple[str | None, Any, list[str]]:
         name, listed, rest = super().resolve_command(ctx, args)
         return name, (load_command(_BY_NAME[name]) if listed is not None and name else listed), rest
@@ -156,6 +171,7 @@ app = typer.Typer(
 def _private(
     _version_flag: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                        help="Print radctl's version and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an error, not just its message."),
 ) -> None:
     """Everything a radstack command writes, and its children write, is private (radstack/private_files.py)."""
     private_process()

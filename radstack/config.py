@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter, ValidationError, model_validator
 
 from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
+from radstack.user_errors import UserError
 
 __all__ = [
     "ConfigError",
@@ -48,7 +49,7 @@ ENV_PREFIX = "RADSTACK_"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-class ConfigError(ValueError):
+class ConfigError(ValueError, UserError):
     """A configuration value that cannot be used."""
 
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from radstack.user_errors import UserError
+
 DIALECTS = ("duckdb", "spark")
 
 
-class ExpressionError(ValueError):
+class ExpressionError(ValueError, UserError):
     """An expression that cannot be parsed or compiled (the message names the culprit)."""
 
 

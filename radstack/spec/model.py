@@ -11,6 +11,7 @@ from radstack.projections import ProjectionSpec
 from radstack.sketches import SketchParams
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval, Period, format_instant
+from radstack.user_errors import UserError
 
 TIME_COLUMN = "__time"
 TIMESTAMP_FORMATS = ("iso", "millis", "posix", "micro", "nano", "auto", "ruby")
@@ -44,7 +45,7 @@ METRIC_TYPES: dict[str, tuple[str, str]] = {
 METRIC_TYPES_LOWER = {k.lower(): k for k in METRIC_TYPES}
 
 
-class SpecError(ValueError):
+class SpecError(ValueError, UserError):
     """A datasource spec that cannot be used; the message starts with the bad field's path."""
 
     def __init__(self, path: str, message: str) -> None:

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from radstack.user_errors import UserError
+
 MIN_MS = -146136543 * 86_400_000  # Druid's "-146136543-09-08T08:23:32.096Z" rounded to a day
 MAX_MS = 146140482 * 86_400_000
 # Druid's ETERNITY interval, as millis (JodaUtils.MIN_INSTANT / MAX_INSTANT).
@@ -29,7 +31,7 @@ _PERIOD_RE = re.compile(
 )
 
 
-class TimeParseError(ValueError):
+class TimeParseError(ValueError, UserError):
     """An instant, interval or period string that cannot be read."""
 
 

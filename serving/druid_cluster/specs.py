@@ -30,6 +30,7 @@ from radstack.spec import TIME_COLUMN, DataSchema, DatasourceSpec
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval
+from radstack.user_errors import UserError
 
 __all__ = [
     "DruidSpecError",
@@ -46,7 +47,7 @@ __all__ = [
 PARQUET_INPUT_FORMAT: dict[str, Any] = {"type": "parquet", "binaryAsString": True}
 
 
-class DruidSpecError(ValueError):
+class DruidSpecError(ValueError, UserError):
     """The ingestion spec cannot be generated (no data for the interval, mixed storage, …)."""
 
 

@@ -40,3 +40,15 @@ def test_conventional_help_flags() -> None:
     assert serve.exit_code == 0 and "--port" in serve.output
     assert "<int>" not in serve.output and "<bool>" not in serve.output and "--install-completion" not in serve.output
     assert runner.invoke(app, ["nosuch"]).exit_code == 2
+
+
+def test_a_user_mistake_is_one_line_and_exit_2(tmp_path: object) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["status", "-c", "missing.yaml"])
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: config file missing.yaml does not exist"
+    result = runner.invoke(app, ["generate", "ads", "--start", "yesterday", "--events", "1"])
+    assert result.exit_code == 2 and result.output.strip() == "error: cannot parse instant 'yesterday'"
+    # --debug keeps the exception (and its traceback) for a bug report
+    result = runner.invoke(app, ["--debug", "status", "-c", "missing.yaml"])
+    assert result.exit_code == 1 and type(result.exception).__name__ == "ConfigError"
