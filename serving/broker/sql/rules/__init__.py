@@ -1,6 +1,8 @@
 """Rewrite rules, one per module (sqlglot optimizer style): each takes a node and the translation
 context and returns the node or its replacement. :func:`apply_bottom_up` runs one over a tree with
-children rewritten before their parents."""
+children rewritten before their parents; a replacement without a type of its own keeps the type the
+annotation gave the node it replaces (``JSON_VALUE(… RETURNING VARCHAR ARRAY)`` is still an ARRAY once
+translated, for ``ARRAY_CONTAINS`` around it)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ def apply_bottom_up(tree: exp.Expression, rules: list[Rule], ctx: TranslationCon
         for rule in rules:
             new = rule(new, ctx)
         if new is not node:
+            if new.type is None and node.type is not None:
+                new.type = node.type  # a rewrite keeps the value's type for the rules of its parents
             if node is tree:
                 tree = new
             else:

@@ -26,8 +26,8 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import MULTI_VALUE, anonymous_name, concatenated_arrays
-from serving.broker.sql.timeexpr import call
-from serving.broker.sql.type_rules import druid_type
+from serving.broker.sql.timeexpr import call, to_millis
+from serving.broker.sql.type_rules import druid_type, is_timestamp
 
 _ARITY: dict[str, tuple[int, ...]] = {
     "LENGTH": (1,), "OFFSET": (2,), "ORDINAL": (2,), "OFFSET_OF": (2,), "ORDINAL_OF": (2,), "CONTAINS": (2,),
@@ -143,6 +143,8 @@ def _element_kind(node: exp.Expression) -> str | None:
         return "LONG"
     if t.is_type(*exp.DataType.REAL_TYPES):
         return "DOUBLE"
+    if t.is_type(*exp.DataType.TEMPORAL_TYPES):
+        return "TIMESTAMP"  # held as millis (rules/implicit_casts.py: Druid's arrays have no TIMESTAMP)
     return "STRING" if t.is_type(*exp.DataType.TEXT_TYPES) else None
 
 
@@ -151,7 +153,9 @@ def _as_elements_of(array: exp.Expression, needle: exp.Expression) -> exp.Expres
     ``ARRAY_CONTAINS(a_str, 1)`` looks for ``'1'``, ``ARRAY_CONTAINS(a_long, '1')`` for 1 (DuckDB refuses
     both: it cannot pick the list's type)."""
     want, have = _element_kind(array), _element_kind(needle)
-    if want is None or have is None or want == have or (want != "STRING" and have != "STRING"):
+    if want in ("LONG", "TIMESTAMP") and is_timestamp(needle):  # arrays hold a TIMESTAMP as its millis (ARRAY_AGG(__time))
+        return to_millis(needle)
+    if want in (None, "TIMESTAMP") or have is None or want == have or (want != "STRING" and have != "STRING"):
         return needle
     listed = isinstance(getattr(needle, "type", None), exp.DataType) and needle.type.is_type(exp.DataType.Type.ARRAY)
     target = {"STRING": "VARCHAR", "LONG": "BIGINT", "DOUBLE": "DOUBLE"}[want] + ("[]" if listed else "")
