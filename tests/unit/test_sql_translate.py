@@ -282,6 +282,11 @@ def test_parameters_bind_in_the_order_of_the_text() -> None:
     ("SELECT GREATEST(codes, codes) FROM arrays", "Function[greatest] does not accept ARRAY<LONG> types"),
     ("SELECT CAST(tags AS VARCHAR) FROM arrays", "cannot convert value of type VARCHAR ARRAY to type VARCHAR"),
     ("SELECT MAX(codes) FROM arrays", "Aggregation [MAX] does not support type [ARRAY<LONG>], column [codes]"),
+    ("SELECT COUNT(*) FROM arrays a, arrays b WHERE a.codes = b.codes", "Predicate does not support ARRAY types"),
+    ("SELECT ARRAY_LENGTH(doc) FROM arrays", "Cannot apply 'ARRAY_LENGTH' to arguments of type 'ARRAY_LENGTH(<COMPLEX<JSON>>)'"),
+    ("SELECT MV_TO_ARRAY(doc) FROM arrays", "Cannot apply 'MV_TO_ARRAY'"),
+    ("SELECT MV_FILTER_ONLY(codes, ARRAY[1]) FROM arrays", "Cannot apply 'MV_FILTER_ONLY' to arguments of type "
+                                                           "'MV_FILTER_ONLY(<BIGINT ARRAY>, <INT ARRAY>)'"),
     # JSON_VALUE(… RETURNING <type> ARRAY) is an ARRAY
     ("SELECT LENGTH(JSON_VALUE(doc, '$.a' RETURNING BIGINT ARRAY)) FROM arrays", "Cannot apply 'LENGTH'"),
     ("SELECT STRLEN(JSON_VALUE(doc, '$.a' RETURNING VARCHAR ARRAY)) FROM arrays", "Cannot apply 'STRLEN'"),
@@ -296,6 +301,7 @@ def test_operands_druid_refuses(sql: str, message: str) -> None:
     assert e.value.status == 400
     translate("SELECT COUNT(*) FROM arrays WHERE codes = ARRAY[1, 2] AND tags IS NOT NULL", catalog)
     translate("SELECT COUNT(*) FROM arrays WHERE doc = doc OR doc <> doc", catalog)  # Druid 33 plans these
+    translate("SELECT COUNT(*) FROM arrays WHERE codes = codes", catalog)
 
 
 def test_text_compared_with_a_number_column_is_read_as_a_number() -> None:

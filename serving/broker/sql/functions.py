@@ -14,7 +14,7 @@ from sqlglot import exp
 from serving.broker.sql.errors import unknown_function, unsupported, validation_error
 from serving.broker.sql.function_reference import FUNCTIONS as DRUID_REFERENCE
 from serving.broker.sql.rule_registry import ACCEPTED, EMITTED, EMITTED_CLASSES
-from serving.broker.sql.rules.arrays import TYPED as ARRAY_CLASSES
+from serving.broker.sql.rules import ARRAY_NODES as ARRAY_CLASSES
 from serving.broker.sql.udfs import UDFS
 
 ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (

@@ -17,6 +17,17 @@ from serving.broker.sql.timeexpr import call
 Rule = Callable[[exp.Expression, TranslationContext], exp.Expression]
 #: meta key: a column reference that is a multi-value column passed on by a subquery or CTE (a list)
 MULTI_VALUE = "druid_multi_value"
+#: Array functions sqlglot parses into typed nodes: their Druid names (arguments in ``arg_types`` order).
+ARRAY_NODES: dict[type[exp.Expression], str] = {
+    exp.ArraySize: "ARRAY_LENGTH", exp.ArrayContains: "ARRAY_CONTAINS", exp.ArrayToString: "ARRAY_TO_STRING",
+    exp.StringToArray: "STRING_TO_ARRAY", exp.ArrayAppend: "ARRAY_APPEND", exp.ArrayPrepend: "ARRAY_PREPEND",
+    exp.ArrayConcat: "ARRAY_CONCAT", exp.ArraySlice: "ARRAY_SLICE", exp.ArrayConcatAgg: "ARRAY_CONCAT_AGG",
+}
+
+
+def druid_function_name(node: exp.Expression) -> str | None:
+    """The Druid function a call is: an anonymous call's name, or an array node's (``ARRAY_LENGTH``)."""
+    return anonymous_name(node) or ARRAY_NODES.get(type(node))
 
 
 def apply_bottom_up(tree: exp.Expression, rules: list[Rule], ctx: TranslationContext) -> exp.Expression:

@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.rules import ARRAY_NODES as TYPED
 from serving.broker.sql.rules import MULTI_VALUE, anonymous_name, concatenated_arrays
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import druid_type, is_timestamp
@@ -42,12 +43,6 @@ _LIST = "druid_list"  # meta key: a node this rule wrote that is a list
 _LIST_VALUED = frozenset({f"{p}_{op}" for p in ("MV", "ARRAY") for op in ("TO_ARRAY", "APPEND", "PREPEND", "CONCAT",
                                                                           "SLICE", "FILTER_ONLY", "FILTER_NONE")}
                          | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG", "ARRAY_TO_MV"})
-#: Array functions sqlglot parses into typed nodes: their Druid names (arguments in ``arg_types`` order).
-TYPED: dict[type[exp.Expression], str] = {
-    exp.ArraySize: "ARRAY_LENGTH", exp.ArrayContains: "ARRAY_CONTAINS", exp.ArrayToString: "ARRAY_TO_STRING",
-    exp.StringToArray: "STRING_TO_ARRAY", exp.ArrayAppend: "ARRAY_APPEND", exp.ArrayPrepend: "ARRAY_PREPEND",
-    exp.ArrayConcat: "ARRAY_CONCAT", exp.ArraySlice: "ARRAY_SLICE", exp.ArrayConcatAgg: "ARRAY_CONCAT_AGG",
-}
 
 
 def _anonymous(node: exp.Expression) -> exp.Expression:

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import anonymous_name, druid_function_name
 from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_text, native_array_type
 
 _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,
@@ -34,6 +34,10 @@ _STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRI
                            "TIME_PARSE", "PARSE_LONG", "IPV4_MATCH", "IPV4_PARSE", "IPV4_STRINGIFY",
                            "HUMAN_READABLE_BINARY_BYTE_FORMAT", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT",
                            "HUMAN_READABLE_DECIMAL_FORMAT", "TIMESTAMP_TO_MILLIS", "APPROX_COUNT_DISTINCT_BUILTIN"})
+#: array and multi-value functions, which take no ``COMPLEX<json>`` value
+_ARRAY_FUNCTIONS = frozenset({f"{p}_{op}" for p in ("MV", "ARRAY") for op in (
+    "LENGTH", "OFFSET", "ORDINAL", "OFFSET_OF", "ORDINAL_OF", "CONTAINS", "OVERLAP", "TO_STRING", "APPEND", "PREPEND",
+    "CONCAT", "SLICE", "FILTER_ONLY", "FILTER_NONE", "TO_ARRAY", "TO_MV")} | {"STRING_TO_ARRAY", "STRING_TO_MV"})
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
 _AGGREGATES = (exp.Sum, exp.Avg, exp.ApproxDistinct)
 _OPERATOR_NAMES = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "MOD", exp.Like: "LIKE",
@@ -69,6 +73,12 @@ def _calcite_type(node: exp.Expression) -> str:
         inner = t.expressions[0].sql("druid").upper() if t.expressions else "VARCHAR"
         return f"{inner} ARRAY"
     return t.sql("druid").upper()
+
+
+def _two_tables(node: exp.Expression) -> bool:
+    """``t1.a = t2.a``: a comparison of columns of two tables (Druid plans it as a join condition)."""
+    sides = [node.this, node.expression]
+    return all(isinstance(c, exp.Column) and c.table for c in sides) and sides[0].table != sides[1].table
 
 
 def _operands(node: exp.Expression) -> list[exp.Expression]:
@@ -107,8 +117,15 @@ def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Express
                                f"{node.to.sql('druid').upper()}")
     if (isinstance(node, exp.In) and node.args.get("query") is not None and _kind(node.this) == "ARRAY") or (
             isinstance(node, exp.EQ) and _kind(node.this) == "ARRAY" and _kind(node.expression) == "ARRAY"
-            and isinstance(node.find_ancestor(exp.Join, exp.Select), exp.Join)):
+            and (isinstance(node.find_ancestor(exp.Join, exp.Select), exp.Join) or _two_tables(node))):
         raise validation_error("Predicate does not support ARRAY types")
+    function = druid_function_name(node)
+    arguments = [a for a in node.iter_expressions()] if function else []
+    if function in _ARRAY_FUNCTIONS and arguments and _kind(arguments[0]) == "JSON":
+        _refuse(function, arguments)
+    if function in ("MV_FILTER_ONLY", "MV_FILTER_NONE") and arguments and _kind(arguments[0]) == "ARRAY" \
+            and not str(druid_function_name(arguments[0]) or "").startswith(("MV_", "STRING_TO_MV")):
+        _refuse(function, arguments)
     if isinstance(node, exp.In) and _kind(node.this) == "JSON":
         raise validation_error(f"Cannot apply 'IN' to arguments of type '<{_calcite_type(node.this)}>'"
                                " (Cannot join on a COMPLEX<json> value)")
