@@ -86,10 +86,15 @@ def aggregates(select: exp.Select) -> bool:
 
 
 def concatenated_arrays(arrays: exp.Expression, distinct: bool) -> exp.Expression:
-    """``ARRAY_CONCAT_AGG``: the values of a group's arrays in one (``distinct``: once each, sorted, as
-    Druid's sorted set gives them); NULL when no row had a value, as in Druid."""
+    """``ARRAY_CONCAT_AGG``: the values of a group's arrays in one (``distinct``: once each, sorted, a NULL
+    element first, as Druid's sorted set gives them); NULL when no row had an array, ``[]`` when the
+    rows' arrays were empty, as Druid 33 answers."""
     values = call("FLATTEN", call("LIST", arrays.copy()))
     if distinct:
-        values = call("LIST_SORT", call("LIST_DISTINCT", values))
-    none = exp.EQ(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
+        flat = values
+        values = call("LIST_SORT", call("LIST_DISTINCT", flat.copy()))
+        has_null = exp.LT(this=call("LIST_COUNT", flat.copy()), expression=call("LEN", flat.copy()))
+        values = exp.Case(ifs=[exp.If(this=has_null, true=call("LIST_PREPEND", exp.null(), values.copy()))],
+                          default=values)
+    none = exp.EQ(this=exp.Count(this=arrays.copy()), expression=exp.Literal.number(0))
     return exp.Case(ifs=[exp.If(this=none, true=exp.null())], default=values)

@@ -62,11 +62,10 @@ def _case(cond: exp.Expression, then: exp.Expression) -> exp.Expression:
     return exp.Case(ifs=[exp.If(this=cond, true=then)])
 
 
-def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataType,
-                 unnested: bool = False) -> exp.Expression:
+def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataType) -> exp.Expression:
     """``JSON_VALUE(… RETURNING <type> ARRAY)``: the array at ``path`` (NULL for anything else), its
-    elements converted as an ARRAY column stores them (booleans 1/0 in numeric arrays) — but a BOOLEAN
-    array's elements are BOOLEAN once ``UNNEST`` takes them apart, as in Druid."""
+    elements converted as an ARRAY column stores them; a BOOLEAN array's elements are BOOLEAN (``UNNEST``
+    and ``ARRAY_OFFSET`` answer true/false, the whole array is written 1/0), as in Druid."""
     inner = returning.expressions[0] if returning.expressions else exp.DataType.build("VARCHAR")
     if inner.is_type(*exp.DataType.INTEGER_TYPES, exp.DataType.Type.BOOLEAN):
         element = "array<long>"
@@ -76,10 +75,17 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
         element = "array<string>"
     text = call("JSON_EXTRACT", doc.copy(), path.copy()).sql("duckdb")
     converted = exp.maybe_parse(array_sql(f"CAST({text} AS VARCHAR)", "string", element), dialect="duckdb")
-    if inner.is_type(exp.DataType.Type.BOOLEAN) and unnested:  # its elements are BOOLEAN when unnested
+    if inner.is_type(exp.DataType.Type.BOOLEAN):  # BOOLEAN elements (the answer writes the array as 1/0)
         converted = exp.cast(converted, exp.DataType.build("BOOLEAN[]", dialect="duckdb"))
     is_array = exp.EQ(this=call("JSON_TYPE", doc, path), expression=_lit("ARRAY"))
-    return _case(is_array, converted)
+    # an array holding an array or an object is no array of that scalar type: NULL, as in Druid 33
+    element = exp.to_identifier("__j")
+    nested = call("LIST_FILTER", exp.FromJson(this=call("JSON_EXTRACT", doc.copy(), path.copy()),
+                                              expression=_lit('["JSON"]')),
+                  exp.Lambda(this=exp.In(this=call("JSON_TYPE", exp.column(element)),
+                                         expressions=[_lit("ARRAY"), _lit("OBJECT")]), expressions=[element]))
+    flat = exp.EQ(this=call("LEN", nested), expression=exp.Literal.number(0))
+    return _case(exp.and_(is_array, flat), converted)
 
 
 def _json_member(value: exp.Expression) -> exp.Expression:
@@ -108,7 +114,7 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
                          default=call("JSON_EXTRACT_STRING", doc, path))
         returning = node.args.get("returning")
         if isinstance(returning, exp.DataType) and returning.is_type(exp.DataType.Type.ARRAY):
-            return _array_value(doc, path, returning, unnested=isinstance(node.parent, exp.Unnest))
+            return _array_value(doc, path, returning)
         if isinstance(returning, exp.DataType) and not returning.is_type(exp.DataType.Type.VARCHAR):
             return exp.TryCast(this=value, to=returning)
         return value
@@ -179,6 +185,6 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 FUNCTION_RULE = json_functions
 ORDER = 160
 ACCEPTS = frozenset({"JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
-EMITS = frozenset({"JSON", "JSON_ARRAY_LENGTH", "LIST_TRANSFORM", "RANGE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
+EMITS = frozenset({"JSON", "JSON_ARRAY_LENGTH", "LIST_TRANSFORM", "LIST_FILTER", "LEN", "RANGE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
 # JSON_VALUE(… RETURNING … ARRAY): radstack.value_sql.array_sql's element-wise conversion
 EMITS_CLASSES = (exp.FromJson, exp.Transform, exp.RegexpFullMatch, exp.Trunc, exp.JSONType, exp.JSONExtractScalar)
