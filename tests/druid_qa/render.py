@@ -54,8 +54,8 @@ def cell(v: Any, sql_type: str) -> str:
                 return v
         elem = t.removesuffix(" ARRAY") if t.endswith(" ARRAY") else t[t.find("<") + 1:t.rfind(">")]
         return _java_element(v, elem)
-    if t == "OTHER":  # COMPLEX<json>: Druid's JDBC gives JSON text, a string value quoted
-        return orjson.dumps(v).decode()
+    if t == "OTHER":  # COMPLEX<json>: JSON text (Druid 33's SQL answers send it as text, a string quoted)
+        return v if isinstance(v, str) else orjson.dumps(v).decode()
     if t == "TIMESTAMP":
         return _timestamp(v)
     if t == "DATE":
