@@ -79,11 +79,14 @@ def test_a_long_or_chain_plans_in_linear_time_and_answers_right(client: TestClie
 
     # the first statement of 16 KiB or more also starts the planning worker (once): not what is timed here
     _sql(client, chain(1500, "warm_up"))
-    # best of three each: a timing under a loaded machine (CI runs two workers beside other services)
-    # otherwise catches a pause; a quadratic planner is ~4x slower every time, which best-of-n keeps
-    half = min(_sql(client, chain(1500, f"h{i}"))[1] for i in range(3))
-    r, full = min((_sql(client, chain(3000, f"n{i}")) for i in range(3)), key=lambda x: x[1])
-    assert r.status_code == 200 and list(r.json()[0].values()) == [2]
+    # best of three each, and up to three rounds: a timing on a loaded machine (CI runs two workers beside
+    # other services) otherwise catches a pause; a quadratic planner is ~4x slower in every round
+    for attempt in range(3):
+        half = min(_sql(client, chain(1500, f"h{attempt}{i}"))[1] for i in range(3))
+        r, full = min((_sql(client, chain(3000, f"n{attempt}{i}")) for i in range(3)), key=lambda x: x[1])
+        assert r.status_code == 200 and list(r.json()[0].values()) == [2]
+        if full < 3 * half + 0.5:
+            break
     # twice the terms, about twice the time (balanced trees); a left-deep chain was quadratic (~4×, ~10 s)
     assert full < 3 * half + 0.5, (half, full)
 

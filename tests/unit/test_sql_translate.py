@@ -261,6 +261,7 @@ def test_parameters_bind_in_the_order_of_the_text() -> None:
     ("SELECT COUNT(*) FROM arrays WHERE codes = 1", "Cannot apply '=' to arguments of type '<BIGINT ARRAY> = <INT>'"),
     ("SELECT COUNT(*) FROM arrays WHERE doc LIKE '%'", "Cannot apply 'LIKE'"),
     ("SELECT COUNT(*) FROM arrays WHERE doc > doc", "Cannot apply '>'"),
+    ("SELECT COUNT(*) FROM arrays WHERE codes = doc", "Cannot apply '=' to arguments of type '<BIGINT ARRAY> = <COMPLEX<JSON>>'"),
     ("SELECT COUNT(*) FROM arrays WHERE doc BETWEEN doc AND doc", "Cannot apply 'BETWEEN ASYMMETRIC'"),
     ("SELECT SUM(codes) FROM arrays", "Cannot apply 'SUM'"),
     ("SELECT MOD(codes, 1) FROM arrays", "Cannot apply 'MOD'"),

@@ -7,8 +7,8 @@ value to text where a string is expected, where Druid refuses the statement (400
   ``PARSE_LONG``, ``IPV4_*``, ``HUMAN_READABLE_*``, ``TIMESTAMP_TO_MILLIS``) and numeric ones (``ABS``,
   ``ROUND``, ``LN``, ``POWER``, trigonometry …) and arithmetic given an ARRAY or a ``COMPLEX<json>``
   operand (``JSON_VALUE(… RETURNING <type> ARRAY)`` is an ARRAY);
-* ordering comparisons (``<``, ``<=`` …, ``BETWEEN``) of a ``COMPLEX<json>`` value (``=`` and ``<>``
-  are fine), and comparisons of an ARRAY with anything that is not an array (or NULL);
+* comparisons of a ``COMPLEX<json>`` value (only ``=`` and ``<>`` between two of them are fine), and of
+  an ARRAY with anything that is not an array (or NULL);
 * ``SUM``, ``AVG`` and ``APPROX_COUNT_DISTINCT`` of an ARRAY or a ``COMPLEX<json>`` value;
 * ``PARSE_JSON`` / ``TRY_PARSE_JSON`` of anything but a string, a ``JSON_OBJECT`` key that is not a
   string, and ``IN`` over ``COMPLEX<json>`` values;
@@ -137,8 +137,10 @@ def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Express
     if isinstance(node, _COMPARISONS):
         operands = _operands(node)
         kinds = [_kind(o) for o in operands]
-        # COMPLEX<json> values compare for equality only (Druid 33 plans a_nested = a_nested)
-        if ("JSON" in kinds and not isinstance(node, exp.EQ | exp.NEQ)) or ("ARRAY" in kinds and "SCALAR" in kinds):
+        # COMPLEX<json> values compare for equality with each other only (Druid 33 plans a_nested = a_nested,
+        # refuses a_bool = a_nested)
+        json_equality = isinstance(node, exp.EQ | exp.NEQ) and all(k in ("JSON", None) for k in kinds)
+        if ("JSON" in kinds and not json_equality) or ("ARRAY" in kinds and "SCALAR" in kinds):
             symbol = {exp.EQ: "=", exp.NEQ: "<>", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<=",
                       exp.Between: "BETWEEN ASYMMETRIC"}[type(node)]
             kinds_text = f" {symbol} ".join(f"<{_calcite_type(o)}>" for o in operands)
