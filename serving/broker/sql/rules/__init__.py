@@ -98,3 +98,11 @@ def concatenated_arrays(arrays: exp.Expression, distinct: bool) -> exp.Expressio
                           default=values)
     none = exp.EQ(this=exp.Count(this=arrays.copy()), expression=exp.Literal.number(0))
     return exp.Case(ifs=[exp.If(this=none, true=exp.null())], default=values)
+
+
+def joined_elements(array: exp.Expression, separator: exp.Expression) -> exp.Expression:
+    """An array's elements as text joined by ``separator``, a NULL element written ``null`` (as Druid
+    joins them; DuckDB's ``array_to_string`` skips it)."""
+    var = exp.to_identifier("__joined")
+    text = exp.Coalesce(this=exp.cast(exp.column(var), "VARCHAR"), expressions=[exp.Literal.string("null")])
+    return call("ARRAY_TO_STRING", call("LIST_TRANSFORM", array, exp.Lambda(this=text, expressions=[var])), separator)

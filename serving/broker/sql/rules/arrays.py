@@ -26,7 +26,7 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import ARRAY_NODES as TYPED
-from serving.broker.sql.rules import MULTI_VALUE, anonymous_name, concatenated_arrays
+from serving.broker.sql.rules import MULTI_VALUE, anonymous_name, concatenated_arrays, joined_elements
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import druid_type, is_timestamp
 
@@ -244,10 +244,8 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
         if mv:
             return exp.Coalesce(this=test, expressions=[exp.false()])
         return _null_if_null(a, exp.Coalesce(this=test, expressions=[exp.false()])) if op == "OVERLAP" else test
-    if op == "TO_STRING":  # a NULL element is written "null", as Druid joins them (DuckDB skips it)
-        text = exp.Coalesce(this=exp.cast(exp.column(_VAR), "VARCHAR"), expressions=[exp.Literal.string("null")])
-        shown = call("LIST_TRANSFORM", a, exp.Lambda(this=text, expressions=[exp.to_identifier(_VAR)]))
-        return call("ARRAY_TO_STRING", shown, args[1])
+    if op == "TO_STRING":
+        return joined_elements(a, args[1])
     if op == "TO_ARRAY":
         return a
     # a NULL array (or a row without values) stays NULL: DuckDB's list functions would start a new list

@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import anonymous_name, joined_elements
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.type_rules import is_floating, is_integer
 
@@ -43,10 +43,7 @@ def earliest_latest(node: exp.Expression, ctx: TranslationContext) -> exp.Expres
 
 def _java_list_text(array: exp.Expression) -> exp.Expression:
     """``[1, 2, null]``: the elements' text joined by ``", "`` in brackets, NULL when the array is."""
-    var = exp.to_identifier("__e")
-    text = exp.Coalesce(this=exp.cast(exp.column(var), "VARCHAR"), expressions=[exp.Literal.string("null")])
-    joined = call("ARRAY_TO_STRING", call("LIST_TRANSFORM", array, exp.Lambda(this=text, expressions=[var])),
-                  exp.Literal.string(", "))
+    joined = joined_elements(array, exp.Literal.string(", "))
     return exp.DPipe(this=exp.DPipe(this=exp.Literal.string("["), expression=joined), expression=exp.Literal.string("]"))
 
 

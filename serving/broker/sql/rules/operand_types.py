@@ -95,8 +95,6 @@ def _is_null(node: exp.Expression | None) -> bool:
 
 
 def operand_types(node: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
-    if isinstance(node, exp.JSONValue) and isinstance(node.args.get("returning"), exp.DataType):
-        node.type = node.args["returning"].copy()  # what it answers, as Calcite types it (an ARRAY included)
     name = anonymous_name(node)
     if isinstance(node, exp.ParseJSON) or name == "TRY_PARSE_JSON":  # a string only
         operands = list(node.expressions) if name else [node.this]
