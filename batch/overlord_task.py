@@ -26,7 +26,10 @@ from typing import Any
 
 from batch.rebuild_job import rebuild_spec
 from radstack.config import load_settings
+from radstack.druid_cluster.reindex import DruidReindexError, reindex
 from radstack.spec import DatasourceSpec, ProcessingSpec, parse_data_schema
+from radstack.storage.deep_storage import open_deep_storage
+from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import input_topics
 from radstack.time.intervals import condense
 
@@ -70,8 +73,26 @@ def main(argv: list[str] | None = None) -> int:
         out["versions"].append(res.version)
         for k, v in res.stats.items():
             out["stats"][k] = out["stats"].get(k, 0) + int(v)
+    if settings.druid.serves(spec.name):  # the Druid cluster takes the same chunks, as after every rebuild
+        out["druid"] = _to_druid(settings, spec, intervals)
     Path(args[1]).write_text(json.dumps(out))
     return 0
+
+
+def _to_druid(settings: Any, spec: DatasourceSpec, intervals: list[Any]) -> list[dict[str, Any]]:
+    """Each rebuilt interval re-indexed in the Druid cluster; a failure is reported (and left to the server's
+    druid_sync duty to retry), never the task's failure: radstack published the rebuild."""
+    out = []
+    with MetadataStore.from_settings(settings) as md:
+        storage = open_deep_storage(settings)
+        for iv in intervals:
+            try:
+                res = reindex(settings, md, storage, spec, iv, started_by="overlord task")
+                out.append({"interval": iv.iso(), "druidVersion": res.druid_version, "seconds": round(res.seconds, 2)})
+            except DruidReindexError as e:
+                logging.getLogger(__name__).warning("Druid did not take %s: %s", iv.iso(), e)
+                out.append({"interval": iv.iso(), "error": str(e)})
+    return out
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ class NotClosedError(RuntimeError):
     def __init__(self, checks: list[ClosedCheck]) -> None:
         self.checks = checks
         lines = [c.reason for c in checks if not c.closed]
+        if len(lines) > 3:  # a day of minute chunks is 1,440 reasons: the first two and the last
+            lines = [*lines[:2], f"… {len(lines) - 3:,} more chunk(s) not closed …", lines[-1]]
         super().__init__(
             "refusing to rebuild intervals that are not closed yet (use --force to rebuild anyway):\n  "
             + "\n  ".join(lines)

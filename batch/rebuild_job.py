@@ -48,6 +48,7 @@ from batch.planning import (
 )
 from batch.tombstones import with_tombstones
 from radstack.config import load_settings
+from radstack.druid_cluster.json_export import write_json_lines
 from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.input_schema import join_options
 from radstack.pipeline.rollup import rollup_rows
@@ -236,6 +237,18 @@ class _Stopwatch:
 InputReader = Callable[["SparkSession", Any, DatasourceSpec, list[Interval]], tuple["DataFrame", dict[str, "DataFrame"]]]
 
 
+def _corrections(md: MetadataStore, storage: DeepStorage, spec: DatasourceSpec, chunks: list[Interval],
+                 full: list[Any], raw: Any, rows: BatchRows, written: dict[int, Any]) -> list[Any]:
+    """What this publish changes against the real-time answer (recorded in the same transaction)."""
+    served = realtime_served(md, spec.name, chunks, streamed=bool(spec.processing.topics))
+    if not served:
+        return []
+    archived = raw_counts(raw, spec)
+    counts = {c.start: ChunkCounts(*written.get(c.start, (0, 0)), None if archived is None else archived.get(c.start, 0))
+              for c in served}  # fmt: skip
+    return corrections(storage, spec, served, full, counts, dedup_counted=rows.dedup_key is not None)
+
+
 def rebuild(
     settings: Settings,
     datasource: str,
@@ -313,15 +326,10 @@ def rebuild_spec(
             full = with_tombstones(datasource, chunks, segments, version, dimensions=dims,
                                    metrics=spec.data_schema.metric_names)  # fmt: skip
             stages.lap("renumber")
-            # what this publish changes against the real-time answer, recorded in the same transaction
-            served = realtime_served(md, datasource, chunks, streamed=bool(spec.processing.topics))
-            fixes = []
-            if served:
-                archived = raw_counts(raw, spec)
-                counts = {c.start: ChunkCounts(*written.get(c.start, (0, 0)),
-                                               None if archived is None else archived.get(c.start, 0))
-                          for c in served}  # fmt: skip
-                fixes = corrections(storage, spec, served, full, counts, dedup_counted=rows.dedup_key is not None)
+            if settings.druid.serves(datasource) and not settings.druid.parquet_input:
+                write_json_lines(storage, segments)  # what the Druid cluster's re-index reads (no Parquet there)
+                stages.lap("druid_json")
+            fixes = _corrections(md, storage, spec, chunks, full, raw, rows, written)
             stages.lap("corrections")
             publish(md, storage, full, corrections=fixes)
             stages.lap("publish")

@@ -56,6 +56,7 @@ from batch.rebuild_job import rebuild  # noqa: E402
 from operations.druid_local import LocalDruid, ensure_druid_jars  # noqa: E402
 from radstack.config import load_settings  # noqa: E402
 from radstack.datasources import get_spec  # noqa: E402
+from radstack.druid_cluster.submit import OverlordClient  # noqa: E402
 from radstack.pipeline.spark_session import build_spark_session  # noqa: E402
 from radstack.storage.deep_storage import open_deep_storage  # noqa: E402
 from radstack.storage.deep_storage.local import LocalDeepStorage  # noqa: E402
@@ -63,26 +64,26 @@ from radstack.storage.raw_archive import data_key  # noqa: E402
 from radstack.time.intervals import Interval, parse_instant  # noqa: E402
 from realtime.archiver.records import SCHEMA  # noqa: E402
 from realtime.generators.ads import ADVERTISERS, CITIES, GENDERS, PUBLISHERS  # noqa: E402
-from serving.druid_cluster.submit import OverlordClient  # noqa: E402
 
 DAY = parse_instant("2026-11-20T00:00:00Z")
 HOUR = 3_600_000
 TOPIC = "impressions"
 
 
-def write_archive(root: Path | Any, events: int, duplicates: float, seed: int = 7, per_file: int = 250_000) -> int:
-    """Write ``events`` unique impressions (+ duplicates) spread over DAY into a local folder (or any deep
-    storage, e.g. HDFS for bench_cluster); returns records written."""
+def write_archive(root: Path | Any, events: int, duplicates: float, seed: int = 7, per_file: int = 250_000,
+                  hours: int = 24) -> int:
+    """Write ``events`` unique impressions (+ duplicates) spread over the first ``hours`` of DAY into a local
+    folder (or any deep storage, e.g. HDFS for bench_cluster); returns records written."""
 
     storage = LocalDeepStorage(root) if isinstance(root, Path) else root
     rng = np.random.default_rng(seed)
-    per_hour = events // 24
+    per_hour = events // hours
     offset = 0
     written = 0
     pubs, advs, gens, cits = (pa.array(x) for x in (PUBLISHERS, ADVERTISERS, GENDERS, CITIES))
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
-        for h in range(24):
-            n = per_hour + (events - per_hour * 24 if h == 23 else 0)
+        for h in range(hours):
+            n = per_hour + (events - per_hour * hours if h == hours - 1 else 0)
             start = DAY + h * HOUR
             times = np.sort(rng.integers(start, start + HOUR, n))
             ids = pc.binary_join_element_wise(

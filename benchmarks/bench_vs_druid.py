@@ -144,7 +144,7 @@ def _plain(v: Any) -> Any:
 
 
 def druid_ingest(druid: Any, table: pa.Table, work: Path) -> float:
-    from serving.druid_cluster.submit import OverlordClient
+    from radstack.druid_cluster.submit import OverlordClient
 
     work.mkdir(parents=True, exist_ok=True)
     path = work / "rows.json"

@@ -7,12 +7,14 @@ Thin on purpose — the work is in ``batch/``, run in radstack's own virtualenv 
 
 ``wait_for_archive`` (sensor, reschedule mode: ``python -m batch.airflow_tasks check`` until the interval
 is closed — window period passed and the archiver watermark past end + windowPeriod — and the configured
-delay has passed) → ``rebuild`` (``radctl backfill --via local``; ``SparkSubmitOperator`` when
-``spark.master`` is a cluster) → ``verify`` (``python -m batch.airflow_tasks verify``: the new version
-serves the interval).
+delay has passed) → ``rebuild`` (``radctl backfill --via local --no-druid``; ``SparkSubmitOperator`` when
+``spark.master`` is a cluster) → ``druid`` (``python -m batch.airflow_tasks druid``: for a datasource the
+Druid cluster of the settings serves, re-index the rebuilt chunks there until Druid's broker serves them;
+nothing to do otherwise; retried like the rebuild) → ``verify`` (``python -m batch.airflow_tasks verify``:
+the new version serves the interval, in radstack and in Druid).
 
-Schedule: the segment granularity, as explicit data intervals (``CronDataIntervalTimetable``), so a run
-covers exactly one segment bucket. Clearing a run's tasks in the UI rebuilds that interval again (a newer
+Schedule: the segment granularity — or ``airflow.run_granularity`` (an hour) when the segments are finer —
+as explicit data intervals (``CronDataIntervalTimetable``), so a run covers whole segment buckets. Clearing a run's tasks in the UI rebuilds that interval again (a newer
 version); triggering with conf ``{"interval": "2026-11-20/P1D"}`` rebuilds any interval, and
 ``{"force": true}`` skips the closedness wait.
 
@@ -43,6 +45,7 @@ from radstack.config import Settings, load_settings  # noqa: E402
 from radstack.datasources import load_catalog  # noqa: E402
 from radstack.spec import DatasourceSpec, load_datasource_spec  # noqa: E402
 from radstack.storage.supervisors import merge_catalog  # noqa: E402
+from radstack.time.granularity import Granularity  # noqa: E402
 from radstack.time.intervals import Period  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -64,8 +67,15 @@ def radstack_python() -> str:
     return os.environ.get("RADSTACK_PYTHON") or str(REPO / ".venv" / "bin" / "python")
 
 
+def run_granularity(segment: Granularity, settings: Settings) -> Granularity:
+    """What one scheduled run covers: the segment granularity, or ``airflow.run_granularity`` when the
+    segments are finer (60 MINUTE chunks in one hourly run, not 60 runs each waiting out the delay)."""
+    floor = Granularity.parse(str(settings.airflow.run_granularity or "hour"))
+    return floor if segment.is_finer_than(floor) else segment
+
+
 def timetable_for(granularity: Any) -> Any:
-    """Explicit data intervals at the segment granularity (cron when it has one, else fixed steps)."""
+    """Explicit data intervals at ``granularity`` (cron when it has one, else fixed steps)."""
     name = granularity.to_json()
     if isinstance(name, str) and name.lower() in CRONS:
         return CronDataIntervalTimetable(CRONS[name.lower()], timezone="UTC")
@@ -103,7 +113,7 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
     with DAG(
         dag_id=f"{settings.airflow.dag_prefix or 'radstack_rebuild_'}{name}",
         description=f"Rebuild {name} from the raw archive (batch layer)",
-        schedule=timetable_for(spec.data_schema.segment_granularity),
+        schedule=timetable_for(run_granularity(spec.data_schema.segment_granularity, settings)),
         start_date=dt.datetime(2026, 1, 1, tzinfo=dt.UTC),
         catchup=False,
         max_active_runs=4,
@@ -149,8 +159,10 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
             @task(task_id="rebuild")
             def rebuild_local(**context: Any) -> str:
                 interval = _interval(context)
+                run = context.get("run_id") or ""
                 proc = _run([radstack_python(), "-m", "operations", "backfill", "--via", "local", "--json",
-                             "--force", "--interval", interval, "--datasource", name])  # fmt: skip
+                             "--force", "--no-druid", "--interval", interval, "--datasource", name,
+                             "--started-by", f"airflow {context['dag'].dag_id} {run}".strip()])  # fmt: skip
                 if proc.returncode != 0:
                     raise RuntimeError(f"rebuild of {name} {interval} failed (exit {proc.returncode}); see the log above")
                 return proc.stdout.strip()
@@ -168,7 +180,18 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
                 raise RuntimeError(f"verification failed: {proc.stdout.strip() or proc.stderr.strip()[-500:]}")
             return proc.stdout.strip()
 
-        wait_for_archive() >> rebuild >> verify()
+        @task(task_id="druid")
+        def druid(**context: Any) -> str:
+            interval = _interval(context)
+            run = context.get("run_id") or ""
+            proc = _run([radstack_python(), "-m", "batch.airflow_tasks", "druid", "--datasource", name,
+                         "--interval", interval, "--started-by", f"airflow {context['dag'].dag_id} {run}".strip()])  # fmt: skip
+            if proc.returncode != 0:
+                raise RuntimeError(f"the Druid cluster did not take {name} {interval} (exit {proc.returncode}): "
+                                   f"{(proc.stdout + proc.stderr).strip()[-500:]}")
+            return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+
+        wait_for_archive() >> rebuild >> druid() >> verify()
     return dag
 
 

@@ -12,9 +12,7 @@ per-chunk summary becomes the task report. Writes need ``admin`` when authentica
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
 import subprocess
 import threading
 import time
@@ -25,14 +23,13 @@ from fastapi.responses import JSONResponse
 
 from batch.backfill import BackfillError, check_plan_closed, plan_backfill
 from batch.planning import BackfillPlanError, NotClosedError
+from batch.rebuild_tasks import TASK_TYPE, new_rebuild_task_id, task_log_path
 from operations.processes import radctl_argv
-from radstack.time.clock import now_millis
-from radstack.time.intervals import format_instant
+from serving.auth import request_user
 from serving.errors import DruidError, invalid_input
 
 router = APIRouter()
 
-TASK_TYPE = "radstack_backfill"
 
 
 class BackfillSlots:
@@ -98,11 +95,14 @@ async def start_backfill(request: Request) -> JSONResponse:
         raise invalid_input(str(e).strip("'\"")) from e
     slots = _slots(ctx)
     ahead = slots.enter_queue()
-    task_id = f"{TASK_TYPE}_{ds}_{secrets.token_hex(4)}_{format_instant(now_millis())}"
+    task_id = new_rebuild_task_id(ds)
+    user = request_user(request)
+    started_by = "console" + (f" ({user.name})" if user is not None else "")
     payload = {"type": TASK_TYPE, "id": task_id, "dataSource": ds, "interval": interval, "force": force,
-               "chunks": plan.total}  # fmt: skip
-    ctx.metadata.insert_task(task_id, type=TASK_TYPE, datasource=ds, payload=payload)
-    argv = radctl_argv("backfill", "--via", "local", "--json", "--interval", interval, "--datasource", ds)
+               "chunks": plan.total, "startedBy": started_by}  # fmt: skip
+    ctx.metadata.insert_task(task_id, type=TASK_TYPE, datasource=ds, payload=payload)  # visible while it waits
+    argv = radctl_argv("backfill", "--via", "local", "--json", "--no-wait", "--interval", interval,
+                       "--datasource", ds, "--task-id", task_id, "--started-by", started_by)
     if force:
         argv.append("--force")
     threading.Thread(target=slots.run, args=(lambda: _run(ctx, task_id, argv),), daemon=True, name=task_id).start()
@@ -110,8 +110,10 @@ async def start_backfill(request: Request) -> JSONResponse:
 
 
 def _run(ctx: Any, task_id: str, argv: list[str]) -> None:
+    """Run the child; it records the task's outcome itself (batch/rebuild_tasks.py). Here only what the
+    child could not record: it did not start, or died before it finished the task."""
     settings = ctx.settings
-    log = settings.logs_dir / f"{task_id.replace(':', '_')}.log"
+    log = task_log_path(settings, task_id)
     log.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
     if settings.source is not None:
@@ -119,16 +121,13 @@ def _run(ctx: Any, task_id: str, argv: list[str]) -> None:
     env["RADSTACK_HOME"] = str(settings.home)
     t0 = time.monotonic()
     try:
-        with log.open("wb") as err:
-            proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=err, timeout=24 * 3600)
-        chunks = [json.loads(line) for line in proc.stdout.decode().splitlines() if line.startswith("{")]
-        failed = [c for c in chunks if c.get("status") != "published"]
-        ok = proc.returncode == 0 and not failed and bool(chunks)
-        error = None if ok else (failed[0].get("error") if failed else f"radctl backfill exited {proc.returncode}; see {log}")
-        ctx.metadata.update_task(
-            task_id, status="SUCCESS" if ok else "FAILED", duration_ms=int((time.monotonic() - t0) * 1000),
-            error_msg=error, report={"chunks": chunks, "log": str(log)},
-        )  # fmt: skip
+        with log.open("ab") as err:  # the child's stderr (progress, a crash) joins the task's own log
+            proc = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=err, timeout=24 * 3600)
+        row = ctx.metadata.get_task(task_id)
+        if row is not None and row.active:
+            ctx.metadata.update_task(task_id, status="FAILED", duration_ms=int((time.monotonic() - t0) * 1000),
+                                     error_msg=f"radctl backfill exited {proc.returncode} before it finished the "
+                                               "task; see its log", report={"chunks": [], "log": str(log)})
     except (OSError, subprocess.SubprocessError, DruidError) as e:
         ctx.metadata.update_task(task_id, status="FAILED", duration_ms=int((time.monotonic() - t0) * 1000),
-                                 error_msg=f"{type(e).__name__}: {e}")
+                                 error_msg=f"{type(e).__name__}: {e}", report={"chunks": [], "log": str(log)})

@@ -11,11 +11,9 @@ ports; ``status`` and ``down`` read it, so they work from any process.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
 import sys
 import time
 from collections.abc import Iterable
@@ -30,7 +28,7 @@ from operations.hosts import SimulatedHosts
 from operations.kafka_broker import KafkaBroker, metadata_ok, new_cluster_id
 from operations.processes import NodeLaunch, free_ports, stop_process_group, tail
 from operations.spark_standalone import SparkStandalone, master_state
-from radstack.process_state import pid_alive, process_start_time
+from radstack.process_state import kill_group, pid_alive, process_start_time
 from realtime.topics import admin_client
 
 STATE_FILE = "state.json"
@@ -139,9 +137,7 @@ class LocalCluster:
         """SIGKILL one Kafka node, as a crash would (its process group)."""
         b = self.brokers[node_id - 1]
         if b.process is not None:
-            with contextlib.suppress(ProcessLookupError):  # no TERM first: no shutdown hook may run
-                os.killpg(b.process.pid, signal.SIGKILL)
-            b.process.wait(timeout=10)
+            kill_group(b.process)
             b.process = None
 
     # ---------------------------------------------------------------- what others read

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -34,6 +33,7 @@ import httpx
 
 from operations.processes import free_port
 from radstack import jvm
+from radstack.process_state import kill_group, stop_groups
 
 __all__ = ["DruidError", "ServiceSpec", "LocalDruid", "ensure_druid_jars", "JAVA17_FLAGS", "SERVICES"]
 
@@ -359,21 +359,18 @@ class LocalDruid:
     def stop(self, grace_s: float = 20.0) -> None:
         """TERM every process group (services first, ZooKeeper last), then KILL what is left."""
         order = [n for n in self.procs if n != "zookeeper"][::-1] + (["zookeeper"] if "zookeeper" in self.procs else [])
-        for name in order:
-            proc = self.procs[name]
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        end = time.monotonic() + grace_s
-        for name in order:
-            proc = self.procs[name]
-            try:
-                proc.wait(max(0.1, end - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop_groups([self.procs[n] for n in order], grace_s)
         self.procs.clear()
+
+    def kill_service(self, name: str) -> None:
+        """``kill -9`` one service's process group (a host failing, for tests); :meth:`restart_service` brings it back."""
+        kill_group(self.procs.pop(name), 30)
+
+    def restart_service(self, name: str, timeout_s: float = 180.0) -> None:
+        """Start one service again (same ports and folders) and wait until it is healthy."""
+        svc = next(s for s in self.services if s.name == name)
+        self._start_service(svc, ensure_druid_jars(self.jvm_dir))
+        self._wait_health(name, time.monotonic() + timeout_s)
 
     def __enter__(self) -> LocalDruid:
         self.start()

@@ -15,7 +15,6 @@ DataNode has its own conf dir with its ports and data dir) and is stopped by :me
 
 from __future__ import annotations
 
-import contextlib
 import getpass
 import json
 import os
@@ -35,6 +34,7 @@ from hdfs import HdfsError, InsecureClient
 
 from operations.processes import NodeGroup, free_ports
 from radstack import jvm
+from radstack.process_state import stop_groups
 
 
 class HdfsClusterError(RuntimeError):
@@ -413,18 +413,7 @@ class HdfsCluster(NodeGroup):
         return True
 
     def _stop_processes(self) -> None:
-        procs = list(self._procs.items())
-        for _, proc in reversed(procs):
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGTERM)
-        for _, proc in procs:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop_groups([proc for _, proc in reversed(list(self._procs.items()))], 15)  # the DataNode first
         self._procs.clear()
 
     def stop(self) -> None:

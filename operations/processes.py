@@ -16,15 +16,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from radstack.process_state import proc_stat
+from radstack.process_state import kill_group, proc_stat
 
 
-def stop_process_group(pid: int, timeout: float = 30.0) -> bool:
-    """TERM the process group led by ``pid``, wait, then KILL it. True if it stopped before KILL."""
+def writes_to(stream: Any, path: Path) -> bool:
+    """Does ``stream`` (a file object) already write to ``path`` (a process started by ``radctl up``,
+    whose stderr is its log file)? Then a log handler for ``path`` would write every line twice."""
+    try:
+        a, b = os.fstat(stream.fileno()), os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def stop_process_group(pid: int, timeout: float = 30.0, leader_first: float = 0.0) -> bool:
+    """TERM the process group led by ``pid``, wait, then KILL it. True if it stopped before KILL.
+
+    With ``leader_first`` (seconds), only the leader is told first, so it can stop its children itself
+    (``radctl stream`` ends its Spark queries before the driver JVM goes, instead of a JVM killed under
+    it and hundreds of lines of Py4J errors); the group gets TERM if it is still there after that."""
     try:
         pgid = os.getpgid(pid)
     except ProcessLookupError:
         return True
+    if leader_first > 0:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + min(leader_first, timeout)
+        while time.monotonic() < deadline:
+            _reap(pid)
+            if not _group_alive(pgid):
+                return True
+            time.sleep(0.1)
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
@@ -183,10 +206,7 @@ class NodeGroup:
 
     def kill(self, name: str) -> None:
         """SIGKILL one node's process group, as a crash would: no shutdown hook runs."""
-        proc = self._procs[name]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        kill_group(self._procs[name])
 
     def _spawn_node(self, name: str, cmd: list[str], log: Path, env: dict[str, str], cwd: Path | None = None) -> None:
         self._launches[name] = NodeLaunch.of(cmd, log, env, cwd)

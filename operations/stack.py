@@ -34,8 +34,10 @@ from radstack.config import Settings
 from radstack.datasources import load_catalog
 from radstack.process_state import pid_alive, process_start_time
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.raw_archive import archive_watermark
 from radstack.storage.replicas import MAX_REPLICAS
 from radstack.storage.supervisors import load_supervisors
+from radstack.time.intervals import format_instant
 from realtime.archiver.settings import archiver_config
 from realtime.spool import SpoolStats
 from realtime.spool import inspect as inspect_spool
@@ -61,6 +63,7 @@ class ProcessSpec:
     log_name: str | None = None  # stdout/stderr file under logs/ (default <name>.log)
     ready_timeout: Callable[[Any], float] = lambda s: 60.0
     stop_timeout: float = 30.0
+    stop_leader_first: float = 0.0  # seconds the leader gets to stop its children before the group's TERM
     env: Callable[[Any], dict[str, str]] | None = None  # added to the stack's environment
 
 
@@ -136,9 +139,10 @@ PROCESSES: list[ProcessSpec] = [
             enabled=lambda s, r=r: _has_streaming_specs(s) and int(s.streaming.replicas) > r,
             argv=lambda s, r=r: radctl_argv("stream", *(("--replica", str(r)) if r else ())),
             port=lambda s: None,
-            health=lambda s, r=r: streaming_health(s, replica=r),
+            health=lambda s, r=r: streaming_health(s, replica=r, since_ms=_started_ms(s, "stream" if r == 0 else f"stream-replica{r}")),
             ready_timeout=lambda s: 240.0,
             stop_timeout=45.0,
+            stop_leader_first=30.0,  # it stops its queries and Spark session, then its JVM ends with it
         )
         for r in range(MAX_REPLICAS)
     ],
@@ -154,6 +158,12 @@ PROCESSES: list[ProcessSpec] = [
         stop_timeout=30.0,
     ),
 ]
+
+
+def _started_ms(s: Any, name: str) -> int | None:
+    """When the process ``name`` was started (its pid file), in epoch millis."""
+    rec = PidRecord.read(pid_file(s, name))
+    return int(rec.started_at * 1000) if rec is not None else None
 
 
 def _has_streaming_specs(s: Any) -> bool:
@@ -275,6 +285,7 @@ def start_one(settings: Settings, spec: ProcessSpec, say: Callable[[str], None] 
             spec.prepare(settings)
         except Exception as e:  # noqa: BLE001 - reported as this process's failure, the rest keeps going
             return Outcome(spec.name, "failed", f"could not be prepared: {e}")
+    started = time.monotonic()  # the health timeout counts from the start, not from a first install
     argv = spec.argv(settings)
     with open(log, "ab") as out:
         out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
@@ -289,7 +300,7 @@ def start_one(settings: Settings, spec: ProcessSpec, say: Callable[[str], None] 
             env={**_child_env(settings), **(spec.env(settings) if spec.env is not None else {})},
         )
     PidRecord(spec.name, proc.pid, process_start_time(proc.pid), argv, port, time.time(), str(log)).write(pf)
-    deadline = t0 + spec.ready_timeout(settings)
+    deadline = started + spec.ready_timeout(settings)
     while True:
         code = proc.poll()
         if code is not None:
@@ -352,6 +363,7 @@ def down(settings: Settings, say: Callable[[str], None] = lambda m: None,
         else []
     )
     timeouts = {p.name: p.stop_timeout for p in PROCESSES}
+    leader_first = {p.name: p.stop_leader_first for p in PROCESSES}
     for name in list(reversed(known)) + extra:
         pf = pid_file(settings, name)
         rec = PidRecord.read(pf)
@@ -362,7 +374,7 @@ def down(settings: Settings, say: Callable[[str], None] = lambda m: None,
             o = Outcome(name, "not-running", "was not running (stale pid file removed)", rec.pid)
         else:
             t0 = time.monotonic()
-            clean = stop_process_group(rec.pid, timeouts.get(name, 30.0))
+            clean = stop_process_group(rec.pid, timeouts.get(name, 30.0), leader_first.get(name, 0.0))
             pf.unlink(missing_ok=True)
             o = Outcome(
                 name,
@@ -397,10 +409,14 @@ class StackStatus:
     groups: list[dict[str, Any]] = field(default_factory=list)
     kafka_error: str | None = None
     spool: SpoolStats | None = None
+    #: the archive's completeness watermark per topic a datasource reads (epoch millis; None: never ran)
+    archiver_watermarks: dict[str, int | None] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "processes": [p.as_dict() for p in self.processes],
+            "archiver_watermarks": {t: None if w is None else format_instant(w)
+                                    for t, w in self.archiver_watermarks.items()},
             "spool": None if self.spool is None else self.spool.as_dict(),
             "kafka": {
                 "bootstrap_servers": self.bootstrap_servers,
@@ -409,6 +425,19 @@ class StackStatus:
                 "error": self.kafka_error,
             },
         }
+
+
+def archiver_watermarks(settings: Settings) -> dict[str, int | None]:
+    """Each topic a datasource reads, with the archiver's watermark for it (what ``radctl backfill``
+    waits for before a chunk is closed); empty when there is no metadata store yet."""
+    try:
+        topics = sorted({t for spec in load_catalog(settings).values() for t in spec.processing.topics})
+        if not topics:
+            return {}
+        with MetadataStore.from_settings(settings, create=False) as md:
+            return {t: archive_watermark(md, t) for t in topics}
+    except Exception:  # noqa: BLE001 - status reports what it can; a missing store is not an error here
+        return {}
 
 
 def status(settings: Settings, with_kafka: bool = True) -> StackStatus:
@@ -433,7 +462,7 @@ def status(settings: Settings, with_kafka: bool = True) -> StackStatus:
             )
         else:
             procs.append(ProcessStatus(spec.name, "running", rec.pid, rec.port, spec.health(settings), log))
-    st = StackStatus(procs, spool=inspect_spool(settings.spool_dir))
+    st = StackStatus(procs, spool=inspect_spool(settings.spool_dir), archiver_watermarks=archiver_watermarks(settings))
     if with_kafka:
 
         st.bootstrap_servers = settings.kafka.clients_bootstrap

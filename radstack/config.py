@@ -106,6 +106,8 @@ class ServerSettings(Section):
         default_factory=list, description="addresses of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto "
         "name the real client (sign-in limits, per-client lanes); none by default: the peer address is the client")
     port: int = Field(8888, description="its port")
+    request_log: bool = Field(True, description="one line per query in serve.log: method, path, status, time, size, "
+                              "query id, user, client (serving/request_log.py)")
     max_body_bytes: int = Field(64 * 1024 * 1024, description="largest request body (413 above)")
     max_concurrent_queries: int = Field(16, description="queries run at once; more wait in the queue")
     max_queued_queries: int = Field(128, description="queries that may wait for a slot; more → 429")
@@ -333,6 +335,10 @@ class AirflowSettings(Section):
     dag_prefix: str = Field("radstack_rebuild_", description="DAG id prefix, one DAG per datasource")
     schedule_delay: str = Field("PT30M",
                                 description="scheduled runs start this long after a segment interval ends (windowPeriod + archiver lag)")
+    run_granularity: str = Field(
+        "hour", description="the shortest interval one scheduled run rebuilds: a datasource with finer segments "
+        "(MINUTE) gets one run per hour for all its chunks (one Spark job), so waiting runs never fill "
+        "max_active_runs and a manual trigger runs at once; coarser segments keep one run per segment")
     wait_timeout_seconds: float = Field(3600, description="how long `radctl backfill` waits for the DAG runs")
     task_retries: int = Field(1, ge=0, description="retries of a DAG's rebuild task before its run fails (clear it in the UI to run it again)")
     retry_delay_seconds: float = Field(120, ge=0, description="wait before such a retry")
@@ -370,6 +376,10 @@ class LocalInputSettings(Section):
     allowed_dirs: list[str] = Field(
         default_factory=list,
         description="directories `local` input sources may read (after symlinks and ..); empty → {home}/data and the checkout's examples/ (a local deep storage is always allowed)")
+    base_dir: str = Field(
+        "", description="what a relative `baseDir` or file of a `local` input source is relative to; empty → the "
+        "checkout radstack runs from (so `examples/rollup-tutorial` works), as Druid reads them against its "
+        "installation directory")
 
 
 class HttpInputSettings(Section):
@@ -392,6 +402,44 @@ class IngestionSettings(Section):
                                   description="HDFS path prefixes `hdfs` inputs may read (never under deep_storage.path)")
     password_env_variables: list[str] = Field(
         default_factory=list, description="environment variables an `environment` password provider may name (none by default)")
+
+
+class DruidSettings(Section):
+    """An Apache Druid cluster that serves some datasources too; radstack keeps it in step (docs/druid-cluster.md)."""
+
+    datasources: list[str] = Field(
+        default_factory=list, description="datasources Druid serves as well; empty → none (the Druid target is off)")
+    overlord_url: str = Field("", description="the Overlord (or a Router): tasks and supervisors")
+    coordinator_url: str = Field("", description="the Coordinator: load status, rules, compaction; empty → overlord_url")
+    broker_url: str = Field("", description="the Broker (or a Router): Druid's answers and sys.segments; empty → overlord_url")
+    user: str = Field("", description="Druid's basic-auth user (druid-basic-security); empty → no auth")
+    password: str = Field("", description="its password (RADSTACK_DRUID__PASSWORD)")
+    parquet_input: bool = Field(
+        False, description="the cluster has druid-parquet-extensions: re-indexes read the segments' Parquet files; "
+        "false → the batch job also writes each segment's rows as gzip JSON lines (data.json.gz) and Druid reads those")
+    kafka_bootstrap_servers: str = Field(
+        "", description="how Druid's supervisors reach Kafka; empty → the address radstack's own clients use")
+    supervisor_task_duration: str = Field(
+        "PT1H", description="the supervisors' taskDuration (at least PT1M: Druid 33's Kafka tasks fail on less)")
+    reindex_timeout_seconds: float = Field(1800, description="how long one re-index may take, load included")
+    sync_period_seconds: float = Field(
+        30, description="how often the server posts supervisors, rules and compaction configs that changed")
+    timeout_seconds: float = Field(30, description="one HTTP request to Druid")
+
+    def serves(self, datasource: str) -> bool:
+        return bool(self.overlord_url) and datasource in self.datasources
+
+    @property
+    def coordinator(self) -> str:
+        return self.coordinator_url or self.overlord_url
+
+    @property
+    def broker(self) -> str:
+        return self.broker_url or self.overlord_url
+
+    @property
+    def auth(self) -> tuple[str, str] | None:
+        return (self.user, self.password) if self.user else None
 
 
 class DatasourcesSettings(Section):
@@ -421,6 +469,7 @@ class Settings(Section):
     jvm: JvmSettings = Field(default_factory=JvmSettings)
     datasources: DatasourcesSettings = Field(default_factory=DatasourcesSettings)
     ingestion: IngestionSettings = Field(default_factory=IngestionSettings)
+    druid: DruidSettings = Field(default_factory=DruidSettings)
 
     _source: Path | None = PrivateAttr(default=None)
 
@@ -458,6 +507,12 @@ class Settings(Section):
     def data_dir(self) -> Path:
         """Where input files for tasks go by default (``ingestion.local.allowed_dirs`` empty)."""
         return self.home / "data"
+
+    @property
+    def local_input_base(self) -> Path:
+        """Where a relative ``local`` input path starts (``ingestion.local.base_dir``, else the checkout)."""
+        base = self.ingestion.local.base_dir
+        return _expand(base) if base else REPO_ROOT
 
     @property
     def local_input_dirs(self) -> list[Path]:

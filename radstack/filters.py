@@ -19,8 +19,9 @@ alphanumeric, numeric, strlen), ``and``, ``or``, ``not``, ``regex``, ``like``, `
 ``timeFormat``, ``regex``, ``partial``, ``identity``, ``cascade``.
 
 Multi-value string columns (``multi_value_columns``, DuckDB lists): a filter on one matches a row when
-it matches any of its values, as in Druid (``not`` of it: when none does); ``null`` matches rows
-without values.
+it matches any of its values, as in Druid, with SQL's three values (unknown when none matches but one
+is NULL, so ``not`` of it holds when no value matches and none is NULL); a row without values is read as
+one NULL value, so ``null`` matches rows without values or with a NULL value.
 """
 
 from __future__ import annotations
@@ -29,12 +30,19 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from radstack.expressions import Compiler, normalize_type, parse_expression, required_columns
+from radstack.expressions import (
+    Compiler,
+    json_scalar_text,
+    normalize_type,
+    parse_expression,
+    required_columns,
+)
 from radstack.sql_text import ExpressionError, check_dialect, quote_identifier, string_literal
 from radstack.time.floor import granularity_floor_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import Interval, TimeParseError
 from radstack.time.sql import time_format_sql
+from radstack.value_sql import values_or_null_sql
 
 __all__ = ["FilterError", "filter_to_sql", "extraction_to_sql", "filter_columns"]
 
@@ -50,13 +58,15 @@ class FilterError(ValueError):
 
 
 class _Col:
-    """A compiled column reference: SQL plus Druid type (``LONG``/``DOUBLE``/``STRING``/None)."""
+    """A compiled column reference: SQL plus Druid type (``LONG``/``DOUBLE``/``STRING``/None), and the
+    column it reads when it reads one directly."""
 
-    __slots__ = ("sql", "type")
+    __slots__ = ("name", "sql", "type")
 
-    def __init__(self, sql: str, type_: str | None) -> None:
+    def __init__(self, sql: str, type_: str | None, name: str | None = None) -> None:
         self.sql = sql
         self.type = type_
+        self.name = name
 
 
 def _parse_number(value: Any) -> int | float | None:
@@ -84,7 +94,7 @@ def _num_literal(v: int | float) -> str:
 
 
 #: Filters on one column that match a multi-value row when one of its values matches.
-_VALUE_FILTERS = frozenset({"selector", "equals", "in", "bound", "range", "regex", "like", "search"})
+_VALUE_FILTERS = frozenset({"selector", "equals", "in", "bound", "range", "regex", "like", "search", "null"})
 _VALUE = "__filter_value"
 
 
@@ -118,10 +128,17 @@ class _FilterCompiler:
         q = quote_identifier(name, self.d)
         if t == "TIMESTAMP":
             return _Col(f"unix_millis({q})" if self.d == "spark" else f"epoch_ms({q})", "LONG")
-        return _Col(q, t)
+        return _Col(q, t, name)
 
     def as_string(self, c: _Col) -> str:
-        if c.type in ("STRING", None):
+        if c.type == "STRING":
+            return c.sql
+        if c.type is None and self.d == "duckdb" and c.name is not None \
+                and str(self.column_types.get(c.name, "")).upper() in ("COMPLEX<JSON>", "JSON"):
+            # a JSON column compared as text: its scalar's value (an object or array is none), as Druid
+            sql = f"(CASE WHEN json_type({c.sql}) IN ('OBJECT', 'ARRAY') THEN NULL ELSE {c.sql} END)"
+            return json_scalar_text(sql)
+        if c.type is None:
             return c.sql
         return f"CAST({c.sql} AS {self.str_type()})"
 
@@ -238,7 +255,11 @@ class _FilterCompiler:
                 body = method(f, field)
             finally:
                 del self.value_of[name]
-            return f"(len(list_filter({quote_identifier(name, self.d)}, lambda {var}: {body})) > 0)"
+            # SQL's three values over the values, a row without values read as one NULL value (Druid)
+            col = quote_identifier(name, self.d)
+            values = values_or_null_sql(col)
+            return (f"(CASE WHEN len(list_filter({values}, lambda {var}: {body})) > 0 THEN TRUE "
+                    f"WHEN len(list_filter({values}, lambda {var}: ({body}) IS NULL)) > 0 THEN NULL ELSE FALSE END)")
         return method(f, field)
 
     def never(self, c: _Col) -> str:

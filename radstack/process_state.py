@@ -1,8 +1,15 @@
-"""Whether a process runs, read from ``/proc`` (one place for every layer: the stack's pid files, the
-broker's private cache files, the batch layer's in-flight job records)."""
+"""Whether a process runs, read from ``/proc``, and stopping the process groups we started (one place for
+every layer: the stack's pid files, the broker's private cache files, the batch layer's in-flight job
+records, Druid's and HDFS's local nodes, the Overlord's Spark tasks)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -27,3 +34,31 @@ def pid_alive(pid: int, start_time: int | None = None) -> bool:
     if f is None or f[0] in ("Z", "X"):
         return False
     return start_time is None or int(f[19]) == start_time
+
+
+def kill_group(proc: subprocess.Popen[bytes], wait_s: float = 10.0) -> None:
+    """SIGKILL the process group ``proc`` leads, as a crash would (no TERM first: no shutdown hook runs),
+    and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(wait_s)
+
+
+def stop_groups(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 15.0) -> list[bool]:
+    """TERM the process group each of ``procs`` leads (in the order given: dependants first), wait up to
+    ``grace_s`` for them all, then KILL the groups still there. Per process: True if it ended before KILL."""
+    for proc in procs:
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    clean = []
+    for proc in procs:
+        try:
+            proc.wait(max(0.1, deadline - time.monotonic()))
+            clean.append(True)
+        except subprocess.TimeoutExpired:
+            kill_group(proc)
+            clean.append(False)
+    return clean
+

@@ -60,6 +60,12 @@ def numeric_cast_sql(expr: str, src: str, target: str, dialect: str = "duckdb") 
     return f"TRY_CAST(trim(CAST({expr} AS VARCHAR)) AS {sql_type(target)})"
 
 
+def values_or_null_sql(values: str) -> str:
+    """A multi-value row's values as Druid reads them: its list, or one NULL value when it has none
+    (filters, grouping and ``UNNEST`` see a row without values as ``[NULL]``; DuckDB)."""
+    return f"(CASE WHEN len({values}) > 0 THEN {values} ELSE CAST([NULL] AS VARCHAR[]) END)"
+
+
 def multi_value_sql(expr: str, src: str, handling: str, dialect: str = "duckdb") -> str:
     """The stored values of a multi-value dimension, as Druid stores them: a list input's values as
     strings, a JSON array's (the text Spark's parse stage gives for one), any other value as one value;

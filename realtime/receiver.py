@@ -33,13 +33,11 @@ with the reason, like any invalid event.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -55,7 +53,7 @@ from radstack.permissions import Permission, parse_roles, parse_user
 from radstack.private_files import private_process
 from radstack.sign_in import SignIn, TooManyAttempts
 from radstack.spec import SpecError
-from radstack.time.intervals import TimeParseError, parse_instant
+from radstack.time.event_time import range_error, timestamp_error
 from realtime.producer import BatchProducer, KafkaUnavailable, MessageTooLarge
 from realtime.spool import Spool, SpoolFull
 from realtime.spool_drainer import SpoolDrainer
@@ -63,7 +61,6 @@ from realtime.spool_shares import SpoolShareFull, SpoolShares
 from realtime.streaming.dlq import dlq_topic
 
 TOPIC_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
-MAX_EVENT_MILLIS = 253_402_300_800_000  # 10000-01-01T00:00:00Z: event times are years 1970-9999
 MAX_REPORTED_REJECTIONS = 1000
 #: bodies larger than this are parsed on a worker thread, at most BIG_PARSES_AT_ONCE at a time (three
 #: clients posting 16 MB bodies once moved /health from 2.2 ms to 3.7 s by parsing on the event loop)
@@ -78,39 +75,6 @@ class _BadBody(ValueError):
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type="application/json", headers=headers)
-
-
-def timestamp_error(value: Any) -> str | None:
-    """None when ``value`` is a usable event timestamp (epoch millis or ISO-8601), else the reason."""
-    if isinstance(value, bool) or value is None:
-        return f"timestamp must be epoch millis or an ISO-8601 string, got {orjson.dumps(value).decode()}"
-    if isinstance(value, int):
-        return _range_error(value)
-    if isinstance(value, float):
-        return _range_error(value) if math.isfinite(value) else "timestamp is not a finite number"
-    if isinstance(value, str):
-        if value.isascii() and value.isdigit():
-            return _range_error(int(value) if len(value) <= 20 else MAX_EVENT_MILLIS, value)
-        if not value.isascii():
-            return f"unparseable timestamp {value[:100]!r}"
-        try:  # fast path: what Python parses natively (years 1-9999)
-            dt = datetime.fromisoformat(value)
-            in_range = dt.year >= 1970 and (dt.tzinfo is None or dt.astimezone(UTC).year >= 1970)
-            return None if in_range else _range_error(-1, value)
-        except ValueError:
-            pass
-        try:
-            return _range_error(parse_instant(value), value)
-        except (TimeParseError, ValueError, OverflowError):
-            return f"unparseable timestamp {value[:100]!r}"
-    return f"timestamp must be epoch millis or an ISO-8601 string, got a {type(value).__name__}"
-
-
-def _range_error(millis: float, shown: Any = None) -> str | None:
-    if 0 <= millis < MAX_EVENT_MILLIS:
-        return None
-    text = repr(shown) if shown is not None else (f"{millis:.6g}" if isinstance(millis, float) else str(millis))
-    return f"timestamp {text[:40]} is outside the years 1970-9999 (epoch millis 0 to {MAX_EVENT_MILLIS - 1})"
 
 
 def parse_events(body: bytes, timestamp_field: str,
@@ -153,7 +117,7 @@ def parse_events(body: bytes, timestamp_field: str,
         if v is _MISSING:
             rejected.append({"index": i, "reason": f"missing timestamp field {ts!r}"})
             continue
-        err = _range_error(v) if type(v) is int else timestamp_error(v)
+        err = range_error(v) if type(v) is int else timestamp_error(v)
         if err is not None:
             rejected.append({"index": i, "reason": err})
             continue

@@ -14,7 +14,6 @@ import contextlib
 import logging
 import os
 import resource
-import threading
 import time
 from collections.abc import AsyncIterator
 from importlib.metadata import PackageNotFoundError, version
@@ -43,7 +42,7 @@ from serving.broker.sql import planning_pool
 from serving.console import router as console_router
 from serving.context import ServerContext
 from serving.coordinator.api import router as coordinator_router
-from serving.coordinator.loop import run_duties
+from serving.coordinator.loop import CoordinatorLoop
 from serving.errors import DruidError, internal_error
 from serving.jobs import BatchJobs
 from serving.lookups_api import router as lookups_router
@@ -51,6 +50,7 @@ from serving.metrics_api import install as install_metrics
 from serving.overlord.api import router as overlord_router
 from serving.overlord.supervisors_api import router as supervisors_router
 from serving.overlord.tasks import TaskRunner
+from serving.request_log import RequestLogMiddleware
 from serving.subscriptions import SubscriptionHub
 from serving.subscriptions_api import router as subscriptions_router
 
@@ -74,47 +74,6 @@ def _dist_version() -> str:
 
 
 # -- coordinator loop ----------------------------------------------------------------------------
-
-
-class CoordinatorLoop:
-    """Runs the coordinator duties every ``coordinator.period_seconds`` in a daemon thread.
-
-    Orphan-file collection is skipped while tasks are running: their files are written before
-    they are published, and must not look like leftovers of a failed publish."""
-
-    def __init__(self, ctx: ServerContext) -> None:
-        self.ctx = ctx
-        self.period = max(0.05, float(ctx.settings.coordinator.period_seconds or 10))
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.runs = 0
-        self.last_report: Any = None
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._loop, name="radstack-coordinator", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 10.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
-            self._thread = None
-
-    def run_once(self) -> Any:
-
-        busy = self.ctx.task_runner is not None and self.ctx.task_runner.is_busy()
-        report = run_duties(self.ctx.metadata, None if busy else self.ctx.deep_storage, self.ctx.settings,
-                            spark_compactor=self.ctx.jobs.spark_compactor)
-        self.runs += 1
-        self.last_report = report
-        return report
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.period):
-            try:
-                self.run_once()
-            except Exception:  # noqa: BLE001 - the loop must survive anything
-                log.exception("coordinator pass failed")
 
 
 # -- middleware ----------------------------------------------------------------------------------
@@ -275,7 +234,10 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
             streams_per_user=settings.server.max_streams_per_user,
             max_answer_bytes=settings.server.max_subscription_answer_bytes)
         ctx.subscriptions.start()
-        ctx.coordinator = CoordinatorLoop(ctx)
+        runner = ctx.task_runner
+        ctx.coordinator = CoordinatorLoop(
+            settings, ctx.metadata, ctx.deep_storage, spark_compactor=ctx.jobs.spark_compactor,
+            busy=(lambda: runner is not None and runner.is_busy()))
         ctx.coordinator.start()
         try:
             yield
@@ -373,5 +335,6 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     app.add_middleware(BrowserGuardMiddleware, allowed_hosts=settings.server.allowed_hosts,
                        cors_allowed_origins=settings.server.cors_allowed_origins, bind_host=settings.server.host)
     app.add_middleware(CatchAllMiddleware)
+    app.add_middleware(RequestLogMiddleware)  # outermost: it sees every answer, a 500 included
     return app
 

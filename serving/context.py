@@ -19,7 +19,7 @@ class ServerContext:
     ``metadata`` is a :class:`radstack.storage.metadata.MetadataStore`, ``deep_storage`` a
     :class:`radstack.storage.deep_storage.DeepStorage`, ``task_runner`` the Overlord's
     :class:`serving.overlord.tasks.TaskRunner`, ``broker`` the query broker service (None when the
-    broker is not part of this build), ``coordinator`` the :class:`serving.app.CoordinatorLoop`."""
+    broker is not part of this build), ``coordinator`` the :class:`serving.coordinator.loop.CoordinatorLoop`."""
 
     settings: Settings
     metadata: MetadataStore

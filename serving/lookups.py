@@ -32,7 +32,7 @@ from radstack.sql_text import quote_identifier
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
 from radstack.time.clock import now_millis
-from serving.overlord.input_policy import InputForbidden, check_local_file
+from serving.input_policy import InputForbidden, check_local_file
 
 log = logging.getLogger(__name__)
 

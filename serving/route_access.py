@@ -92,6 +92,7 @@ ROUTES: tuple[Rule, ...] = (
     _r("GET", f"{_IX}/task/{{task_id}}", "STATE", checks="READ on the task's datasource"),
     _r("GET", f"{_IX}/task/{{task_id}}/status", "STATE", checks="READ on the task's datasource"),
     _r("GET", f"{_IX}/task/{{task_id}}/reports", "STATE", checks="READ on the task's datasource"),
+    _r("GET", f"{_IX}/task/{{task_id}}/log", "STATE", checks="READ on the task's datasource; only a log under {home}/logs"),
     _r("POST", f"{_IX}/task/{{task_id}}/shutdown", "CONFIG", "WRITE"),
     _r("POST", f"{_IX}/datasources/{{data_source}}/shutdownAllTasks", _DS, "WRITE", "data_source"),
     *(_r("GET", f"{_IX}/{p}", "STATE", checks="tasks of datasources the user may READ")
@@ -145,6 +146,7 @@ ROUTES: tuple[Rule, ...] = (
     _r("GET", "/radstack/v1/datasources", "STATE", checks=_FILTERED),
     _r("GET", "/radstack/v1/timeline/{data_source}", _DS, param="data_source"),
     _r("GET", "/radstack/v1/ingestion", "STATE", checks=_FILTERED),
+    _r("GET", "/radstack/v1/druid", "STATE", checks=_FILTERED),
     _r("POST", "/radstack/v1/backfill", "CONFIG", "WRITE"),
 )
 

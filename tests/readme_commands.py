@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 
-__all__ = ["ROOT", "README", "shell_blocks", "block_commands", "tour_commands", "inline_commands"]
+__all__ = ["ROOT", "README", "shell_blocks", "block_commands", "tour_block", "tour_commands", "inline_commands"]
 
 
 def shell_blocks(text: str | None = None) -> list[tuple[str, str]]:
@@ -44,8 +44,13 @@ def block_commands(body: str) -> list[str]:
     return [c for c in (_strip_comment(line).strip() for line in joined.splitlines()) if c]
 
 
+def tour_block() -> str:
+    """The tour's block as it is pasted: the whole text, comments and continuations included."""
+    return next(b for h, b in shell_blocks() if h == "A 5-minute tour")
+
+
 def tour_commands() -> list[str]:
-    return next(block_commands(b) for h, b in shell_blocks() if h == "A 5-minute tour")
+    return block_commands(tour_block())
 
 
 def inline_commands(text: str | None = None) -> list[str]:

@@ -1,7 +1,9 @@
-"""``radctl druid specs D [--interval I]`` and ``radctl druid submit D --overlord URL [--interval I] [--wait]``.
+"""``radctl druid specs D [--interval I]``, ``radctl druid submit D --overlord URL [--interval I] [--wait]``,
+``radctl druid reindex D --interval I`` and ``radctl druid sync`` (the last two for the Druid cluster of the
+``druid:`` settings, which radstack otherwise keeps in step by itself: docs/druid-cluster.md).
 
 ``specs`` prints, as JSON on stdout, the Druid ingestion specs generated from datasource ``D``'s spec
-(:mod:`serving.druid_cluster.specs`): ``{"supervisor": …}`` (Kafka supervisor on the processed topic)
+(:mod:`radstack.druid_cluster.specs`): ``{"supervisor": …}`` (Kafka supervisor on the processed topic)
 and, with ``--interval``, ``"index_parallel"`` re-indexing the Parquet files radstack serves for that
 interval (its batch output) with ``appendToExisting: false``. ``--only supervisor|index_parallel``
 prints that one spec alone (ready for ``curl -d @-``).
@@ -23,12 +25,15 @@ import typer
 from rich.console import Console
 
 from radstack.config import ConfigError, Settings, load_settings
+from radstack.druid_cluster.reindex import DruidReindexError, reindex
+from radstack.druid_cluster.specs import DruidSpecError, chunk_interval, druid_specs
+from radstack.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
+from radstack.druid_cluster.sync import sync
 from radstack.spec import SpecError
+from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.supervisors import datasource_spec
 from radstack.time.intervals import Interval, TimeParseError
-from serving.druid_cluster.specs import DruidSpecError, chunk_interval, druid_specs
-from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
 
 console = Console(highlight=False, stderr=True, soft_wrap=True)
 
@@ -143,3 +148,56 @@ def submit(
         except DruidApiError as e:
             console.print(f"[red]error:[/red] {e}")
             raise typer.Exit(3) from None
+
+
+def _druid_settings(config: Path | None) -> Settings:
+    settings = load_settings(config)
+    if not settings.druid.overlord_url:
+        console.print("[red]error:[/red] no Druid cluster in the settings: set druid.overlord_url and "
+                      "druid.datasources (docs/druid-cluster.md)")
+        raise typer.Exit(2)
+    return settings
+
+
+@druid_app.command("reindex")
+def reindex_command(
+    datasource: str = typer.Argument(..., help="A datasource druid.datasources names."),
+    interval: str = typer.Option(..., "--interval", "-i", help="ISO interval (START/END); widened to whole segment chunks."),
+    config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read."),
+) -> None:
+    """Re-index what radstack serves for the interval in the Druid cluster of the settings, and wait until
+    Druid's broker serves it (what every rebuild does by itself)."""
+    settings = _druid_settings(config)
+    if not settings.druid.serves(datasource):
+        console.print(f"[red]error:[/red] {datasource!r} is not in druid.datasources ({', '.join(settings.druid.datasources) or 'none'})")
+        raise typer.Exit(2)
+    try:
+        iv = Interval.parse(interval)
+        with MetadataStore.from_settings(settings) as md:
+            spec = datasource_spec(settings, datasource, md)
+            res = reindex(settings, md, open_deep_storage(settings), spec, iv, started_by="radctl druid reindex",
+                          note=lambda line: console.print(f"  {line}"))
+    except (KeyError, TimeParseError, SpecError) as e:
+        console.print(f"[red]error:[/red] {e.args[0] if isinstance(e, KeyError) and e.args else e}")
+        raise typer.Exit(2) from None
+    except DruidReindexError as e:
+        console.print(f"[red]failed:[/red] {e}")
+        raise typer.Exit(1) from None
+    typer.echo(orjson.dumps(res.to_json()).decode())
+
+
+@druid_app.command("sync")
+def sync_command(config: Path = typer.Option(None, "--config", "-c", help="radstack.yaml to read.")) -> None:
+    """Post the supervisors, retention rules and compaction configs of druid.datasources that differ in
+    Druid (what the server's druid_sync duty does every druid.sync_period_seconds)."""
+    settings = _druid_settings(config)
+    with MetadataStore.from_settings(settings) as md:
+        report = sync(settings, md)
+    for ds, actions in report.actions.items():
+        for a in actions:
+            console.print(f"  {ds}: {a}")
+    for ds, err in report.errors.items():
+        console.print(f"  [red]{ds}: {err}[/red]")
+    typer.echo(orjson.dumps(report.to_json()).decode())
+    if report.errors:
+        raise typer.Exit(3)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import resource
+import socket
 from pathlib import Path
 from types import FrameType
 
@@ -14,6 +17,8 @@ from fastapi import FastAPI
 from operations.server import create_server_app
 from radstack.config import load_settings
 from serving.http_limits import limited_protocol
+
+log = logging.getLogger("radstack.serve")
 
 GRACEFUL_SHUTDOWN_SECONDS = 5
 """On SIGTERM, requests in flight get this long; then the lifespan cancels running queries and tasks, so
@@ -32,6 +37,9 @@ def serve(
     if port:
         overrides["server"]["port"] = port
     settings = load_settings(config, overrides=overrides)
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for name in ("radstack.serve", *(("radstack.requests",) if settings.server.request_log else ())):
+        logging.getLogger(name).setLevel(logging.INFO)
     app = create_server_app(settings)
     raise_open_files_limit()
     _Server(app, uvicorn.Config(app, host=settings.server.host, port=int(settings.server.port), log_level="warning",
@@ -58,6 +66,12 @@ class _Server(uvicorn.Server):
     def __init__(self, app: FastAPI, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.app = app
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:  # the line operators grep serve.log for
+            log.info("radstack serve listening on http://%s:%s (pid %d)", self.config.host, self.config.port,
+                     os.getpid())
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         hub = getattr(getattr(self.app.state, "ctx", None), "subscriptions", None)

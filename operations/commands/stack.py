@@ -15,6 +15,8 @@ from operations import airflow_local, stack
 from operations.kafka_broker import KafkaBroker
 from operations.processes import port_in_use
 from radstack.config import load_settings
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant
 from realtime.streaming.progress import streaming_status
 from realtime.topics import ensure_topics, list_topics, topic_specs
 
@@ -86,74 +88,142 @@ def status(
     st = stack.status(settings, with_kafka=not no_kafka)
     bad = any(p.state == "crashed" or (p.state == "running" and not p.healthy) for p in st.processes)
     airflow = airflow_local.overview(settings) if _airflow_wanted(settings, st) else None
+    druid = _druid(settings)
     if as_json:
 
-        typer.echo(orjson.dumps({**st.as_dict(), "streaming": streaming_status(settings), "airflow": airflow},
+        typer.echo(orjson.dumps({**st.as_dict(), "streaming": streaming_status(settings), "airflow": airflow,
+                                 **({"druid": druid} if druid is not None else {})},
                                 option=orjson.OPT_INDENT_2).decode())
     else:
-        t = Table(title=f"radstack processes ({settings.home})")
-        for col in ("process", "state", "pid", "port", "health", "log"):
-            t.add_column(col)
-        for p in st.processes:
-            health = (
-                "[green]ok[/green]" if p.healthy else ("[red]failing[/red]" if p.state != "stopped" else "-")
-            )
-            state = {"running": "[green]running[/green]", "crashed": "[red]crashed[/red]"}.get(
-                p.state, p.state
-            )
-            t.add_row(p.name, state, str(p.pid or "-"), str(p.port or "-"), health, p.log)
-        console.print(t)
-        for p in st.processes:
-            if p.detail:
-                console.print(f"{p.name}: {p.detail}")
-        if st.spool is not None:
-            sp = st.spool
-            console.print(f"receiver spool: [{'yellow' if sp.depth else 'green'}]{sp.depth:,} event(s) not yet in "
-                          f"Kafka[/] ({sp.bytes / 1e6:,.1f} MB in {sp.segments} file(s), delivered up to #{sp.committed:,}"
-                          + (f", [red]{sp.dead_lettered:,} dead-lettered[/red] in {sp.directory}/dead-letter" if sp.dead_lettered else "")
-                          + ")")
-
-        streaming = streaming_status(settings)
-        if streaming:
-            sv = Table(title="real-time layer (radctl stream)")
-            for col in ("datasource", "input/s", "processed/s", "batch ms", "last batch", "lag", "processed",
-                        "dead-lettered", "thrown away", "duplicates", "committed offsets"):  # fmt: skip
-                sv.add_column(col)
-            rows = [(name, view) for ds, v in streaming.items()
-                    for name, view in [(ds, v), *((f"{ds} (replica {r})", rv) for r, rv in v.get("replicas", {}).items())]
-                    if "inputRate" in view]
-            for ds, v in rows:
-                rate = (lambda x: "-" if x is None else f"{x:,.0f}")  # noqa: E731
-                sv.add_row(ds, rate(v["inputRate"]), rate(v["processedRate"]), str(v["batchDurationMs"] or "-"),
-                           str(v["lastBatchId"]), str(v["lag"] if v["lag"] is not None else "-"), str(v["processed"]),
-                           str(v["deadLettered"]), str(v["thrownAway"]), str(v["duplicatesDropped"]),
-                           orjson.dumps(v["committedOffsets"] or {}).decode())  # fmt: skip
-            console.print(sv)
+        narrow = console.width < 120  # a terminal of 80 columns: no column squeezed to "dat…"
+        _print_processes(settings, st, narrow)
+        _print_streaming(settings, narrow)
         if not no_kafka:
-            if st.kafka_error:
-                console.print(f"kafka ({st.bootstrap_servers}): [yellow]{st.kafka_error}[/yellow]")
-            else:
-                topics = ", ".join(f"{k}({v})" for k, v in sorted(st.topics.items())) or "none"
-                console.print(f"kafka {st.bootstrap_servers} topics: {topics}")
-                g = Table(title="consumer lag")
-                for col in ("group", "state", "topic", "partition", "committed", "end", "lag"):
-                    g.add_column(col)
-                for grp in st.groups:
-                    if not grp["partitions"]:
-                        g.add_row(grp["group"], grp["state"], "-", "-", "-", "-", "0")
-                    for part in grp["partitions"]:
-                        g.add_row(
-                            grp["group"], grp["state"], part["topic"], str(part["partition"]),
-                            str(part["committed"]), str(part["end"]), str(part["lag"]),
-                        )  # fmt: skip
-                if st.groups:
-                    console.print(g)
-                else:
-                    console.print("no consumer groups")
+            _print_kafka(st)
         if airflow is not None:
             _print_airflow(airflow)
+        if druid is not None:
+            _print_druid(druid)
     if bad:
         raise typer.Exit(3)
+
+
+def _print_processes(settings, st, narrow: bool) -> None:  # type: ignore[no-untyped-def]
+    """Each process, the receiver's spool and the archiver's watermarks."""
+    t = Table(title=f"radstack processes ({settings.home})")
+    for col in ("process", "state", "pid", "port", "health", *(() if narrow else ("log",))):
+        t.add_column(col, no_wrap=True)
+    for p in st.processes:
+        health = (
+            "[green]ok[/green]" if p.healthy else ("[red]failing[/red]" if p.state != "stopped" else "-")
+        )
+        state = {"running": "[green]running[/green]", "crashed": "[red]crashed[/red]"}.get(
+            p.state, p.state
+        )
+        t.add_row(p.name, state, str(p.pid or "-"), str(p.port or "-"), health, *(() if narrow else (p.log,)))
+    console.print(t)
+    if narrow:
+        console.print(f"logs: {settings.logs_dir}/<process>.log")
+    for p in st.processes:
+        if p.detail:
+            console.print(f"{p.name}: {p.detail}")
+    if st.spool is not None:
+        sp = st.spool
+        console.print(f"receiver spool: [{'yellow' if sp.depth else 'green'}]{sp.depth:,} event(s) not yet in "
+                      f"Kafka[/] ({sp.bytes / 1e6:,.1f} MB in {sp.segments} file(s), delivered up to #{sp.committed:,}"
+                      + (f", [red]{sp.dead_lettered:,} dead-lettered[/red] in {sp.directory}/dead-letter" if sp.dead_lettered else "")
+                      + ")")
+
+    if st.archiver_watermarks:
+        now = now_millis()
+        console.print("archiver watermark (backfill rebuilds chunks before it): " + ", ".join(
+            f"{t} {'never ran' if w is None else format_instant(w) + f' ({(now - w) / 1000:,.0f} s ago)'}"
+            for t, w in st.archiver_watermarks.items()))
+
+
+def _print_streaming(settings, narrow: bool) -> None:  # type: ignore[no-untyped-def]
+    """The streaming job's counters per datasource (and replica)."""
+    streaming = streaming_status(settings)
+    if streaming:
+        sv = Table(title="real-time layer (radctl stream)")
+        for col in ("datasource", "input/s", "processed/s", "batch ms", "last batch", "lag", "processed",
+                    "dead-lettered", "thrown away", "duplicates", "committed offsets"):  # fmt: skip
+            sv.add_column(col)
+        rows = [(name, view) for ds, v in streaming.items()
+                for name, view in [(ds, v), *((f"{ds} (replica {r})", rv) for r, rv in v.get("replicas", {}).items())]
+                if "inputRate" in view]
+        cells = []
+        for ds, v in rows:
+            rate = (lambda x: "-" if x is None else f"{x:,.0f}")  # noqa: E731
+            count = (lambda x: f"{x:,}" if isinstance(x, int) else str(x if x is not None else "-"))  # noqa: E731
+            cells.append((ds, rate(v["inputRate"]), rate(v["processedRate"]), str(v["batchDurationMs"] or "-"),
+                          str(v["lastBatchId"]), str(v["lag"] if v["lag"] is not None else "-"), count(v["processed"]),
+                          count(v["deadLettered"]), count(v["thrownAway"]), count(v["duplicatesDropped"]),
+                          orjson.dumps(v["committedOffsets"] or {}).decode()))  # fmt: skip
+        if narrow:  # one block per datasource, a counter per line
+            console.print("[bold]real-time layer (radctl stream)[/bold]")
+            for row in cells:
+                console.print(f"  {row[0]}")
+                for name, value in zip([c.header for c in sv.columns][1:], row[1:], strict=True):
+                    console.print(f"    {name:<18} {value}")
+        else:
+            for row in cells:
+                sv.add_row(*row)
+            console.print(sv)
+
+
+def _print_kafka(st) -> None:  # type: ignore[no-untyped-def]
+    """Topics and consumer lag."""
+    if st.kafka_error:
+        console.print(f"kafka ({st.bootstrap_servers}): [yellow]{st.kafka_error}[/yellow]")
+    else:
+        topics = ", ".join(f"{k}({v})" for k, v in sorted(st.topics.items())) or "none"
+        console.print(f"kafka {st.bootstrap_servers} topics: {topics}")
+        g = Table(title="consumer lag")
+        for col in ("group", "state", "topic", "partition", "committed", "end", "lag"):
+            g.add_column(col)
+        for grp in st.groups:
+            if not grp["partitions"]:
+                g.add_row(grp["group"], grp["state"], "-", "-", "-", "-", "0")
+            for part in grp["partitions"]:
+                g.add_row(
+                    grp["group"], grp["state"], part["topic"], str(part["partition"]),
+                    str(part["committed"]), str(part["end"]), str(part["lag"]),
+                )  # fmt: skip
+        if st.groups:
+            console.print(g)
+        else:
+            console.print("no consumer groups")
+
+
+def _druid(settings) -> dict | None:  # type: ignore[no-untyped-def,type-arg]
+    """Druid's side (the ``druid:`` target), or None when there is none."""
+    if not settings.druid.overlord_url or not settings.druid.datasources:
+        return None
+    # lazy: only a deployment with a Druid target pays for the metadata store here
+    from radstack.druid_cluster.status import druid_overview
+    from radstack.storage.metadata import MetadataStore
+
+    with MetadataStore.from_settings(settings) as md:
+        return druid_overview(settings, md)
+
+
+def _print_druid(view: dict) -> None:  # type: ignore[type-arg]
+    t = Table(title=f"serving on Druid ({view['overlord']}; re-index input {view['input']})")
+    for col in ("datasource", "supervisor", "lag", "loaded", "re-index", "last correction"):
+        t.add_column(col)
+    for name, d in view["datasources"].items():
+        sup = d["supervisor"]
+        state = sup.get("detailedState") or sup.get("state") or "-"
+        colour = "green" if sup.get("state") == "RUNNING" and sup.get("healthy") else "yellow"
+        last = d.get("lastReindex") or {}
+        reindex = (f"[red]{len(d['pendingReindex'])} pending[/red] ({d['pendingReindex'][0]} …)" if d["pendingReindex"]
+                   else f"{last.get('status', '-')} {last.get('interval') or ''}".strip())
+        fix = d.get("lastCorrection")
+        t.add_row(name, f"[{colour}]{state}[/{colour}]", "-" if sup.get("aggregateLag") is None else f"{sup['aggregateLag']:,}",
+                  "-" if d.get("loadPercent") is None else f"{d['loadPercent']:.0f} %", reindex,
+                  "-" if not fix else f"{fix['realtimeEvents']:,} → {fix['batchEvents']:,} ({fix['gap']:+,})")
+    console.print(t)
 
 
 def _airflow_wanted(settings, st) -> bool:  # type: ignore[no-untyped-def]

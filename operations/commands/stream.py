@@ -13,6 +13,7 @@ from typing import Any
 
 import typer
 
+from operations.processes import writes_to
 from radstack.config import load_settings
 from radstack.datasources import load_catalog
 from radstack.storage.metadata import MetadataStore
@@ -36,12 +37,10 @@ def stream(
 
     settings = load_settings(config)
     settings.logs_dir.mkdir(parents=True, exist_ok=True)
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        handlers=[logging.FileHandler(settings.logs_dir / ("stream.log" if not replica else f"stream-replica{replica}.log")),
-                  logging.StreamHandler(sys.stderr)],
-    )
+    log = settings.logs_dir / ("stream.log" if not replica else f"stream-replica{replica}.log")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s",
+                        handlers=[logging.StreamHandler(sys.stderr)]
+                        + ([] if writes_to(sys.stderr, log) else [logging.FileHandler(log)]))
     for noisy in ("py4j", "pyspark"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     catalog = load_catalog(settings)
@@ -63,6 +62,8 @@ def stream(
     stop = threading.Event()
 
     def _stop(*_: object) -> None:
+        # Py4J's connection errors while the queries wind down are expected now, not news
+        logging.getLogger("py4j").setLevel(logging.CRITICAL)
         stop.set()
         for j in jobs:
             j._stop.set()

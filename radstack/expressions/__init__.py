@@ -33,6 +33,7 @@ from radstack.expressions.compiler import (
     compile_expression,
     expression_to_predicate_sql,
     expression_to_sql,
+    json_scalar_text,
     normalize_type,
 )
 from radstack.sql_text import ExpressionError
@@ -50,6 +51,7 @@ __all__ = [
     "compile_expression",
     "expression_to_predicate_sql",
     "expression_to_sql",
+    "json_scalar_text",
     "normalize_type",
     "parse_expression",
     "required_columns",

@@ -291,6 +291,13 @@ def compile_expression(
     return Compiler(dialect, column_types).compile(node)
 
 
+def json_scalar_text(sql: str) -> str:
+    """The text of the JSON scalar ``sql`` as Druid reads a nested field: a string unquoted, a number as
+    written, a boolean as the long Druid stores for it (``1``/``0``); NULL for none (DuckDB)."""
+    text = f"json_extract_string({sql}, '$')"
+    return f"(CASE WHEN json_type({sql}) = 'BOOLEAN' THEN (CASE WHEN {text} = 'true' THEN '1' ELSE '0' END) ELSE {text} END)"
+
+
 def expression_to_sql(
     text: str, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None
 ) -> str:

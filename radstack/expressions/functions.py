@@ -3,9 +3,11 @@ implementation in the compiler's table. A new function is one entry here plus it
 
 from __future__ import annotations
 
+import ipaddress
+
 from radstack.expressions.ast import Expr, Literal
 from radstack.expressions.compiler import Compiled, Compiler, function, function_type, operator_type
-from radstack.sql_text import ExpressionError, int_div
+from radstack.sql_text import ExpressionError, int_div, string_type
 from radstack.time.floor import time_ceil_sql, time_floor_sql
 from radstack.time.intervals import TimeParseError, parse_instant
 from radstack.time.sql import time_extract_sql, time_format_sql, time_parse_sql, time_shift_sql
@@ -59,7 +61,58 @@ def _replace(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
 @function("repeat", 2)
 def _repeat(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
     s, times = _text(c, args[0]), c.millis(args[1])
-    return c.limited(f"repeat({s.sql}, {times})", f"({c.size_of(s)}) * ({times})", "repeat")
+    # a count below 1 is NULL in Druid (DuckDB and Spark give '')
+    return c.limited(f"(CASE WHEN {times} >= 1 THEN repeat({s.sql}, {times}) END)", f"({c.size_of(s)}) * ({times})",
+                     "repeat")
+
+
+# IPv4 (Druid's ipv4_match / ipv4_parse / ipv4_stringify), in SQL both dialects run
+_DOTTED = r"^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$"
+
+
+def _ipv4_long(c: Compiler, e: Expr, *, integers: bool) -> str:
+    """The address ``e`` as its integer: dotted-decimal text (each part ≤ 255), a LONG as it is, and
+    with ``integers`` also text of digits below 2^32 (Druid reads IPV4_MATCH's and IPV4_STRINGIFY's
+    address so); NULL when it is none of these."""
+    compiled = c.compile(e)
+    if compiled.type == "LONG":
+        return f"(CASE WHEN {compiled.sql} BETWEEN 0 AND 4294967295 THEN {compiled.sql} END)"
+    s = c.string(compiled)
+    pat = c.lit_str(_DOTTED)
+    octets = [f"TRY_CAST(regexp_extract({s}, {pat}, {i}) AS BIGINT)" for i in range(1, 5)]
+    valid = " AND ".join([_regex_match(c, s, pat), *(f"{o} <= 255" for o in octets)])
+    value = f"({octets[0]} * 16777216 + {octets[1]} * 65536 + {octets[2]} * 256 + {octets[3]})"
+    out = f"WHEN {valid} THEN {value}"
+    if integers:
+        digits = c.lit_str("^[0-9]{1,10}$")
+        out += (f" WHEN {_regex_match(c, s, digits)} AND TRY_CAST({s} AS BIGINT) <= 4294967295 "
+                f"THEN TRY_CAST({s} AS BIGINT)")
+    return f"(CASE {out} END)"
+
+
+@function("ipv4_match", 2)
+def _ipv4_match(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
+    subnet = c.const_str(n, args[1], "the subnet")
+    try:
+        net = ipaddress.IPv4Network(subnet or "", strict=False)
+    except ValueError as e:
+        raise ExpressionError(f"function '{n}': {subnet!r} is not an IPv4 subnet") from e
+    ip = _ipv4_long(c, args[0], integers=True)
+    # an address that is none (NULL included) matches no subnet: false, as in Druid
+    return c.pred(f"coalesce({ip} BETWEEN {int(net.network_address)} AND {int(net.broadcast_address)}, false)")
+
+
+@function("ipv4_parse", 1)
+def _ipv4_parse(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
+    return Compiled(_ipv4_long(c, args[0], integers=False), "LONG")
+
+
+@function("ipv4_stringify", 1)
+def _ipv4_stringify(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
+    ip = _ipv4_long(c, args[0], integers=True)
+    parts = [f"CAST({int_div(ip, str(256 ** k), c.d)} % 256 AS {string_type(c.d)})" for k in (3, 2, 1, 0)]
+    dotted = " || '.' || ".join(parts)
+    return Compiled(f"(CASE WHEN {ip} IS NOT NULL THEN {dotted} END)", "STRING")
 
 
 @function("trim ltrim rtrim", 1, 2)

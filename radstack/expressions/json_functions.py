@@ -12,7 +12,7 @@ Spark jobs run transforms of datasource specs, which declare their columns' type
 from __future__ import annotations
 
 from radstack.expressions.ast import Expr
-from radstack.expressions.compiler import Compiled, Compiler, function
+from radstack.expressions.compiler import Compiled, Compiler, function, json_scalar_text
 from radstack.expressions.json_path import duckdb_json_path
 from radstack.sql_text import ExpressionError
 
@@ -65,7 +65,7 @@ def _json_value(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
     if len(args) == 2:
         return Compiled(scalar, "JSON")
     typ = str(c.const_str(n, args[2], "the type") or "").upper()
-    text = f"json_extract_string({scalar}, '$')"
+    text = json_scalar_text(scalar)  # a boolean is 1/0, as Druid stores it
     if typ in ("LONG", "BIGINT"):
         return Compiled(c.truncate_to_long(text, from_string=True), "LONG")
     if typ in ("DOUBLE", "FLOAT"):

@@ -206,9 +206,12 @@ def build_segment_tables(
     max_rows_per_segment: int = DEFAULT_MAX_ROWS_PER_SEGMENT,
     input_bytes: int | None = None,
     max_samples: int = DEFAULT_MAX_SAMPLES,
+    arrays_in_text: bool = False,
 ) -> tuple[list[SegmentTable], tuple[DimensionSchema, ...], IngestStats]:
     """Run the indexing pipeline in memory: returns the segment pieces (in segment layout, sorted),
-    the dimensions used, and the row stats. :func:`index_partition` writes what this returns."""
+    the dimensions used, and the row stats. :func:`index_partition` writes what this returns.
+    ``arrays_in_text``: the rows' text holds their nested values (a JSON input's arrays, as the JSON
+    reader hands them over), so a plain string dimension given one is multi-value, as in Druid."""
     if max_rows_per_segment < 1:
         raise ValueError("max_rows_per_segment must be at least 1")
     table = _as_table(data)
@@ -269,7 +272,7 @@ def build_segment_tables(
         table = table.set_column(table.schema.get_field_index(TIME_COLUMN), TIME_COLUMN, pa.array(truncated))
         dims = schema.resolve_dimensions([c for c in table.column_names if c != TIME_COLUMN])
         # `auto` without castToType: typed from the rows; JSON transform outputs as Druid stores them
-        dims, table = discover_dimension_types(table, dims, json_columns)
+        dims, table = discover_dimension_types(table, dims, json_columns, arrays_in_text=arrays_in_text)
         stats.processed += table.num_rows
         out = _rollup_and_sort(con, table, schema, dims, stats)
     finally:
@@ -481,6 +484,7 @@ def index_partition(
     input_bytes: int | None = None,
     max_samples: int = DEFAULT_MAX_SAMPLES,
     work_dir: str | Path | None = None,
+    arrays_in_text: bool = False,
 ) -> IndexResult:
     """Index one Arrow partition into segment files in deep storage (not published).
 
@@ -498,6 +502,7 @@ def index_partition(
         max_rows_per_segment=max_rows_per_segment,
         input_bytes=input_bytes,
         max_samples=max_samples,
+        arrays_in_text=arrays_in_text,
     )
     offsets = partition_offset or {}
     dim_names = tuple(d.name for d in dims)

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.segments import DataSegment, SegmentId, segment_path
+from radstack.storage.segments import SEGMENTS_PREFIX, DataSegment, SegmentId, layout_folder
 
 __all__ = [
     "read_stored_segment",
@@ -40,7 +40,6 @@ __all__ = [
     "read_segment_table",
 ]
 
-SEGMENTS_PREFIX = "segments/"
 DATA_FILE = "data.parquet"
 DESCRIPTOR_FILE = "descriptor.json"
 TIME_TYPE = pa.timestamp("ms")
@@ -117,16 +116,16 @@ def segment_schema(schema: DataSchema, dimensions: Sequence[DimensionSchema] | N
 
 
 def segment_data_key(segment_id: SegmentId) -> str:
-    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/{DATA_FILE}"
+    return f"{layout_folder(segment_id)}{DATA_FILE}"
 
 
 def projection_data_key(segment_id: SegmentId, name: str) -> str:
     """Where a segment's projection ``name`` lives: ``…/{segment_path}/projections/{name}.parquet``."""
-    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/projections/{name}.parquet"
+    return f"{layout_folder(segment_id)}projections/{name}.parquet"
 
 
 def segment_descriptor_key(segment_id: SegmentId) -> str:
-    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/{DESCRIPTOR_FILE}"
+    return f"{layout_folder(segment_id)}{DESCRIPTOR_FILE}"
 
 
 def _parquet_options(schema: pa.Schema) -> dict[str, object]:

@@ -211,6 +211,10 @@ class DataSegment:
         )
 
 
+#: where segment files live in deep storage: ``segments/{segment_path}/…``
+SEGMENTS_PREFIX = "segments/"
+
+
 def segment_path(segment_id: SegmentId) -> str:
     """Deep-storage key prefix for a segment, laid out as Druid does:
     ``{dataSource}/{start}_{end}/{version}/{partitionNum}``; ``:`` becomes ``_`` because HDFS
@@ -220,3 +224,24 @@ def segment_path(segment_id: SegmentId) -> str:
         part.replace(":", "_")
         for part in (segment_id.data_source, iv, segment_id.version, str(segment_id.partition_num))
     )
+
+
+def layout_folder(segment_id: SegmentId) -> str:
+    """The deep-storage folder of a segment's files, by the layout: ``segments/{segment_path}/``."""
+    return f"{SEGMENTS_PREFIX}{segment_path(segment_id)}/"
+
+
+def folder_of_key(key: str) -> str | None:
+    """``segments/{ds}/{start}_{end}/{version}/{partition}/…`` (a file, or the folder itself) → that
+    partition's folder with a trailing ``/``; None for a key outside that layout."""
+    if not key.startswith(SEGMENTS_PREFIX):
+        return None
+    parts = key.split("/")
+    if len(parts) < 6 or not all(parts[:5]):
+        return None
+    return "/".join(parts[:5]) + "/"
+
+
+def merged_segment_id(data_source: str, interval: Interval) -> str:
+    """The id Druid's ``segmentMetadata`` gives an analysis merged over several segments."""
+    return f"{data_source}_{format_instant(interval.start)}_{format_instant(interval.end)}_merged"

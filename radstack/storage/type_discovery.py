@@ -11,6 +11,11 @@ from the values a native batch task reads, as Druid's ``auto`` indexer chooses i
 Input readers hand nested values over as JSON text, so a string column is scanned for values that
 start with ``[`` or ``{`` and parse as JSON; a plain string that happens to look like a JSON array is
 read as one (the same reading a multi-value dimension makes of such text).
+
+A ``string`` dimension declared without ``multiValueHandling`` is Druid's default ``SORTED_ARRAY``: it
+stays a plain string column unless some row gives it an array (a list column, or a JSON input's array
+— the caller says whether the text holds nested values), and then it is a multi-value dimension
+(values sorted, NULL elements kept, an empty array NULL), as Druid's string indexer makes it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import pyarrow.compute as pc
 
 from radstack.spec import DimensionSchema
 
-__all__ = ["discover_dimension_types", "discover_type"]
+__all__ = ["discover_dimension_types", "discover_type", "holds_arrays"]
 
 _RANK = {"long": 0, "double": 1, "string": 2}
 
@@ -70,6 +75,25 @@ def _arrow_kind(t: pa.DataType) -> str | None:
     return "string"
 
 
+def holds_arrays(column: pa.ChunkedArray | pa.Array, *, in_text: bool = False) -> bool:
+    """Whether some value of ``column`` is an array: a list column, or (``in_text``: the column holds a
+    JSON input's nested values as text) JSON text of an array — a CSV or TSV value ``[]`` is a string."""
+    t = column.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return True
+    if not in_text or not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return False
+    text = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
+    candidates = pc.filter(text, pc.fill_null(pc.starts_with(text, "["), False))
+    for raw in candidates.to_pylist():
+        try:
+            if isinstance(orjson.loads(raw), list):
+                return True
+        except orjson.JSONDecodeError:
+            continue
+    return False
+
+
 def discover_type(column: pa.ChunkedArray | pa.Array, *, is_json: bool = False) -> str:
     """The stored type (``long``, ``double``, ``string``, ``array<…>``, ``json``) of one column;
     ``is_json``: every value is JSON text (a JSON function's output), scalars included."""
@@ -113,7 +137,8 @@ def discover_type(column: pa.ChunkedArray | pa.Array, *, is_json: bool = False) 
 
 
 def discover_dimension_types(
-    table: pa.Table, dims: Sequence[DimensionSchema], json_columns: Collection[str] = ()
+    table: pa.Table, dims: Sequence[DimensionSchema], json_columns: Collection[str] = (), *,
+    arrays_in_text: bool = False,
 ) -> tuple[tuple[DimensionSchema, ...], pa.Table]:
     """``dims`` with every ``auto`` type replaced by the type its column's values call for (a column
     the rows do not have is ``string``, all null), and the table with every JSON column
@@ -121,6 +146,9 @@ def discover_dimension_types(
     scalars (a JSON string unquoted, ``true``/``false`` → 1/0), as Druid stores them."""
     out = []
     for d in dims:
+        if d.type == "string" and not d.multi_value_handling and d.name in table.column_names \
+                and d.name not in json_columns and holds_arrays(table.column(d.name), in_text=arrays_in_text):
+            d = replace(d, multi_value_handling="SORTED_ARRAY")
         if d.is_discovered:
             present = d.name in table.column_names
             typ = discover_type(table.column(d.name), is_json=d.name in json_columns) if present else "string"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from radstack.time import joda
 from radstack.time.intervals import (
     Interval,
     Period,
@@ -89,7 +89,7 @@ class Granularity:
             if typ == "period":
                 if "period" not in value:
                     raise GranularityError("period granularity needs 'period'")
-                tz = value.get("timeZone") or "UTC"
+                tz = joda.canonical_zone(str(value.get("timeZone") or "UTC"))
                 _zone(tz)
                 try:
                     period = Period.parse(str(value["period"]))
@@ -118,7 +118,7 @@ class Granularity:
         return self.kind == "none"
 
     @property
-    def zone(self) -> ZoneInfo:
+    def zone(self) -> tzinfo:
         return _zone(self.time_zone)
 
     def to_json(self) -> Any:
@@ -288,21 +288,11 @@ def _check_positive(period: Period) -> None:
         raise GranularityError(f"period {period.iso()} must be positive")
 
 
-def _zone(name: str) -> ZoneInfo:
-    if name.upper() in ("UTC", "Z", "ETC/UTC"):
-        return ZoneInfo("UTC")
+def _zone(name: str) -> tzinfo:
+    """An IANA id or a fixed offset (``+05:30``), as Joda reads a ``timeZone``."""
     try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as e:
-        # Fixed offsets such as "+05:30" or "-08:00".
-        try:
-            off = datetime.strptime(name, "%z").utcoffset()
-        except ValueError:
-            off = None
-        if off is not None:
-            raise GranularityError(
-                f"fixed-offset time zone {name!r} is not supported; use an IANA name"
-            ) from e
+        return joda.zone(name)
+    except ValueError as e:
         raise GranularityError(f"unknown time zone {name!r}") from e
 
 

@@ -46,6 +46,11 @@ def parse_instant(text: str) -> int:
         s = s[:-1] + "+00:00"
     if " " in s and "T" not in s:
         s = s.replace(" ", "T", 1)
+    # Joda (Druid) reads a year or a year-month as its first instant: "2000/2100" is an interval
+    if re.fullmatch(r"\d{4}", s):
+        s += "-01-01"
+    elif re.fullmatch(r"\d{4}-\d{2}", s):
+        s += "-01"
     # Python's fromisoformat accepts 1-6 fraction digits only from 3.11 on; trim nanos.
     m = re.match(r"^(.*T\d{2}:\d{2}(?::\d{2})?)(\.\d+)?(.*)$", s)
     if m and m.group(2) and len(m.group(2)) > 7:

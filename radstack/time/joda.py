@@ -210,12 +210,28 @@ def joda_to_spark(pattern: str) -> str:
 # ---- time zones -------------------------------------------------------------------------------
 
 
+_FIXED_OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
+
+
+def canonical_zone(name: str) -> str:
+    """A zone name every engine here reads alike: a fixed offset (``-08:00``, ``+0530``, ``UTC+2``) as
+    ``GMT-08:00`` (ICU's and Java's spelling; DuckDB refuses a bare offset), ``UTC`` for a zero one;
+    an IANA id as it is."""
+    m = _FIXED_OFFSET.fullmatch(name.strip())
+    if not m:
+        return name
+    hours, minutes = int(m.group(2)), int(m.group(3) or 0)
+    if hours == 0 and minutes == 0:
+        return "UTC"
+    return f"GMT{m.group(1)}{hours:02d}:{minutes:02d}"
+
+
 @lru_cache(maxsize=128)
 def zone(name: str | None) -> tzinfo:
     """A Druid/Joda time-zone name (IANA id, ``UTC``, or a fixed offset ``+05:30``) → tzinfo."""
     if name is None or name.upper() in ("UTC", "Z", "GMT", "ETC/UTC", "UCT"):
         return UTC
-    m = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", name.strip())
+    m = _FIXED_OFFSET.fullmatch(name.strip())
     if m:
         sign = -1 if m.group(1) == "-" else 1
         return timezone(sign * timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0)))

@@ -47,6 +47,7 @@ from radstack.storage.deep_storage.base import DeepStorage, DeepStorageError
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import HOUR_MS, manifest_key
 from radstack.time.clock import now_millis
+from realtime.archiver.config import ArchiverConfig
 from realtime.archiver.records import ColumnBuffer, to_table, write_hour_files
 from realtime.archiver.recovery import delete_committed_manifests, recover_partition
 from realtime.archiver.watermark import WatermarkTracker
@@ -134,26 +135,6 @@ def _remove_local_files(future: Future[_Ready]) -> None:
         return
     for _, local in future.result().files:
         local.unlink(missing_ok=True)
-
-
-@dataclass
-class ArchiverConfig:
-    bootstrap_servers: str
-    topics: list[str]
-    group_id: str = "radstack-archiver"
-    max_records: int = 250_000
-    max_bytes: int = 64 * 1024 * 1024
-    max_age_seconds: float = 30.0
-    # topic → (timestamp field, timestampSpec format); default ("timestamp", "auto")
-    timestamp_fields: dict[str, tuple[str, str]] = field(default_factory=dict)
-    compression: str = "zstd"
-    session_timeout_ms: int = 10_000
-    consumer_conf: dict[str, Any] = field(default_factory=dict)
-    # a flush step that fails (a DataNode or broker just died) is retried this long, then the run fails
-    retry_seconds: float = 120.0
-
-    def timestamp_of(self, topic: str) -> tuple[str, str]:
-        return self.timestamp_fields.get(topic, ("timestamp", "auto"))
 
 
 def _transient(e: Exception) -> bool:

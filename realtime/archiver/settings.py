@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from radstack.config import Settings
 from radstack.storage.supervisors import datasource_catalog
-from realtime.archiver.archiver import ArchiverConfig
+from realtime.archiver.config import ArchiverConfig
 
 Topics = tuple[list[str], dict[str, tuple[str, str]]]
 

@@ -111,7 +111,9 @@ def merge_interval(metadata: MetadataStore, deep_storage: DeepStorage, spec: Dat
         transform_filter=None,
     )
     res = index_partition(table, combining, version=hv, deep_storage=deep_storage, shard="core")
-    segs = [replace(s, metrics=schema.metric_names) for s in res.segments]
+    # the marker the timeline API and console tell a handed-off set from a batch one by (same shape)
+    marker = {"type": "handoff", "partitionsMerged": len(realtime)}
+    segs = [replace(s, metrics=schema.metric_names, last_compaction_state=marker) for s in res.segments]
     publish(metadata, deep_storage, segs, mark_unused_ids=ids)
     log.info("%s %s: handed off %d partitions into %s", spec.name, interval, len(ids), hv)
     return True

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radstack.config import Settings
+from radstack.druid_cluster.specs import with_processed_topic
 from radstack.pipeline import enrich
 from radstack.pipeline.dedup import dedup_streaming
 from radstack.pipeline.input_schema import join_options
@@ -207,7 +208,7 @@ class StreamingJob:
     ) -> None:
 
         self.settings = settings
-        self.spec = spec
+        self.spec = spec = with_processed_topic(spec, settings.druid)
         self.replica = replica
         self.options = options or stream_options(settings)
         if replica:

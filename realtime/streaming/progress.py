@@ -229,9 +229,11 @@ def streaming_status(settings: Settings, metadata: MetadataStore = None) -> dict
             md.close()
 
 
-def streaming_health(settings: Settings, max_age_seconds: float = 60.0, replica: int = 0) -> bool:
+def streaming_health(settings: Settings, max_age_seconds: float = 60.0, replica: int = 0,
+                     since_ms: int | None = None) -> bool:
     """True when every streaming datasource (spec files with topics, running supervisors) reported
-    progress (of ``replica``) within ``max_age_seconds``."""
+    progress (of ``replica``) within ``max_age_seconds`` — and, with ``since_ms`` (when the process
+    started), since then: a report the previous process left is not this one's health."""
 
     try:
 
@@ -242,7 +244,10 @@ def streaming_health(settings: Settings, max_age_seconds: float = 60.0, replica:
             now = now_millis()
             for n in names:
                 p = md.get_state(progress_key(n, replica)) or {}
-                if not p.get("updated") or now - parse_instant(p["updated"]) > max_age_seconds * 1000:
+                if not p.get("updated"):
+                    return False
+                updated = parse_instant(p["updated"])
+                if now - updated > max_age_seconds * 1000 or (since_ms is not None and updated < since_ms):
                     return False
         return bool(names)
     except Exception:

@@ -15,9 +15,11 @@ queries are Prometheus metrics.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import itertools
+import logging
 import math
 import threading
 import time
@@ -33,6 +35,7 @@ from serving.broker.limits import too_large
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _LONGEST_TIMER_MS = 365 * 24 * 3600 * 1000
 #: how long the id of a query whose client went away before it arrived is remembered
@@ -40,7 +43,8 @@ ABANDONED_SECONDS = 60.0
 #: a stopped query's interrupt is repeated after this, then at doubling intervals up to the maximum
 REINTERRUPT_FIRST_SECONDS = 0.02
 REINTERRUPT_MAX_SECONDS = 0.5
-#: how long a query that ran out of DuckDB's shared pool waits for the others to leave before its one retry
+#: how long, in all, a query that ran out of DuckDB's shared pool waits for the others to leave (it tries again
+#: each time those holding the pool then have left: under a sustained attack new ones keep arriving)
 OOM_WAIT_SECONDS = 5.0
 
 
@@ -59,9 +63,14 @@ class RunningQuery:
     stopped_at: float | None = None  # when it was interrupted (memory_guard.py gives a stopped query time to end)
     done: threading.Event = field(default_factory=threading.Event)  # set when it left the manager
     #: after DuckDB's shared pool ran out under this query: wait for the queries that held slots then, and
-    #: answer whether there were any (then it is worth one more try); set by :meth:`QueryManager.run`
+    #: answer whether there were any and time is left (then it is worth another try); set by
+    #: :meth:`QueryManager.run`
     wait_for_memory: Callable[[], bool] = field(default=lambda: False, repr=False)
     waiting_for_memory: bool = False
+    #: when it got its slot, or began its latest try after waiting for memory: of two queries that ran out of
+    #: the pool, the one trying longer is the likelier hog (:meth:`QueryManager._wait_for_others`)
+    tried_at: float = field(default_factory=time.monotonic)
+    memory_waited_s: float = 0.0  # what those waits took so far (at most OOM_WAIT_SECONDS in all)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attach(self, cursor: duckdb.DuckDBPyConnection) -> None:
@@ -91,8 +100,8 @@ class RunningQuery:
              fetch: Callable[[], T] | None = None) -> T | None:
         """Run one statement (and ``fetch`` its rows): an interrupt becomes the right Druid error; DuckDB's
         pool running out while other queries hold it waits for them (:attr:`wait_for_memory`) and tries
-        once more."""
-        for last_try in (False, True):
+        again, as long as that wait has time left."""
+        while True:
             self.check()
             try:
                 if params is None:
@@ -104,9 +113,8 @@ class RunningQuery:
                 self.check()
                 raise cancelled(f"Query [{self.query_id}] was interrupted") from e
             except duckdb.OutOfMemoryException:
-                if last_try or not self.wait_for_memory():
+                if not self.wait_for_memory():
                     raise
-        return None  # not reached: the last try returns or raises
 
     def execute(self, cursor: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement, fetch all rows, and turn an interrupt into the right Druid error."""
@@ -114,14 +122,16 @@ class RunningQuery:
         self.check()
         return rows or []
 
-    def stream(self, cursor: duckdb.DuckDBPyConnection, sql: str, rows: int) -> Iterator[list[tuple[Any, ...]]]:
-        """Run one statement and yield its rows ``rows`` at a time as DuckDB produces them (a streamed
-        answer never holds the whole result); interrupts and the timeout act as in :meth:`execute`."""
+    def stream(self, cursor: duckdb.DuckDBPyConnection, sql: str,
+               rows: Callable[[], int]) -> Iterator[list[tuple[Any, ...]]]:
+        """Run one statement and yield its rows as DuckDB produces them, ``rows()`` at a time (asked before
+        each fetch, so the reader can take fewer of wide rows): a streamed answer never holds the whole
+        result; interrupts and the timeout act as in :meth:`execute`."""
         self._run(cursor, sql)
         while True:
             self.check()
             try:
-                part = cursor.fetchmany(rows)
+                part = cursor.fetchmany(rows())
             except duckdb.InterruptException as e:
                 self.check()
                 raise cancelled(f"Query [{self.query_id}] was interrupted") from e
@@ -181,6 +191,9 @@ class QueryManager:
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._running: dict[str, RunningQuery] = {}
+        #: (tried_at, left_at) of the queries that left lately: one at it before a query that then ran out
+        #: of the pool may have left just before it looked (its memory is free by then)
+        self._departures: collections.deque[tuple[float, float]] = collections.deque(maxlen=256)
         self._active = 0
         self._active_low = 0
         self._waiting: list[tuple[int, int, RunningQuery, bool]] = []  # (-priority, arrival, query, low)
@@ -315,6 +328,7 @@ class QueryManager:
             self._active += 1
             self._active_low += low
             rq.admitted = True
+            rq.tried_at = time.monotonic()
             if rq.lane is not None:
                 self._per_user[rq.lane] = self._per_user.get(rq.lane, 0) + 1
             metrics.BROKER_QUERIES_RUNNING.set(self._active)
@@ -345,27 +359,42 @@ class QueryManager:
                 metrics.BROKER_QUERIES_RUNNING.set(self._active)
                 if self._running.get(qid) is rq:
                     del self._running[qid]
+                if rq.admitted:
+                    self._departures.append((rq.tried_at, time.monotonic()))
                 rq.done.set()
                 self._cond.notify_all()
 
     def _wait_for_others(self, rq: RunningQuery) -> bool:
         """``rq`` ran out of DuckDB's pool, which every query shares: a small query should not fail because
-        a big one holds the pool, so it waits (at most :data:`OOM_WAIT_SECONDS`, never past its timeout)
-        until the queries holding slots now have ended. A query already waiting so holds no pool (its
-        statement failed) and is not waited for. False when no other query runs: it is too big alone."""
+        a big one holds the pool, so it waits (at most :data:`OOM_WAIT_SECONDS` over all its tries, never
+        past its timeout) until the queries that were at it before it — its slot or its latest try came
+        later — have ended, then tries again (at once when such a query left after its try began: its
+        memory is free). A query waiting so holds no pool (its statement failed) and is not waited for.
+        False, DuckDB's error, when there is no such query: it is the one trying longest, the likely hog
+        (alone, too big) — so a big query never tries again while a small one waits for it to leave (each
+        would wait out the other's budget) — or when the budget is spent."""
+        mine = rq.tried_at
         with self._lock:
-            others = [q for q in self._running.values() if q.admitted and q is not rq]
-            holding = [q for q in others if not q.waiting_for_memory]
-            rq.waiting_for_memory = True
-        try:
-            if not others:
+            holding = [q for q in self._running.values()
+                       if q.admitted and q is not rq and not q.waiting_for_memory and q.tried_at <= mine]
+            older_left = any(tried <= mine < left for tried, left in self._departures)
+            budget = OOM_WAIT_SECONDS - rq.memory_waited_s
+            if (not holding and not older_left) or budget <= 0:
+                log.info("query %s ran out of DuckDB's pool: %s", rq.query_id,
+                         "its wait budget is spent" if budget <= 0 else
+                         f"no query at it longer to wait for ({len(self._running) - 1} others in flight)")
                 return False
+            rq.waiting_for_memory = True  # only now: a query on its way to failing still holds its pool
+        try:
             left = rq.remaining_ms()
-            limit = OOM_WAIT_SECONDS if left is None else min(OOM_WAIT_SECONDS, left / 1000)
-            deadline = time.monotonic() + limit
+            limit = budget if left is None else min(budget, left / 1000)
+            started = time.monotonic()
+            deadline = started + limit
             for q in holding:
                 q.done.wait(max(0.0, deadline - time.monotonic()))
+            rq.memory_waited_s += max(time.monotonic() - started, 0.01)  # each try costs the budget something
             rq.check()
+            rq.tried_at = time.monotonic()
             return True
         finally:
             rq.waiting_for_memory = False

@@ -72,7 +72,7 @@ def task_summaries(ctx: Any, limit: int = 50) -> list[dict[str, Any]]:
         out.append({
             "id": row.id, "type": row.type, "dataSource": row.datasource, "status": status,
             "createdTime": format_instant(row.created_date), "duration": row.duration_ms,
-            "errorMsg": row.error_msg, **_task_counters(report),
+            "errorMsg": row.error_msg, "startedBy": (row.payload or {}).get("startedBy"), **_task_counters(report),
         })
     return out
 

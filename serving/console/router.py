@@ -23,6 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, RedirectResponse
 from starlette.concurrency import run_in_threadpool
 
+from radstack.druid_cluster.status import druid_overview
 from radstack.time.intervals import Interval
 from serving.auth import datasource_reader, request_user
 from serving.console.ingestion_view import datasource_summaries, ingestion_view
@@ -149,6 +150,17 @@ async def timeline(data_source: str, request: Request, interval: str | None = No
         return timeline_view(data_source, rows, window)
 
     return await run_in_threadpool(build)
+
+
+@router.get("/radstack/v1/druid")
+async def druid(request: Request) -> dict[str, Any]:
+    """The Druid cluster's side of the datasources it serves (``druid:``), those the user may read."""
+    may_read = datasource_reader(request)
+    ctx = _ctx(request)
+    view = await run_in_threadpool(druid_overview, ctx.settings, ctx.metadata)
+    if view.get("configured"):
+        view["datasources"] = {k: v for k, v in view["datasources"].items() if may_read(k)}
+    return view
 
 
 @router.get("/radstack/v1/ingestion")

@@ -17,12 +17,12 @@ from starlette.concurrency import run_in_threadpool
 
 from radstack.storage.compaction import CompactionError, compaction_config_document, save_compaction_config
 from radstack.storage.compaction import delete_compaction_config as delete
+from radstack.storage.kill import kill_unused_segments
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline, timelines_by_data_source
 from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, format_instant
 from serving.auth import datasource_reader
-from serving.coordinator.duties.kill import kill_unused_segments
 from serving.errors import invalid_input, not_found
 
 router = APIRouter(prefix="/druid/coordinator/v1")

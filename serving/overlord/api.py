@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from radstack.datasources import case_twin, case_twin_message
@@ -16,7 +18,7 @@ from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
 from serving.auth import datasource_reader, request_user
 from serving.errors import DruidError, invalid_input, not_found
-from serving.overlord.input_policy import InputForbidden
+from serving.input_policy import InputForbidden
 from serving.overlord.input_sources import check_input_source
 from serving.overlord.task_spec import TaskSpecError
 from serving.overlord.task_types import parse_any_task
@@ -24,6 +26,7 @@ from serving.overlord.task_types import parse_any_task
 router = APIRouter(prefix="/druid/indexer/v1")
 
 TASK_STATES = ("running", "complete", "waiting", "pending")
+MAX_LOG_BYTES = 8 * 1024 * 1024  # one answer's share of a task log; ask again with an offset for more
 
 
 def _ctx(request: Request) -> Any:
@@ -157,6 +160,28 @@ def get_task_reports(task_id: str, request: Request) -> dict[str, Any]:
     if not row.report:
         raise not_found(f"No task reports were found for this task: [{task_id}]")
     return row.report
+
+
+@router.get("/task/{task_id}/log")
+def get_task_log(task_id: str, request: Request, offset: int = 0) -> PlainTextResponse:
+    """Druid's task log: the text of the task's own log (a rebuild's ``{home}/logs/tasks/<id>.log``);
+    ``offset`` as Druid reads it: bytes from the start, or from the end when negative. Only a file under
+    the server's logs directory is ever read."""
+    ctx = _ctx(request)
+    row = _task_row(ctx, task_id, request)
+    where = (row.report or {}).get("log") if isinstance(row.report, dict) else None
+    if not where:
+        raise not_found(f"No log was found for this task: [{task_id}]")
+    logs = ctx.settings.logs_dir.resolve()
+    path = Path(str(where)).resolve()
+    if not path.is_relative_to(logs) or not path.is_file():
+        raise not_found(f"No log was found for this task: [{task_id}]")
+    size = path.stat().st_size
+    start = max(0, size + offset) if offset < 0 else min(offset, size)
+    with path.open("rb") as f:
+        f.seek(start)
+        data = f.read(MAX_LOG_BYTES)
+    return PlainTextResponse(data.decode("utf-8", "replace"))
 
 
 @router.post("/task/{task_id}/shutdown")

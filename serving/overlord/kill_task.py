@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from radstack.storage.kill import KillError, kill_unused_segments
 from radstack.time.intervals import Interval, TimeParseError, parse_instant
-from serving.coordinator.duties.kill import KillError, kill_unused_segments
 from serving.overlord.task_spec import TaskSpecError, new_task_id
 from serving.overlord.tasks import TaskCancelled
 

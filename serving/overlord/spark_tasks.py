@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import yaml
 
 from radstack.config import Settings
 from radstack.private_files import private_dir, write_private
+from radstack.process_state import stop_groups
 from radstack.storage.ingest_stats import IngestStats
 from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
@@ -93,18 +93,12 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
     try:
         while proc.poll() is None:
             if state.cancel.is_set():
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                stop_groups([proc], 15)
                 raise TaskCancelled()
             time.sleep(0.2)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        if proc.poll() is None:  # an error here: nothing to wait for
+            stop_groups([proc], 0)
     if proc.returncode != 0 or not result.exists():
         tail = log_path.read_text(errors="replace")[-800:]
         raise RuntimeError(f"the Spark job failed (exit {proc.returncode}); see {log_path}: …{tail}")

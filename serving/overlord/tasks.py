@@ -273,6 +273,8 @@ class IndexTaskRun:
                 input_bytes=self.stats.processed_bytes,
                 max_samples=max(1, self.spec.max_saved_parse_exceptions),
                 work_dir=tmp_parent,
+                # the JSON reader hands nested values over as text: a plain string given an array is MV
+                arrays_in_text=(self.spec.input_format or {}).get("type") == "json",
             )
             self.written = list(result.segments)
             self._merge_stats(result.stats)

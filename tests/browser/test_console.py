@@ -12,6 +12,7 @@ import copy
 import csv
 import io
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -23,6 +24,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
+from batch.rebuild_tasks import RebuildTask
+from radstack.time.intervals import Interval, parse_instant
 from tests.browser.console_data import DAYS, PAGES, events, load_lambda_picture, run_task, sql, task
 from tests.fixtures.server import running_server
 
@@ -138,6 +141,44 @@ def test_query_table_chart_csv_and_errors(chrome: Any, lambda_server: Any, conso
     chrome.save_screenshot(str(console_artifacts / "query-error.png"))
 
 
+def test_query_schema_browser_history_explain_and_cancel_only_while_running(
+        chrome: Any, lambda_server: Any, console_artifacts: Path) -> None:
+    """#51: the Query view lists datasources and their columns (click inserts), keeps a local history,
+    EXPLAINs, and offers Cancel only while a query runs."""
+    srv, _ = lambda_server
+    open_view(chrome, srv.url, "query")
+    chrome.execute_script("localStorage.removeItem('radstack.queryHistory')")
+    open_view(chrome, srv.url, "query")
+    assert not css(chrome, "#cancel")[0].is_displayed()  # idle: nothing to cancel
+    ds = wait_for(chrome, lambda: css(chrome, "#schema details[data-datasource='wiki']")[0], what="the wiki datasource")
+    ds.find_element(By.TAG_NAME, "summary").click()
+    cols = wait_for(chrome, lambda: [li.get_attribute("data-column") for li in css(chrome, "#schema li[data-column]")],
+                    what="wiki's columns")
+    assert cols[0] == "__time" and "page" in cols and "added" in cols
+    assert "TIMESTAMP" in css(chrome, "#schema li[data-column='__time']")[0].text
+    ta = css(chrome, ".editor textarea")[0]
+    ta.send_keys(Keys.CONTROL, "a")
+    ta.send_keys(Keys.DELETE)
+    ta.send_keys("SELECT COUNT(DISTINCT ")
+    css(chrome, "#schema li[data-column='page']")[0].click()  # inserted at the cursor
+    ta.send_keys(") AS pages FROM ")
+    css(chrome, "#schema details[data-datasource='wiki'] .ds-name")[0].click()
+    assert ta.get_attribute("value") == "SELECT COUNT(DISTINCT page) AS pages FROM wiki"
+    ta.send_keys(Keys.CONTROL, Keys.ENTER)
+    wait_for(chrome, lambda: css(chrome, "#results"), what="query result")
+    assert table_rows(chrome, "#results") == [[str(len(PAGES))]]
+    history = wait_for(chrome, lambda: css(chrome, "#history ol.history li"), what="history")
+    assert "SELECT COUNT(DISTINCT page) AS pages FROM wiki" in history[0].text and "1 rows" in history[0].text
+    css(chrome, "#explain")[0].click()
+    plan = wait_for(chrome, lambda: css(chrome, "#explain-output pre")[0].text, what="the plan")
+    assert '"queryType"' in plan and "wiki" in plan
+    chrome.save_screenshot(str(console_artifacts / "query-schema-history-explain.png"))
+    # history survives a reload and loads a statement back into the editor
+    open_view(chrome, srv.url, "query")
+    wait_for(chrome, lambda: css(chrome, "#history ol.history li"), what="history after reload")[0].click()
+    assert css(chrome, ".editor textarea")[0].get_attribute("value") == "SELECT COUNT(DISTINCT page) AS pages FROM wiki"
+
+
 def test_timeline_shows_realtime_overshadowed_by_batch(chrome: Any, lambda_server: Any, console_artifacts: Path) -> None:
     srv, info = lambda_server
     open_view(chrome, srv.url, "timeline/wiki")
@@ -199,6 +240,11 @@ def test_ingestion_view_tasks_and_state(chrome: Any, lambda_server: Any, console
     meta.put_state("streaming.wiki", {"status": "RUNNING", "processed": 5000, "thrownAway": 12, "unparseable": 3,
                                       "deadLettered": 1, "lag": 40, "processedRowsPerSecond": 812.5, "updated": now,
                                       "lastError": "batch 17: deep storage write timed out"})
+    # a rebuild run by the quickstart is a task too, with its own log (#51)
+    rebuild = RebuildTask(srv.settings, meta, "wiki", Interval(parse_instant(DAYS[0]), parse_instant(DAYS[1])),
+                          chunks=24, force=False, started_by="radctl quickstart")
+    rebuild.line("rebuilding the day in one Spark job")
+    rebuild.finish_chunks([{"interval": DAYS[0], "status": "published"}])
     open_view(chrome, srv.url, "ingestion")
     wait_for(chrome, lambda: table_rows(chrome, "#task-table"), what="task table")
     chrome.save_screenshot(str(console_artifacts / "ingestion.png"))
@@ -215,6 +261,9 @@ def test_ingestion_view_tasks_and_state(chrome: Any, lambda_server: Any, console
     assert "warn" in read(lambda: css(chrome, "#streaming .card[data-counter='thrownAway']")[0].get_attribute("class"))
     assert read(lambda: css(chrome, "#streaming .error-box .msg")[0].text) == "batch 17: deep storage write timed out"
     assert "null" not in read(lambda: css(chrome, "#streaming")[0].text)
+    # an instant reads as a time and keys as words, not 1,795,875,657,997 and processedRowsPerSecond (#51)
+    streaming_text = read(lambda: css(chrome, "#streaming")[0].text)
+    assert not re.search(r"\d{1,3}(,\d{3}){4}", streaming_text) and "processed rows per second" in streaming_text
     a = read(lambda: counters("archiver"))
     assert (a["records"], a["bytes"], a["invalid_json"]) == ("1,234", "964.5 KB", "2")
     wm = read(lambda: table_rows(chrome, "#watermarks"))
@@ -222,15 +271,20 @@ def test_ingestion_view_tasks_and_state(chrome: Any, lambda_server: Any, console
     # tasks, newest first, with the row counters of their reports
     tasks = httpx.get(f"{srv.url}/druid/indexer/v1/tasks").json()
     rows = read(lambda: table_rows(chrome, "#task-table"))
-    assert [r[3] for r in rows] == ["SUCCESS"] * 3
+    assert [r[4] for r in rows] == ["SUCCESS"] * 4
+    assert [r[3] for r in rows] == ["radctl quickstart"] + ["task API"] * 3
     want_processed = [len(events(DAYS[:2], added=100)), len(events(DAYS, added=10, hours=range(1, 24, 2))),
                       len(events(DAYS, added=1))]
-    assert [int(r[6].replace(",", "")) for r in rows] == want_processed
+    assert [int(r[7].replace(",", "")) for r in rows[1:]] == want_processed
     assert read(lambda: [r.get_attribute("data-task-id") for r in css(chrome, "#task-table tbody tr")]) == [t["id"] for t in tasks]
     # backfill: the batch layer's endpoint is there, so (auth off) the button is offered
     assert css(chrome, "#backfill-submit") and not css(chrome, "#backfill-unavailable")
-    css(chrome, "#task-table tbody tr")[0].click()
+    css(chrome, "#task-table tbody tr")[1].click()
     wait_for(chrome, lambda: "ingestionStatsAndErrors" in css(chrome, "#modal-body")[0].text, what="task report")
+    chrome.find_element(By.ID, "modal-close").click()
+    css(chrome, "#task-table tbody tr")[0].click()  # the rebuild: its log opens with it
+    log = wait_for(chrome, lambda: css(chrome, "#task-log")[0].text, what="the rebuild's log")
+    assert "started by radctl quickstart" in log and "SUCCESS: 1 of 1 chunk(s) published" in log
 
 
 def test_cancel_a_running_query(chrome: Any, lambda_server: Any, console_artifacts: Path) -> None:
@@ -244,7 +298,7 @@ def test_cancel_a_running_query(chrome: Any, lambda_server: Any, console_artifac
     css(chrome, "#run")[0].click()
     wait_for(chrome, lambda: css(chrome, "#query-info")[0].text == "running…", what="running")
     cancel = css(chrome, "#cancel")[0]
-    assert cancel.is_enabled()
+    assert cancel.is_displayed() and cancel.is_enabled()
     time.sleep(0.5)
     started = time.monotonic()
     cancel.click()
@@ -252,7 +306,7 @@ def test_cancel_a_running_query(chrome: Any, lambda_server: Any, console_artifac
     assert time.monotonic() - started < 10
     body = json.loads(box.find_element(By.CSS_SELECTOR, "pre.json").text)
     assert body["category"] == "CANCELED" and body["errorMessage"].endswith("was cancelled"), body
-    assert not css(chrome, "#cancel")[0].is_enabled() and css(chrome, "#run")[0].is_enabled()
+    assert not css(chrome, "#cancel")[0].is_displayed() and css(chrome, "#run")[0].is_enabled()  # idle again
     chrome.save_screenshot(str(console_artifacts / "query-cancelled.png"))
     assert sql(srv.url, "SELECT COUNT(*) AS n FROM wiki")[0]["n"] == 192  # the server is fine afterwards
 

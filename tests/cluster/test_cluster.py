@@ -360,7 +360,8 @@ def test_airflow_dag_submits_the_rebuild_to_spark_standalone(cluster: LocalClust
     interval = Interval(t0, t0 + HOUR)
     res = run_dag_test(env, f"radstack_rebuild_{name}", {"interval": interval.iso()})
     assert res["state"] == "success", res
-    assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "verify": "success"}, res
+    assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "druid": "success",
+                            "verify": "success"}, res
     log = (tmp_path / "airflow" / "dag-test.log").read_text()
     assert f"--master {spark.master_url}" in log  # the SparkSubmitHook's command line
     apps = spark.state()

@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
+from radstack.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
 
 
 @dataclass

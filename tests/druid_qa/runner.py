@@ -1,6 +1,6 @@
 """Run Druid's SQL QA suite against radstack and write a per-suite report.
 
-    python -m tests.druid_qa [--suites qaSql,qaWin] [--out build/druid-qa] [--limit N] [--workers 2]
+    python -m tests.druid_qa [--suites qaSql,qaWin] [--out build/druid-qa] [--limit N] [--workers 2] [--referee]
 
 Each dataset directory gets a fresh server (a temp home: Druid's framework gives each ``!use`` its own
 cluster too, and the directories reuse datasource names). A case passes when:
@@ -12,7 +12,10 @@ cluster too, and the directories reuse datasource names). A case passes when:
 * ``!error``: radstack refuses the statement with a 4xx and Druid's error JSON (the expected text is
   Java exception text; whether it also appears in radstack's message is reported, not required).
 
-A 5xx is always a failure and counted on its own.
+A 5xx is always a failure and counted on its own. With ``--referee``, a case that fails is asked of a
+local Druid 33 too (:mod:`tests.druid_qa.referee`): the expected tables are Druid master's, and where
+Druid 33 answers as radstack does, the case is counted apart as ``as Druid 33`` (listed in
+``as-druid33.json``), never recorded as passing.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from __future__ import annotations
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import json
 import os
-import re
 import sys
 import tempfile
 import time
@@ -32,13 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import sqlglot
-from sqlglot import exp
 
-from serving.druid_cluster.submit import OverlordClient
+from radstack.druid_cluster.submit import OverlordClient
 from tests.druid_qa.cases import SUITES, Case, load_cases
 from tests.druid_qa.datasets import DatasetLoad, load_dataset
-from tests.druid_qa.render import rows_as_cells
+from tests.druid_qa.judging import Answer, Outcome, ask, judge
+from tests.druid_qa.referee import Referee
 
 DEFAULT_ROOT = Path(__file__).resolve().parents[3] / "shared" / "druid-qa"
 
@@ -48,19 +50,11 @@ def qa_root() -> Path:
 
 
 @dataclass
-class Outcome:
-    case: Case
-    status: str  # passed | failed | order_undefined | not_run | server_error
-    kind: str = ""  # the failure's kind (grouping in the report)
-    detail: str = ""
-    http_status: int = 0
-
-
-@dataclass
 class SuiteReport:
     cases: int = 0
     passed: int = 0
     order_undefined: int = 0
+    as_druid33: int = 0  # failed against Druid master's expected table, answered as the local Druid 33 does
     failed: int = 0
     not_run: int = 0
     server_error: int = 0
@@ -72,101 +66,12 @@ class SuiteReport:
     @property
     def pass_rate(self) -> float:
         counted = self.cases
-        return (self.passed + self.order_undefined) / counted if counted else 0.0
+        return (self.passed + self.order_undefined + self.as_druid33) / counted if counted else 0.0
 
 
-def _has_outer_order_by(sql: str) -> bool | None:
-    try:
-        tree = sqlglot.parse_one(sql, read="druid")
-    except Exception:  # noqa: BLE001 - sqlglot raises several types; None means "cannot tell"
-        return None
-    return tree.args.get("order") is not None if isinstance(tree, exp.Query) else None
-
-
-def _outer_order_columns(sql: str, names: list[str]) -> list[int] | None:
-    """The answer's columns the outermost ``ORDER BY`` sorts on, or None when a key is not one of them.
-
-    Rows that tie on every key may come in any order (SQL leaves it undefined, and Druid's own order among
-    ties depends on its segments and threads), so two answers whose key columns agree row by row differ
-    only in an order the statement does not fix.
-    """
-    try:
-        tree = sqlglot.parse_one(sql, read="druid")
-    except Exception:  # noqa: BLE001 - sqlglot raises several types; None means "cannot tell"
-        return None
-    order = tree.args.get("order") if isinstance(tree, exp.Query) else None
-    if order is None:
-        return None
-    lowered = [n.lower() for n in names]
-    columns: list[int] = []
-    for key in order.expressions:
-        target = key.this if isinstance(key, exp.Ordered) else key
-        if isinstance(target, exp.Literal) and target.is_int and 1 <= int(target.name) <= len(names):
-            columns.append(int(target.name) - 1)
-        elif isinstance(target, exp.Column) and not target.table and target.name.lower() in lowered:
-            columns.append(lowered.index(target.name.lower()))
-        else:
-            return None
-    return columns
-
-
-def _mentions_order_by(sql: str) -> bool:
-    return re.search(r"\border\s+by\b", sql, re.IGNORECASE) is not None
-
-
-def _error_kind(message: str) -> str:
-    text = re.sub(r"'[^']*'|\"[^\"]*\"|\[[^\]]*\]|\d+", "…", message)
-    return text[:90]
-
-
-def run_case(http: httpx.Client, url: str, case: Case) -> Outcome:
-    body = {"query": case.sql, "resultFormat": "array", "header": True, "typesHeader": True,
-            "sqlTypesHeader": True, "context": {**case.context, "sqlStringifyArrays": False}}
-    try:
-        resp = http.post(f"{url}/druid/v2/sql", json=body)
-    except httpx.HTTPError as e:
-        return Outcome(case, "server_error", "transport", str(e)[:300])
-    status = resp.status_code
-    if status >= 500:
-        return Outcome(case, "server_error", "5xx", resp.text[:300], status)
-    if status >= 400:
-        try:
-            err = resp.json()
-            message = str(err.get("errorMessage") or err.get("error") or err)
-        except ValueError:
-            message = resp.text
-        if case.kind == "error":
-            return Outcome(case, "passed", "", message[:300], status)
-        return Outcome(case, "failed", "refused: " + _error_kind(message), message[:300], status)
-    if case.kind == "error":
-        return Outcome(case, "failed", "answered where Druid refuses", case.error_text[:200], status)
-    payload = resp.json()
-    names, _native, sql_types = payload[0], payload[1], payload[2]
-    actual = rows_as_cells(payload[3:], sql_types)
-    expected = case.expected
-    assert expected is not None
-    want = [tuple(r) for r in expected.rows]
-    if len(names) != len(expected.columns):
-        return Outcome(case, "failed", "column count", f"{names} vs {list(expected.columns)}", status)
-    if actual == want:
-        return Outcome(case, "passed", http_status=status)
-    if sorted(actual) == sorted(want):
-        if not _mentions_order_by(case.sql):
-            return Outcome(case, "passed", http_status=status)
-        if _has_outer_order_by(case.sql) is False:
-            return Outcome(case, "order_undefined", "", "", status)
-        keys = _outer_order_columns(case.sql, names)
-        if keys and [[r[k] for k in keys] for r in actual] == [[r[k] for k in keys] for r in want]:
-            return Outcome(case, "order_undefined", "ties", "", status)
-        return Outcome(case, "failed", "row order", _diff(actual, want), status)
-    kind = "row count" if len(actual) != len(want) else "values"
-    return Outcome(case, "failed", kind, _diff(actual, want), status)
-
-
-def _diff(actual: list[tuple[str, ...]], want: list[tuple[str, ...]]) -> str:
-    extra = [r for r in actual if r not in want][:3]
-    missing = [r for r in want if r not in actual][:3]
-    return f"got {len(actual)} rows, want {len(want)}; unexpected {extra}; missing {missing}"[:600]
+def run_case(http: httpx.Client, url: str, case: Case) -> tuple[Outcome, Answer]:
+    answer = ask(http, url, case)
+    return judge(case, answer), answer
 
 
 def _wait_queryable(http: httpx.Client, url: str, datasources: list[str], timeout_s: float = 60.0) -> None:
@@ -180,8 +85,9 @@ def _wait_queryable(http: httpx.Client, url: str, datasources: list[str], timeou
 
 
 def run_directory(root: Path, directory: str, cases: list[Case], workers: int,
-                  log: Any = print) -> tuple[DatasetLoad, list[Outcome]]:
-    """A fresh server, the directory's datasets, then its cases."""
+                  log: Any = print, referee: Referee | None = None) -> tuple[DatasetLoad, list[Outcome]]:
+    """A fresh server, the directory's datasets, then its cases; with a ``referee`` (Druid 33), the
+    cases radstack fails are asked of it too."""
     from tests.fixtures.server import running_server  # lazy: starts uvicorn and the whole app
 
     with tempfile.TemporaryDirectory(prefix="druid-qa-") as home, running_server(
@@ -195,11 +101,17 @@ def run_directory(root: Path, directory: str, cases: list[Case], workers: int,
         if not load.datasources:
             return load, [Outcome(c, "not_run", "dataset refused", "; ".join(load.refused.values())[:300])
                           for c in cases]
-        outcomes: list[Outcome] = []
         with httpx.Client(timeout=120, limits=httpx.Limits(max_connections=workers)) as http, \
                 concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            outcomes = list(pool.map(lambda c: run_case(http, srv.url, c), cases))
-        return load, outcomes
+            done = list(pool.map(lambda c: run_case(http, srv.url, c), cases))
+    outcomes = [o for o, _ in done]
+    failed = [(i, a) for i, (o, a) in enumerate(done) if o.status == "failed"]
+    if referee is not None and failed:
+        for k, verdict in referee.review(directory, [(outcomes[i], a) for i, a in failed]):
+            outcomes[failed[k][0]] = verdict
+        log(f"    Druid 33 answers {sum(o.status == 'as_druid33' for o in outcomes)} of {len(failed)} "
+            "failing cases as radstack does")
+    return load, outcomes
 
 
 def summarize(outcomes: list[Outcome]) -> dict[str, SuiteReport]:
@@ -210,7 +122,7 @@ def summarize(outcomes: list[Outcome]) -> dict[str, SuiteReport]:
         setattr(r, o.status, getattr(r, o.status) + 1)
         if o.case.kind == "ok":
             r.ok_cases += 1
-            r.ok_passed += o.status in ("passed", "order_undefined")
+            r.ok_passed += o.status in ("passed", "order_undefined", "as_druid33")
         elif o.status == "passed" and o.case.error_text and o.case.error_text.splitlines()[0].strip() in o.detail:
             r.error_text_matched += 1
         if o.status in ("failed", "server_error", "not_run"):
@@ -219,21 +131,22 @@ def summarize(outcomes: list[Outcome]) -> dict[str, SuiteReport]:
 
 
 def markdown(reports: dict[str, SuiteReport]) -> str:
-    lines = ["| suite | pass / cases | % | order undefined | failed | not run | 5xx | `!ok` pass / cases |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| suite | pass / cases | % | order undefined | as Druid 33 | failed | not run | 5xx | `!ok` pass / cases |",
+             "|---|---|---|---|---|---|---|---|---|"]
     total = SuiteReport()
-    for suite in SUITES:
-        r = reports.get(suite)
+    counts = ("cases", "passed", "order_undefined", "as_druid33", "failed", "not_run", "server_error", "ok_cases",
+              "ok_passed")
+    for suite in [*SUITES, None]:
+        r = total if suite is None else reports.get(suite)
         if r is None:
             continue
-        lines.append(f"| {suite} | {r.passed + r.order_undefined:,} / {r.cases:,} | {100 * r.pass_rate:.1f} % | "
-                     f"{r.order_undefined:,} | {r.failed:,} | {r.not_run:,} | {r.server_error:,} | "
-                     f"{r.ok_passed:,} / {r.ok_cases:,} |")
-        for k in ("cases", "passed", "order_undefined", "failed", "not_run", "server_error", "ok_cases", "ok_passed"):
-            setattr(total, k, getattr(total, k) + getattr(r, k))
-    lines.append(f"| **all** | {total.passed + total.order_undefined:,} / {total.cases:,} | "
-                 f"{100 * total.pass_rate:.1f} % | {total.order_undefined:,} | {total.failed:,} | "
-                 f"{total.not_run:,} | {total.server_error:,} | {total.ok_passed:,} / {total.ok_cases:,} |")
+        name = "**all**" if suite is None else suite
+        lines.append(f"| {name} | {r.passed + r.order_undefined + r.as_druid33:,} / {r.cases:,} | "
+                     f"{100 * r.pass_rate:.1f} % | {r.order_undefined:,} | {r.as_druid33:,} | {r.failed:,} | "
+                     f"{r.not_run:,} | {r.server_error:,} | {r.ok_passed:,} / {r.ok_cases:,} |")
+        if suite is not None:
+            for k in counts:
+                setattr(total, k, getattr(total, k) + getattr(r, k))
     return "\n".join(lines)
 
 
@@ -253,6 +166,10 @@ def write_report(out: Path, reports: dict[str, SuiteReport], outcomes: list[Outc
                  "expected_error": o.case.error_text or None})
     ordered = dict(sorted(by_kind.items(), key=lambda kv: -len(kv[1])))
     (out / "failures.json").write_text(json.dumps(ordered, indent=1))
+    # the cases whose expected table (Druid master's) Druid 33 does not give either: radstack answers as 33
+    as_druid33 = [{"case": o.case.key, "test": o.case.test_id, "sql": o.case.sql, "master": o.detail}
+                  for o in outcomes if o.status == "as_druid33"]
+    (out / "as-druid33.json").write_text(json.dumps(as_druid33, indent=1))
 
 
 PASSING_FILE = Path(__file__).parent / "passing.json"
@@ -273,15 +190,15 @@ def in_sample(case: Case, every: int) -> bool:
     return every <= 1 or zlib.crc32(case.key.encode()) % every == 0
 
 
-def run_cases(root: Path, cases: list[Case], workers: int = 2,
-              log: Any = print) -> tuple[list[Outcome], list[DatasetLoad]]:
+def run_cases(root: Path, cases: list[Case], workers: int = 2, log: Any = print,
+              referee: Referee | None = None) -> tuple[list[Outcome], list[DatasetLoad]]:
     groups: dict[str, list[Case]] = collections.defaultdict(list)
     for c in cases:
         groups[c.datasets].append(c)
     outcomes: list[Outcome] = []
     loads: list[DatasetLoad] = []
     for directory, group in sorted(groups.items()):
-        load, done = run_directory(root, directory, group, workers, log)
+        load, done = run_directory(root, directory, group, workers, log, referee)
         loads.append(load)
         outcomes.extend(done)
     return outcomes, loads
@@ -295,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=2, help="concurrent queries")
     p.add_argument("--match", default="", help="only case files whose name contains this")
     p.add_argument("--sample", type=int, default=1, help="a fixed 1-in-N sample of the cases (1: all)")
+    p.add_argument("--referee", action="store_true",
+                   help="ask a local Druid 33 (operations/druid_local.py) every case radstack fails; where it "
+                        "answers as radstack does, count the case apart as 'as Druid 33'")
     p.add_argument("--record", action="store_true",
                    help="write the passing cases to tests/druid_qa/passing.json (the regression baseline)")
     args = p.parse_args(argv)
@@ -314,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         cases = kept
     started = time.monotonic()
     print(f"{len(cases):,} cases in {len({c.datasets for c in cases})} dataset directories from {root}")
-    outcomes, loads = run_cases(root, cases, args.workers)
+    with contextlib.ExitStack() as stack:
+        referee = stack.enter_context(Referee(root)) if args.referee else None
+        outcomes, loads = run_cases(root, cases, args.workers, referee=referee)
     reports = summarize(outcomes)
     write_report(Path(args.out), reports, outcomes, loads)
     if args.record:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.druid_qa.runner import _outer_order_columns
+from tests.druid_qa.judging import _outer_order_columns
 
 SQL = "SELECT a, CAST(b AS CHAR) t, COUNT(*) c FROM x GROUP BY a, b ORDER BY t ASC, 1 DESC"
 

@@ -54,6 +54,7 @@ def airflow_env(radstack_home: Path, tmp_path: Path) -> dict[str, str]:
     ds_dir.mkdir()
     (ds_dir / "web.yaml").write_text(SPEC.format(name="web", gran="hour"))
     (ds_dir / "shop.yaml").write_text(SPEC.format(name="shop", gran="day"))
+    (ds_dir / "ticks.yaml").write_text(SPEC.format(name="ticks", gran="minute"))
     return airflow_environment(radstack_home, tmp_path / "airflow")
 
 
@@ -76,12 +77,16 @@ def test_dag_import(airflow_env: dict[str, str], settings) -> None:  # type: ign
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["errors"] == {}
-    assert set(out["dags"]) == {"radstack_rebuild_web", "radstack_rebuild_shop", "radstack_rebuild_clicks"}
+    assert set(out["dags"]) == {"radstack_rebuild_web", "radstack_rebuild_shop", "radstack_rebuild_clicks",
+                                "radstack_rebuild_ticks"}
+    # minute segments: one run an hour rebuilds its 60 chunks (airflow.run_granularity), not 60 runs
+    assert out["dags"]["radstack_rebuild_ticks"]["summary"] == "0 * * * *"
     assert out["dags"]["radstack_rebuild_clicks"]["summary"] == "0 * * * *"
     web, shop = out["dags"]["radstack_rebuild_web"], out["dags"]["radstack_rebuild_shop"]
     for d in (web, shop):
-        assert d["tasks"] == ["rebuild", "verify", "wait_for_archive"]
-        assert d["upstream"] == {"wait_for_archive": [], "rebuild": ["wait_for_archive"], "verify": ["rebuild"]}
+        assert d["tasks"] == ["druid", "rebuild", "verify", "wait_for_archive"]
+        assert d["upstream"] == {"wait_for_archive": [], "rebuild": ["wait_for_archive"], "druid": ["rebuild"],
+                                 "verify": ["druid"]}
         assert d["timetable"] == "CronDataIntervalTimetable"
         assert d["catchup"] is False
     assert web["summary"] == "0 * * * *" and shop["summary"] == "0 0 * * *"
@@ -100,7 +105,8 @@ def test_dag_test_rebuilds_an_interval(airflow_env: dict[str, str], settings) ->
     interval = Interval(T0, T0 + HOUR).iso()
     res = run_dag_test(airflow_env, "radstack_rebuild_web", {"interval": interval})
     assert res["state"] == "success", res
-    assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "verify": "success"}
+    assert res["tasks"] == {"wait_for_archive": "success", "rebuild": "success", "druid": "success",
+                            "verify": "success"}
     with MetadataStore.from_settings(settings) as md:
         segs = [s for s, _ in visible(md, "web", Interval(T0, T0 + HOUR))]
         assert segs and all(s.shard_spec.type == "numbered" and s.shard_spec.partitions == len(segs) for s in segs)

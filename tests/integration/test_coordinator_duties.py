@@ -138,7 +138,7 @@ def test_compaction_config_api_and_duty_and_kill_task(radstack_home: Path) -> No
 
         # one coordinator pass compacts both days (they are long past)
         report = srv.ctx.coordinator.run_once()
-        assert not report.errors and len(report.compacted) == 2
+        assert not report.errors and len(report["compaction"]) == 2
         srv.ctx.broker.refresh(force=True)
         after = totals(url)
         assert after["rows"] == 2 * 24 * 4  # 12 five-minute rows per hour and pair → 1
@@ -148,7 +148,7 @@ def test_compaction_config_api_and_duty_and_kill_task(radstack_home: Path) -> No
 
         # a second pass marks the detailed segments unused (overshadowed) and compacts nothing more
         report = srv.ctx.coordinator.run_once()
-        assert report.compacted == [] and len(report.overshadowed_unused) == 48
+        assert report["compaction"] == [] and len(report["mark_overshadowed_unused"]) == 48
         unused = srv.ctx.metadata.segments("net", used=False)
         used = srv.ctx.metadata.segments("net", used=True)
         assert len(unused) == 48 and len(used) == 2

@@ -32,10 +32,10 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from radstack.druid_cluster.specs import chunk_interval, index_parallel_spec
+from radstack.druid_cluster.submit import OverlordClient
 from radstack.spec import load_datasource_spec
 from radstack.time.intervals import Interval, format_instant, parse_instant
-from serving.druid_cluster.specs import chunk_interval, index_parallel_spec
-from serving.druid_cluster.submit import OverlordClient
 
 REPO = Path(__file__).resolve().parents[2]
 ADS_SPEC = REPO / "examples" / "ads" / "ads.yaml"
@@ -334,7 +334,7 @@ def test_druid_accepts_the_generated_supervisor_spec(local_druid: Any) -> None:
     Jackson model); no Kafka is needed for that — it points at a closed loopback port — and it is
     terminated again."""
     from operations.processes import free_port
-    from serving.druid_cluster.specs import kafka_supervisor_spec
+    from radstack.druid_cluster.specs import kafka_supervisor_spec
 
     schema = {**load_datasource_spec(ADS_SPEC).data_schema.to_json(), "dataSource": "ads_stream"}
     spec = load_datasource_spec({"dataSchema": schema, "processing": {"topics": ["impressions"], "windowPeriod": "PT10M"}})
@@ -368,7 +368,7 @@ def test_druid_supervisor_streams_the_processed_topic(
     per in-memory index, so row counts may differ)."""
     from confluent_kafka import Producer
 
-    from serving.druid_cluster.specs import kafka_supervisor_spec
+    from radstack.druid_cluster.specs import kafka_supervisor_spec
 
     now = int(time.time() * 1000)
     window = Interval(now - 5 * 60_000, now - 1000)  # inside lateMessageRejectionPeriod (PT10M)

@@ -20,9 +20,9 @@ import orjson
 import pytest
 import yaml
 
+from radstack.druid_cluster.specs import chunk_interval, index_parallel_spec, kafka_supervisor_spec
+from radstack.druid_cluster.submit import OverlordClient
 from radstack.time.intervals import Interval, format_instant
-from serving.druid_cluster.specs import chunk_interval, index_parallel_spec, kafka_supervisor_spec
-from serving.druid_cluster.submit import OverlordClient
 from tests.integration.test_druid_cluster import (
     ADS_SPEC,
     ads_events,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from serving.druid_cluster.submit import OverlordClient
+from radstack.druid_cluster.submit import OverlordClient
 from tests.fixtures.druid_tasks import inline_task
 from tests.integration.test_druid_cluster import sql, sync_broker, wait_broker_serves
 

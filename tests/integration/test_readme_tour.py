@@ -1,14 +1,15 @@
-"""The README's first command (`radctl quickstart`, shortened), then its 5-minute tour run as written
-(commands read from README.md), on a fresh home.
+"""The README's first command (`radctl quickstart`, shortened), then its 5-minute tour pasted as one
+block into one shell (the block read from README.md), on a fresh home.
 
 The quickstart runs with `--down` and its own result is checked first (the batch answer equals the
 generator's truth, the corrections account for every late and duplicate event); the tour's
 `radctl up` then starts the stack again from the same home, so one quickstart run covers both the
 first command and `radctl quickstart --down` (the tour used to run a second quickstart for that).
 
-Ports are the test's own: ``localhost:8888`` in a command becomes the serving port of this stack,
-and ``source .venv/bin/activate`` the activate script of the Python running the tests. Between the
-commands the test checks what the README says each one shows."""
+Ports are the test's own: ``localhost:8888`` in the block becomes the serving port of this stack, and
+``source .venv/bin/activate`` the activate script of the Python running the tests. Nothing waits
+between the commands: the shell's DEBUG trap marks where each command's output begins, and the test
+then checks what the README says each one shows."""
 
 from __future__ import annotations
 
@@ -16,15 +17,13 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from operations.processes import free_port
-from tests.readme_commands import ROOT, tour_commands
+from tests.readme_commands import ROOT, tour_block, tour_commands
 
 pytestmark = pytest.mark.slow
 
@@ -69,13 +68,32 @@ def _day_total(out: str) -> int:
     return sum(int(r["events"]) for r in rows)
 
 
-def _archiver_lag(sh: Shell) -> int | None:
-    st = json.loads(sh.run("radctl status --json").stdout)
-    groups = [g for g in st["kafka"]["groups"] if g["group"] == "radstack-archiver"]
-    return groups[0]["lag"] if groups else None
+#: printed by the pasted shell's DEBUG trap before every simple command it runs
+MARK = "@@radstack-tour-command@@ "
 
 
-def test_tour_runs_as_written(tmp_path: Path) -> None:
+def paste(sh: Shell, block: str, timeout: float = 1500) -> list[tuple[str, str]]:
+    """``block`` pasted into one interactive-like bash (no ``set -e``: a failing command does not stop the
+    rest, as at a terminal): ``(command, its output)`` for each of the block's own commands, in order
+    (the commands the activate script runs are left out). Its exit status is the last command's."""
+    script = block.replace(".venv/bin/activate", str(sh.activate)).replace("localhost:8888", f"localhost:{sh.port}")
+    trap = f"trap 'printf \"\\n{MARK}%s\\n\" \"$BASH_COMMAND\"' DEBUG\n"
+    out = subprocess.run(["bash", "-c", trap + script], cwd=ROOT, env=sh.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, timeout=timeout)  # fmt: skip
+    with sh.log.open("a") as f:
+        f.write(f"$ <the tour, pasted>\n{out.stdout}[exit {out.returncode}]\n\n")
+    assert out.returncode == 0, out.stdout[-4000:]
+    parts: list[tuple[str, str]] = []
+    for chunk in out.stdout.split("\n" + MARK)[1:]:
+        command, _, text = chunk.partition("\n")
+        if command.startswith(("source ", "radctl ", "curl ")):
+            parts.append((command, text))
+        elif parts:  # a command of the activate script: its output (none) belongs to `source`
+            parts[-1] = (parts[-1][0], parts[-1][1] + text)
+    return parts
+
+
+def test_tour_runs_pasted_as_one_block(tmp_path: Path) -> None:
     cmds = tour_commands()
     kinds = [c.split()[0] + (" " + c.split()[1] if c.startswith("radctl") else "") for c in cmds]
     assert kinds == ["source", "radctl up", "radctl status", "curl", "radctl generate", "curl", "radctl status",
@@ -91,59 +109,22 @@ def test_tour_runs_as_written(tmp_path: Path) -> None:
         check_quickstart(json.loads(result_file.read_text()), quickstart.stdout, quickstart.stderr)
         assert not list((home / "run").glob("*.pid")), "--down leaves no process behind"
 
-        sh.run(cmds[0])  # source .venv/bin/activate
-        up = sh.run(cmds[1])  # starts the whole stack again on the quickstart's home
-        assert "already running" not in up.stdout
-        deadline = time.monotonic() + 180  # the restarted streaming job reports its first micro-batch
-        while _last_batch(sh) < 0:
-            assert time.monotonic() < deadline, "the restarted streaming job never reported progress"
-            time.sleep(2)
-        status = sh.run(cmds[2])
-        assert "stream" in status.stdout and "archiver" in status.stdout
-
-        top = json.loads(sh.run(cmds[3]).stdout)  # the quickstart's real-time + batch segments
-        assert 1 <= len(top) <= 5 and {"publisher", "events"} <= set(top[0])
-
-        batch_before = _last_batch(sh)
-        thrown_before = int(_stream(sh).get("thrownAway") or 0)
-        sh.run(cmds[4])  # generate a past day
+        parts = paste(sh, tour_block())
+        assert [c.split()[0] + (" " + c.split()[1] if c.startswith("radctl") else "") for c, _ in parts] == kinds, parts
+        out = [text for _, text in parts]
+        assert "already running" not in out[1] and "Error" not in out[1], out[1]  # radctl up: the stack again
+        assert "stream" in out[2] and "archiver" in out[2], out[2]  # radctl status
+        top = json.loads(out[3])  # the quickstart's real-time + batch segments
+        assert 1 <= len(top) <= 5 and {"publisher", "events"} <= set(top[0]), out[3]
         summary = json.loads((home / "generated" / "ads" / "summary.json").read_text())
-        assert summary["streams"]["impressions"]["unique"] == DAY_EVENTS
-
-        # the streaming job reads the replayed day (a new micro-batch, nothing left behind in Kafka) and
-        # indexes none of it: far older than the watermark and the window period
-        deadline = time.monotonic() + 180
-        while not (_last_batch(sh) > batch_before and _stream_lag(sh) == 0):
-            assert time.monotonic() < deadline, "the streaming job never read the replayed day"
-            time.sleep(2)
-        # ... and `radctl status` counts it as thrown away (the progress is polled every second)
-        deadline = time.monotonic() + 30
-        while int(_stream(sh).get("thrownAway") or 0) - thrown_before < DAY_EVENTS:
-            assert time.monotonic() < deadline, _stream(sh)
-            time.sleep(1)
-        assert _day_total(sh.run(cmds[5]).stdout) == 0  # `[]`: nothing of 2026-11-20 in real time
-
-        sh.run(cmds[6])  # radctl status: wait until the archiver's lag is 0, as the README says
-        deadline = time.monotonic() + 120
-        while _archiver_lag(sh) != 0:
-            assert time.monotonic() < deadline, "the archiver never caught up"
-            time.sleep(2)
-
-        backfill = sh.run(cmds[7], timeout=900)
-        assert "published" in backfill.stdout
-        # the serving process loads the new version on its next metadata poll (seconds)
-        deadline = time.monotonic() + 60
-        while (after := _day_total(sh.run(cmds[8]).stdout)) != DAY_EVENTS and time.monotonic() < deadline:
-            time.sleep(1)
-        assert after == DAY_EVENTS  # the generator's truth, from the raw archive
-        truth = _truth_events(home / "generated" / "ads" / "truth")
-        assert truth == DAY_EVENTS
-
-        console = httpx.get(f"http://localhost:{port}/", timeout=10)  # the console the README points to
-        assert console.status_code == 200 and "<script" in console.text
-
-        sh.run(cmds[9])  # radctl down
+        assert summary["streams"]["impressions"]["unique"] == DAY_EVENTS, out[4]
+        assert _day_total(out[5]) == 0  # `[]`: nothing of 2026-11-20 in real time
+        assert "stream" in out[6] and "archiver" in out[6], out[6]  # radctl status again
+        assert "published" in out[7] and "served" in out[7], out[7][-2000:]  # backfill --wait
+        assert _day_total(out[8]) == DAY_EVENTS  # the generator's truth, from the raw archive, at once
+        assert "Error" not in out[9], out[9]  # radctl down
         assert not list((home / "run").glob("*.pid"))
+        assert _truth_events(home / "generated" / "ads" / "truth") == DAY_EVENTS
     finally:
         subprocess.run([sys.executable, "-c", "from operations.cli import app; app()", "down"], env=env,
                        capture_output=True, timeout=180)  # fmt: skip
@@ -169,18 +150,7 @@ def check_quickstart(result: dict[str, Any], stdout: str, stderr: str) -> None:
     assert "The batch answer is equal to the truth" in " ".join(stdout.split())
 
 
-def _stream(sh: Shell) -> dict[str, Any]:
-    st = json.loads(sh.run("radctl status --json").stdout)
-    return dict((st.get("streaming") or {}).get("ads") or {})
 
-
-def _last_batch(sh: Shell) -> int:
-    return int(_stream(sh).get("lastBatchId") or -1)
-
-
-def _stream_lag(sh: Shell) -> int | None:
-    lag = _stream(sh).get("lag")
-    return None if lag is None else int(lag)
 
 
 def _truth_events(truth_dir: Path) -> int:

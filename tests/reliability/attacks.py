@@ -21,6 +21,7 @@ import multiprocessing
 import os
 import resource
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -37,6 +38,10 @@ import yaml
 from radstack.passwords import hash_password
 
 MEMORY_LIMIT_MIB = 512
+#: ``server.memory_headroom``: the memory guard's budget is memory_limit plus this
+MEMORY_HEADROOM_MIB = 300
+#: ``server.duckdb_threads`` (fixed, so the bound below does not follow the machine's cores)
+DUCKDB_THREADS = 2
 #: the address-space limit the server runs under: a regression fails the test, it cannot take the machine
 ADDRESS_SPACE_BYTES = 12 * 2**30
 ATTACKER_ADDRESS = "127.0.0.2"
@@ -68,6 +73,9 @@ def wiki_rows(n: int = ROWS) -> pa.Table:
     })
 
 
+_TLS = ssl.create_default_context()
+
+
 # ---- the server under attack ----------------------------------------------------------------------------
 
 
@@ -78,7 +86,9 @@ class Target:
     port: int
 
     def client(self, user: str = "mallory", *, timeout: float = 30, attacker: bool = True) -> httpx.Client:
-        transport = httpx.HTTPTransport(local_address=ATTACKER_ADDRESS if attacker else None)
+        # one TLS context for every client: building one costs ~20 ms of this process's CPU per request, which
+        # on a shared machine the attacker would take from the server it measures (the server is plain HTTP)
+        transport = httpx.HTTPTransport(local_address=ATTACKER_ADDRESS if attacker else None, verify=_TLS)
         return httpx.Client(base_url=self.url, auth=(user, USERS[user]), timeout=timeout, transport=transport)
 
     def raw(self, *, attacker: bool = True) -> socket.socket:
@@ -109,7 +119,8 @@ def serving(home: Path, cwd: Path | None = None) -> Iterator[Target]:
     home.mkdir(parents=True, exist_ok=True)
     config = {
         "server": {
-            "memory_limit": f"{MEMORY_LIMIT_MIB}MiB",
+            "memory_limit": f"{MEMORY_LIMIT_MIB}MiB", "memory_headroom": f"{MEMORY_HEADROOM_MIB}MiB",
+            "duckdb_threads": DUCKDB_THREADS,
             "auth": {"enabled": True, "users": [
                 {"name": "admin", "password_hash": hash_password(USERS["admin"]), "roles": ["admin"]},
                 {"name": "mallory", "password_hash": hash_password(USERS["mallory"]), "roles": ["reader"]},
@@ -254,13 +265,25 @@ def _victim_loop(t: Target, stop: Any, started: Any, results: Any) -> None:
         while not stop.is_set():
             t0 = time.perf_counter()
             try:
-                code: Any = c.post("/druid/v2/sql", json={"query": VICTIM_SQL}).status_code
+                r = c.post("/druid/v2/sql", json={"query": VICTIM_SQL})
+                code: Any = r.status_code if r.status_code == 200 else f"{r.status_code} {_error_name(r)}"
             except httpx.HTTPError as e:
                 code = type(e).__name__
             latencies.append(time.perf_counter() - t0)
             statuses[code] += 1
             stop.wait(0.02)
     results.put((latencies, dict(statuses)))
+
+
+def _error_name(r: httpx.Response) -> str:
+    """Druid's error JSON's ``error``/``errorClass`` (what a victim's failure was), or the body's start."""
+    try:
+        body = r.json()
+    except ValueError:
+        return r.text[:120]
+    if not isinstance(body, dict):
+        return r.text[:120]
+    return f"{body.get('error')}/{body.get('errorClass')}: {str(body.get('errorMessage'))[:120]}"
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -284,11 +307,16 @@ class Result:
     slot_free_s: float | None
     attack_statuses: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: the server's resident memory when the shape began (the peak counts from here: what earlier shapes left)
+    start_rss_mb: float = 0.0
+    #: what the victim got, by status (a failure names the victim's error, not only its count)
+    victim_statuses: dict[str, int] = field(default_factory=dict)
 
 
 def measure(t: Target, shape: Shape, idle: list[float]) -> Result:
     victim = Victim(t)
     reset_peak(t.pid)
+    start_rss = _proc_status(t.pid, "VmRSS") / 2**20 if Path(f"/proc/{t.pid}").exists() else float("nan")
     started = time.monotonic()
     victim.start()
     statuses: Counter[Any] = Counter()
@@ -318,7 +346,8 @@ def measure(t: Target, shape: Shape, idle: list[float]) -> Result:
         round(quantile(idle, 0.5) * 1000, 1), round(quantile(idle, 0.99) * 1000, 1),
         sum(v for k, v in victim.statuses.items() if k != 200),
         None if slot_free is None else round(slot_free, 2),
-        {str(k): v for k, v in statuses.items()}, round(ended - started, 1))
+        {str(k): v for k, v in statuses.items()}, round(ended - started, 1), round(start_rss, 1),
+        {str(k): v for k, v in victim.statuses.items()})
 
 
 # ---- attack helpers -------------------------------------------------------------------------------------

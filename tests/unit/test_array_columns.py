@@ -143,13 +143,23 @@ def test_a_null_element_orders_before_any_value_as_in_druid(env: Any) -> None:
 
 
 def test_a_sought_value_takes_the_arrays_element_type_as_in_druid(env: Any) -> None:
-    # Druid 33: ARRAY_CONTAINS(strings, 1) looks for '1', ARRAY_CONTAINS(longs, '1') for 1
+    # Druid 33: ARRAY_CONTAINS(strings, 1) looks for '1', ARRAY_CONTAINS(longs, '1') for 1; but
+    # ARRAY_OFFSET_OF / ORDINAL_OF do not convert: '2' is at no position of a LONG array
     got = rows(env, "SELECT page, ARRAY_CONTAINS(codes, '1'), ARRAY_OVERLAP(codes, ARRAY['7', 'x']), "
                     "ARRAY_OFFSET_OF(codes, '2'), ARRAY_CONTAINS(tags, 1), MV_CONTAINS(mv, 1), "
-                    "SCALAR_IN_ARRAY('4', codes) FROM arr ORDER BY __time")
-    assert got == [("A", True, False, 1, False, False, False), ("B", True, False, 1, False, False, False),
-                           ("C", False, False, None, False, False, True), ("D", False, True, None, None, False, False),
-                           ("E", None, None, None, False, False, None)]
+                    "SCALAR_IN_ARRAY('4', codes), ARRAY_OFFSET_OF(codes, 2) FROM arr ORDER BY __time")
+    assert got == [("A", True, False, None, False, False, False, 1), ("B", True, False, None, False, False, False, 1),
+                   ("C", False, False, None, False, False, True, None), ("D", False, True, None, None, False, False, None),
+                   ("E", None, None, None, False, False, None, None)]
+
+
+def test_a_value_appended_or_prepended_takes_the_arrays_element_type(env: Any) -> None:
+    # Druid 33 (QA suite, qaArray ops_funcs_array_funcs / mv_funcs): ARRAY_PREPEND(9, strings) adds '9';
+    # MV_APPEND(longs, 'A') adds 'A' read as a LONG: NULL
+    got = rows(env, "SELECT ARRAY_TO_STRING(ARRAY_PREPEND(9, codes), ','), ARRAY_TO_STRING(ARRAY_APPEND(codes, '5'), ','), "
+                    "ARRAY_LENGTH(MV_APPEND(codes, 'A')), ARRAY_TO_STRING(MV_APPEND(codes, 'A'), ',') FROM arr "
+                    "WHERE page = 'A'")
+    assert got == [("9,1,2", "1,2,5", 3, "1,2,null")]
 
 
 def test_earliest_of_an_array_is_the_text_java_writes(env: Any) -> None:

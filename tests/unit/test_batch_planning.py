@@ -59,6 +59,11 @@ def test_check_closed_window_and_watermark() -> None:
     assert c.closed
     err = NotClosedError([check_closed(chunk, wp, {"t": 0}, now_ms=needed + DAY)])
     assert "--force" in str(err) and "1970-01-01T00:00:00.000Z" in str(err)
+    # a day of minute chunks not closed is four lines, not 1,440: the first two, a count, the last
+    minutes = plan_chunks(parse_interval("2026-11-20/P1D"), Granularity.parse("minute"))
+    err = NotClosedError([check_closed(c, wp, {"t": 0}, now_ms=needed + DAY) for c in minutes])
+    assert len(err.checks) == 1440 and str(err).count("\n") == 4 and "1,437 more chunk(s) not closed" in str(err)
+    assert minutes[-1].iso() in str(err)
 
 
 def test_tombstones_fill_empty_chunks() -> None:

@@ -5,6 +5,7 @@ the compacted version (no double counting)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from radstack.storage.compaction import (
 )
 from radstack.storage.segments import DataSegment, ShardSpec
 from radstack.time.intervals import Interval, Period, format_instant, parse_instant
+from serving.coordinator.duties.compaction import compaction_duty
 from serving.coordinator.duties.overshadowed import mark_overshadowed_unused
 
 MINUTE = 60_000
@@ -241,6 +243,27 @@ def test_hour_tier_keeps_totals_and_rolls_up_60x(broker_env: Any) -> None:
     unused = mark_overshadowed_unused(md)
     assert len(unused) == 48 and all(RT_VERSION in i for i in unused)
     assert_same(served_totals(broker_env)[1], expected)
+
+
+def test_the_coordinators_compaction_pass_is_a_task(broker_env: Any) -> None:
+    """#51: each datasource the coordinator compacts shows as a ``compact`` task with its report and log;
+    a pass with nothing to compact makes none."""
+    broker_env.index(events("2024-01-01T00:00:00Z", 1, MINUTE, COMBOS6), ingest_schema(), version=RT_VERSION,
+                     shard="append")
+    md, deep = broker_env.metadata, broker_env.deep_storage
+    save_compaction_config(md, config(skipOffsetFromLatest="PT0S"))
+    base = broker_env.settings
+    settings = base.model_copy(update={"coordinator": base.coordinator.model_copy(update={
+        "compaction": base.coordinator.compaction.model_copy(update={"on": True})})})
+    now = parse_instant("2024-01-10T00:00:00Z")
+    assert len(compaction_duty(md, deep, settings, now_ms=now, force=True)) == 1
+    [task] = [t for t in md.list_tasks() if t.type == "compact"]
+    assert task.status == "SUCCESS" and task.datasource == "flows" and task.payload["startedBy"] == "coordinator"
+    assert task.report is not None and len(task.report["results"]) == 1
+    assert "compacted 2024-01-01T00:00:00.000Z/2024-01-02T00:00:00.000Z: 8,640 → 144 rows" in \
+        Path(task.report["log"]).read_text()
+    assert compaction_duty(md, deep, settings, now_ms=now, force=True) == []  # nothing left: no new task
+    assert len([t for t in md.list_tasks() if t.type == "compact"]) == 1
 
 
 def test_two_tiers_month_and_day(broker_env: Any) -> None:

@@ -132,13 +132,13 @@ def test_run_duties_reports(store: MetadataStore, settings) -> None:  # type: ig
     old = seg(DAY, "v1")
     store.publish([old, seg(DAY, "v2")])
     report = run_duties(store, None, settings.with_overrides({"coordinator": {"overshadowed_unused_delay_seconds": 0}}))
-    assert report.overshadowed_unused == [old.identifier] and report.errors == []
+    assert report["mark_overshadowed_unused"] == [old.identifier] and report.errors == []
     # a failing duty (here: a database without the tables) is reported, not raised
     empty = MetadataStore.from_url(f"sqlite:///{settings.home / 'empty.db'}")
     try:
         broken = run_duties(empty, None, settings)
     finally:
         empty.close()
-    assert broken.overshadowed_unused == []
+    assert "mark_overshadowed_unused" not in broken
     assert broken.errors[0].startswith("mark_overshadowed_unused:")
     assert [e.split(":")[0] for e in broken.errors[1:]] == ["retention"]  # the next duty ran, and failed too

@@ -1,4 +1,4 @@
-"""Druid ingestion specs generated from datasource specs (serving/druid_cluster/specs.py), the
+"""Druid ingestion specs generated from datasource specs (radstack/druid_cluster/specs.py), the
 ``radctl druid specs`` command, and the Overlord client against a scripted Druid-shaped server
 (httpx.MockTransport; the real Druid and radstack's own task API are in
 tests/integration/test_druid_cluster.py)."""
@@ -14,10 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from radstack.config import DeepStorageSettings, Settings
-from radstack.spec import load_datasource_spec
-from radstack.storage.segments import DataSegment, ShardSpec
-from radstack.time.intervals import Interval, parse_instant
-from serving.druid_cluster.specs import (
+from radstack.druid_cluster.specs import (
     DruidSpecError,
     SegmentFiles,
     chunk_interval,
@@ -28,7 +25,10 @@ from serving.druid_cluster.specs import (
     processed_topic,
     visible_segment_files,
 )
-from serving.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
+from radstack.druid_cluster.submit import DruidApiError, OverlordClient, TaskFailedError
+from radstack.spec import load_datasource_spec
+from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, parse_instant
 
 REPO = Path(__file__).resolve().parents[2]
 ADS = REPO / "examples" / "ads" / "ads.yaml"

@@ -1,4 +1,4 @@
-"""Input-source security: a task may read only the places the settings allow (serving/overlord/input_policy.py).
+"""Input-source security: a task may read only the places the settings allow (serving/input_policy.py).
 
 Each hostile spec below was accepted before this check existed (the task API read /etc/shadow,
 /proc/self/environ and radstack.yaml, fetched loopback URLs, and sent an environment variable as a
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from radstack.config import Settings
-from serving.overlord.input_policy import InputForbidden, check_url
+from serving.input_policy import InputForbidden, check_url
 from serving.overlord.input_sources import check_input_source, resolve_input_source
 
 
@@ -56,6 +56,23 @@ def test_local_inside_the_data_dir_is_allowed(settings: Settings) -> None:
 
 def test_the_examples_are_allowed_by_default(settings: Settings) -> None:
     check_input_source({"type": "local", "baseDir": "examples/rollup-tutorial", "filter": "*.json"}, settings)
+
+
+def test_a_relative_path_is_read_against_the_checkout_not_the_servers_directory(
+        settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Druid reads a relative baseDir against its installation directory; radstack against the checkout
+    # (ingestion.local.base_dir), whatever directory the server was started in (#51)
+    monkeypatch.chdir(tmp_path)
+    spec = {"type": "local", "baseDir": "examples/rollup-tutorial", "filter": "rollup-data.json"}
+    check_input_source(spec, settings)
+    assert [Path(e.name).name for e in resolve_input_source(spec, settings)] == ["rollup-data.json"]
+    with pytest.raises(InputForbidden):  # .. out of the allowed directories is still refused
+        check_input_source({"type": "local", "baseDir": "examples/../radstack", "filter": "*"}, settings)
+    moved = Settings.model_validate({"home": str(tmp_path / "home"), "ingestion": {"local": {
+        "base_dir": str(tmp_path), "allowed_dirs": [str(tmp_path / "in")]}}})
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text("{}\n")
+    check_input_source({"type": "local", "baseDir": "in", "filter": "*.json"}, moved)
 
 
 def test_a_symlink_out_of_an_allowed_dir_is_refused_when_the_task_runs(settings: Settings, tmp_path: Path) -> None:

@@ -58,3 +58,10 @@ def test_period() -> None:
     assert Period.parse("P1DT2H").iso() == "P1DT2H"
     with pytest.raises(TimeParseError):
         Period.parse("P")
+
+
+def test_a_year_or_a_year_month_is_its_first_instant_as_joda_reads_it() -> None:
+    """Druid (Joda) reads ``"intervals": ["2000/2100"]`` as the years 2000 to 2100 (#48, held-out kind)."""
+    assert format_instant(parse_instant("2000")) == "2000-01-01T00:00:00.000Z"
+    assert format_instant(parse_instant("2000-03")) == "2000-03-01T00:00:00.000Z"
+    assert format_instant(parse_instant("2000-03-04T05")) == "2000-03-04T05:00:00.000Z"

@@ -12,17 +12,17 @@ import pytest
 
 from radstack.config import Settings
 from radstack.storage.deep_storage.local import LocalDeepStorage
-from radstack.storage.metadata import MetadataStore
-from radstack.storage.publish import publish
-from radstack.storage.segment_format import segment_data_key
-from radstack.storage.segments import DataSegment, ShardSpec
-from radstack.time.intervals import Interval, parse_instant
-from serving.coordinator.duties.kill import (
+from radstack.storage.kill import (
     find_kill_candidates,
     kill_duty,
     kill_unused_segments,
     segment_folder,
 )
+from radstack.storage.metadata import MetadataStore
+from radstack.storage.publish import publish
+from radstack.storage.segment_format import segment_data_key
+from radstack.storage.segments import DataSegment, ShardSpec
+from radstack.time.intervals import Interval, parse_instant
 
 DAY = 86_400_000
 T0 = parse_instant("2024-01-01T00:00:00Z")
@@ -108,7 +108,7 @@ def test_a_segment_marked_used_during_the_kill_survives(env: Any, monkeypatch: p
     segs = [make(deep, "ds", d, "v1") for d in range(3)]
     publish(store, deep, segs)
     store.mark_unused([s.identifier for s in segs])
-    import serving.coordinator.duties.kill as kill_mod
+    import radstack.storage.kill as kill_mod
 
     real = kill_mod.find_kill_candidates
 
@@ -193,6 +193,12 @@ def test_kill_duty_is_off_by_default_and_respects_retain_and_buffer(env: Any) ->
     dry = _settings(on=True, duration_to_retain="P3D", buffer_period="PT0S", period_seconds=0, dry_run=True)
     reports = kill_duty(store, deep, dry, now_ms=_wall_ms())
     assert sum(len(r.segments) for r in reports) == 6 and len(store.segments("ds", used=None)) == 6
+    # each pass that found something to kill (not the one the buffer held back) is a coordinator task (#51)
+    kills = [t for t in store.list_tasks() if t.type == "kill"]
+    assert [t.status for t in kills] == ["SUCCESS"] * 2 and {t.payload["startedBy"] for t in kills} == {"coordinator"}
+    newest = kills[0]
+    assert newest.report is not None and newest.report["dryRun"] is True and newest.report["numKilledSegments"] == 6
+    assert "would kill 6 segment(s)" in Path(newest.report["log"]).read_text()
 
 
 def test_kill_duty_runs_once_per_period(env: Any) -> None:

@@ -9,7 +9,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SUBPACKAGES = {"storage", "pipeline"}
+SUBPACKAGES = {"storage", "pipeline", "druid_cluster"}
 CORE_PACKAGES = {"time", "expressions", "spec", "sketches"}  # packages inside the core layer
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from serving.broker.native import run_native_query
 from serving.errors import DruidError
 from tests.unit.test_sql_execution import run
 
@@ -227,3 +228,21 @@ def test_grouping_by_array_to_mv_explodes_it(env: Any) -> None:
         ("x", 4), ("y", 4)]
     assert sorted(rows(env, "SELECT ARRAY_TO_MV(MV_TO_ARRAY(page)) AS v, SUM(added) FROM pages GROUP BY 1")) == [
         ("A", 1), ("B", 2), ("C", 4), ("D", 8)]
+
+
+def test_native_search_and_list_filtered_read_each_value(env: Any) -> None:
+    """#48 (held-out kinds): a native ``search`` over a multi-value dimension matches value by value, and
+    ``listFiltered`` (Druid's shape: a ``delegate`` spec) drops the other values before the row is
+    exploded — a row left without values counts once, as NULL (checked against Druid 33)."""
+    span = ["2024-01-01/2024-01-02"]
+    found = run_native_query(env.service, {"queryType": "search", "dataSource": "pages", "intervals": span,
+                                           "searchDimensions": ["tags"], "query": {"type": "contains", "value": "a"},
+                                           "granularity": "all"})
+    assert found[0]["result"] == [{"dimension": "tags", "value": "a", "count": 2}]
+    grouped = run_native_query(env.service, {
+        "queryType": "groupBy", "dataSource": "pages", "intervals": span, "granularity": "all",
+        "dimensions": [{"type": "listFiltered", "delegate": {"type": "default", "dimension": "tags", "outputName": "t"},
+                        "values": ["a"]}],
+        "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}]})
+    # A [a,b] → a · B [c] → none: NULL · C no values: NULL · D [a,c] → a
+    assert sorted((r["event"]["t"] or "", r["event"]["added"]) for r in grouped) == [("", 6), ("a", 9)]

@@ -12,6 +12,7 @@ import pytest
 
 from radstack.spec import load_datasource_spec
 from radstack.time.intervals import Interval, format_instant
+from serving.console.timeline_view import segment_kind
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 HOUR = 3_600_000
@@ -98,6 +99,9 @@ def test_handoff_merges_partitions_with_combining_aggregators(env: Any) -> None:
     assert handoff_closed_intervals(md, ds, spec, watermark_ms=T0 + HOUR + 600_000, window_ms=600_000) == [iv]
     [merged] = md.segments("ads")
     assert merged.version == handoff_version(iv) and merged.shard_spec.partitions == 1
+    # the timeline API and console tell it from a batch set by its marker (#51)
+    assert merged.last_compaction_state == {"type": "handoff", "partitionsMerged": 3}
+    assert segment_kind(merged) == "handed-off"
     assert {s.identifier for s in md.segments("ads", used=False)} == {s.identifier for s in small}
     rows = pq.read_table(merged.load_spec["path"]).to_pylist()
     got = {(r["__time"].timestamp() * 1000, r["publisher"]): (r["count"], r["price"], r["max_price"]) for r in rows}

@@ -72,3 +72,17 @@ def test_a_worker_yields_the_cpu_to_the_server(wiki: Any) -> None:
     assert pool is not None
     for pid in pool._processes:  # type: ignore[attr-defined]
         assert os.getpriority(os.PRIO_PROCESS, pid) >= min(19, os.getpriority(os.PRIO_PROCESS, 0) + planning_pool.WORKER_NICENESS)
+
+
+def test_when_no_worker_can_start_the_statement_is_planned_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that embeds the server without spawn's ``__main__`` guard cannot start workers: the
+    statement is still answered (planned in the server's process), not a 5xx."""
+    def cannot_spawn(_processes: int) -> Any:
+        raise RuntimeError("An attempt has been made to start a new process before the current process has "
+                           "finished its bootstrapping phase.")
+
+    monkeypatch.setattr(planning_pool, "_executor", cannot_spawn)
+    assert planning_pool.run_planning(1, os.getpid) == os.getpid()  # ran here
+    monkeypatch.setattr(planning_pool, "_executor", lambda _n: (_ for _ in ()).throw(RuntimeError("other")))
+    with pytest.raises(RuntimeError, match="other"):  # any other failure is not hidden
+        planning_pool.run_planning(1, os.getpid)

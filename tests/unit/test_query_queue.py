@@ -230,15 +230,16 @@ def test_an_interrupt_that_lands_before_duckdb_starts_the_statement_is_not_lost(
 
 
 class _PoolFullOnce:
-    """A cursor whose first statement finds DuckDB's shared pool full (held by another query)."""
+    """A cursor whose first ``full`` statements find DuckDB's shared pool full (held by other queries)."""
 
-    def __init__(self) -> None:
+    def __init__(self, full: int = 1) -> None:
         self.calls = 0
+        self.full = full
 
     def execute(self, sql: str, *params: Any) -> None:
         self.calls += 1
-        if self.calls == 1:
-                    raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+        if self.calls <= self.full:
+            raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         return [(1,)]
@@ -261,6 +262,55 @@ def test_a_query_that_finds_the_pool_full_waits_for_the_others_and_tries_once_mo
     holder.join(5)
 
 
+def test_under_a_stream_of_big_queries_a_small_one_tries_again_after_each_until_its_budget(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sustained attack: each time the big queries holding the pool leave, new ones hold it again. The
+    small query tries again after each wave (it used to give up after one retry), and gives up — with
+    DuckDB's error — once its waits took OOM_WAIT_SECONDS in all."""
+    qm = QueryManager(max_concurrent=8, default_timeout_ms=0)
+    releases = [threading.Event() for _ in range(3)]
+    holders: list[threading.Thread] = []
+    order: list[str] = []
+    holders.append(_hold(qm, "big0", releases[0], order))
+    _wait_for(lambda: order == ["big0"])
+
+    def waves() -> None:  # every 0.15 s the next big query takes the pool, then the last one leaves it
+        for i in range(1, 3):
+            time.sleep(0.15)
+            holders.append(_hold(qm, f"big{i}", releases[i], order))
+            _wait_for(lambda i=i: len(order) == i + 1)
+            releases[i - 1].set()
+        time.sleep(0.15)
+        releases[-1].set()
+
+    class _FullWhileBigRun(_PoolFullOnce):
+        def execute(self, sql: str, *params: Any) -> None:
+            self.calls += 1
+            if not releases[-1].is_set():
+                raise duckdb.OutOfMemoryException("Out of Memory Error: could not allocate block")
+
+    with qm.run("small", 0) as rq:
+        threading.Thread(target=waves, daemon=True).start()
+        cursor = _FullWhileBigRun()
+        assert rq.execute(cursor, "SELECT 1") == [(1,)]  # type: ignore[arg-type]
+        assert cursor.calls >= 3 and rq.memory_waited_s < 5  # a try after each wave
+    for t in holders:
+        t.join(5)
+    # a budget spent: DuckDB's error, not a wait forever
+    monkeypatch.setattr("serving.broker.query_manager.OOM_WAIT_SECONDS", 0.2)
+    release, order = threading.Event(), []
+    holder = _hold(qm, "hog", release, order)
+    _wait_for(lambda: order == ["hog"])
+    with qm.run("starved", 0) as rq:
+        cursor = _PoolFullOnce(full=100)
+        started = time.monotonic()
+        with pytest.raises(duckdb.OutOfMemoryException):
+            rq.execute(cursor, "SELECT 1")  # type: ignore[arg-type]
+        assert 0.15 <= time.monotonic() - started < 2 and cursor.calls >= 2
+    release.set()
+    holder.join(5)
+
+
 def test_a_query_alone_that_runs_out_of_memory_fails_at_once() -> None:
     qm = QueryManager(max_concurrent=4, default_timeout_ms=0)
     with qm.run("alone", 0) as rq:
@@ -280,3 +330,65 @@ def test_a_query_id_names_one_running_query() -> None:
         assert e.value.status == 409 and "already running" in e.value.message
     with qm.run("mine", 0, owner="bob"):  # free again once it ended
         pass
+
+
+def test_the_query_trying_longest_fails_at_once_while_the_younger_one_waits_for_it() -> None:
+    """The sql-string-agg-size attack's victim error: a small query that found the pool full waited for the
+    big one to leave; the big one, finding the pool full too, saw only a waiting query and tried again —
+    again and again, while the small one waited out its whole budget. The big one (at it longer) now fails
+    at its first full pool, and the small one tries again as soon as it has left."""
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0)
+    small_waits = threading.Event()
+    big_cursor = _PoolFullOnce(full=10_000)
+    big_error: list[BaseException] = []
+    big_took: list[float] = []
+
+    def big() -> None:
+        with qm.run("big", 0) as rq:
+            small_waits.wait(5)  # the small one is already waiting for it when its pool runs out
+            time.sleep(0.05)
+            started = time.monotonic()
+            try:
+                rq.execute(big_cursor, "SELECT big")  # type: ignore[arg-type]
+            except duckdb.OutOfMemoryException as e:
+                big_error.append(e)
+            big_took.append(time.monotonic() - started)
+
+    hog = threading.Thread(target=big, daemon=True)
+    hog.start()
+    _wait_for(lambda: qm.running() == ["big"])
+    with qm.run("small", 0) as rq:
+        cursor = _PoolFullOnce(full=1)
+        real_wait = rq.wait_for_memory
+
+        def waiting() -> bool:
+            small_waits.set()
+            return real_wait()
+
+        rq.wait_for_memory = waiting
+        started = time.monotonic()
+        assert rq.execute(cursor, "SELECT 1") == [(1,)]  # type: ignore[arg-type]
+        assert time.monotonic() - started < 1.0 and cursor.calls == 2
+    hog.join(5)
+    assert big_error and big_cursor.calls == 1 and big_took[0] < 0.5
+
+
+def test_a_query_whose_pool_ran_out_just_after_the_older_one_left_tries_again_at_once() -> None:
+    """The attack's remaining victim error: the big query failed and left a moment before the small one
+    (younger) found the pool full — nothing left to wait for, yet the pool it found full was the big one's."""
+    qm = QueryManager(max_concurrent=4, default_timeout_ms=0)
+    release, order = threading.Event(), []  # type: ignore[var-annotated]
+    holder = _hold(qm, "big", release, order)
+    _wait_for(lambda: order == ["big"])
+    with qm.run("small", 0) as rq:
+        release.set()
+        holder.join(5)
+        assert qm.running() == ["small"]
+        cursor = _PoolFullOnce(full=1)
+        assert rq.execute(cursor, "SELECT 1") == [(1,)]  # type: ignore[arg-type]
+        assert cursor.calls == 2
+        # a query younger than it that left does not count: alone again, it is too big
+        again = _PoolFullOnce(full=2)
+        with pytest.raises(duckdb.OutOfMemoryException):
+            rq.execute(again, "SELECT 1")  # type: ignore[arg-type]
+        assert again.calls == 1

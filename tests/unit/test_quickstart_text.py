@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from operations.quickstart import correction_line
+from operations.quickstart import correction_line, sent_line
 
 
 def test_below_the_truth_blames_late_events() -> None:
@@ -13,6 +13,15 @@ def test_below_the_truth_blames_late_events() -> None:
 def test_above_the_truth_blames_duplicates() -> None:
     text = correction_line({"realtime_events": 10_012, "batch_events": 10_000, "event_gap": -12})
     assert "12 events above" in text and "dedup" in text
+
+
+def test_what_was_sent_adds_up_stream_by_stream() -> None:
+    # #51: "sent 27,730 messages: 24,000 unique impressions, 1,180 duplicates, 672 late" did not add up
+    text = sent_line({"sent": 27_730, "streams": {
+        "impressions": {"unique": 24_000, "duplicates": 1_180, "late": 672},
+        "clicks": {"unique": 2_500, "duplicates": 50, "late": 70}}}, "PT2H")
+    assert text.startswith("sent 27,730 messages: 25,180 impressions (24,000 unique + 1,180 re-sent; 672 of them late)")
+    assert "+ 2,550 clicks (2,500 unique + 50 re-sent; 70 of them late)" in text and "PT2H" in text
 
 
 def test_equal() -> None:

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 
 import pytest
 
+from tests.docs_blocks import names_a_test
 from tests.readme_commands import README, ROOT, block_commands, inline_commands, shell_blocks, tour_commands
 
-TOUR = "tests/integration/test_readme_tour.py::test_tour_runs_as_written"
+TOUR = "tests/integration/test_readme_tour.py::test_tour_runs_pasted_as_one_block"
 
 #: README command (as written, or its first words) → the tests that run it
 COVERAGE: dict[str, list[str]] = {
@@ -54,23 +54,12 @@ def _all_commands() -> list[str]:
     return cmds
 
 
-def _test_exists(node: str) -> bool:
-    path, _, name = node.partition("::")
-    file = ROOT / path
-    if not file.exists():
-        return False
-    if not name:
-        return True
-    tree = ast.parse(file.read_text())
-    return any(isinstance(n, ast.FunctionDef) and n.name == name for n in tree.body)
-
-
 def test_every_readme_command_is_mapped_to_an_existing_test() -> None:
     cmds = _all_commands()
     assert len(cmds) >= 12, cmds
     for cmd in cmds:
         for node in COVERAGE[_key(cmd)]:
-            assert _test_exists(node), f"{cmd!r} → {node}: no such test"
+            assert names_a_test(node), f"{cmd!r} → {node}: no such test"
 
 
 def test_no_stale_entries() -> None:

@@ -116,3 +116,51 @@ def test_status_lists_every_replica(settings: Any) -> None:
     assert (view["processed"], view["committedOffsets"]) == (4, {"t": {"0": 4}})
     assert view["replicas"]["1"]["processed"] == 5 and view["replicas"]["1"]["lastBatchId"] == 3
     md.close()
+
+
+def test_status_shows_the_archiver_watermark_of_each_topic_read(settings: Any) -> None:
+    """``radctl status`` shows the archiver watermark backfill's closed check waits for (#51)."""
+    from pathlib import Path
+
+    from operations.stack import archiver_watermarks
+    from radstack.storage.metadata import MetadataStore
+    from radstack.storage.raw_archive import watermark_key
+
+    assert archiver_watermarks(settings) == {}  # no datasource, no store: nothing, and no error
+    settings.datasources_dir.mkdir(parents=True, exist_ok=True)
+    ads = Path(__file__).resolve().parents[2] / "examples" / "ads" / "ads.yaml"
+    (settings.datasources_dir / "ads.yaml").write_text(ads.read_text())
+    md = MetadataStore.from_settings(settings)
+    topics = sorted(archiver_watermarks(settings))
+    assert topics and archiver_watermarks(settings) == {t: None for t in topics}  # the archiver never ran
+    md.put_state(watermark_key(topics[0]), {"watermark": 1_795_000_000_000})
+    assert archiver_watermarks(settings)[topics[0]] == 1_795_000_000_000
+    md.close()
+
+
+def test_status_fits_a_terminal_of_80_columns(settings: Any, monkeypatch: Any) -> None:
+    """``radctl status`` at 80 columns: no header squeezed to "dat… inp… thr…" (#51)."""
+    import io
+    from pathlib import Path
+
+    from rich.console import Console
+    from typer.testing import CliRunner
+
+    from operations.cli import app
+    from operations.commands import stack as stack_command
+    from radstack.storage.metadata import MetadataStore
+
+    settings.datasources_dir.mkdir(parents=True, exist_ok=True)
+    ads = Path(__file__).resolve().parents[2] / "examples" / "ads" / "ads.yaml"
+    (settings.datasources_dir / "ads.yaml").write_text(ads.read_text())
+    with MetadataStore.from_settings(settings) as md:
+        md.put_state("streaming.ads", {"lastBatchId": 2, "offsets": {"impressions": {"0": 4}},
+                                       "counters": {"processed": 12345, "thrownAway": 7}})
+    out = io.StringIO()
+    monkeypatch.setattr(stack_command, "console", Console(file=out, width=80, highlight=False))
+    monkeypatch.setenv("RADSTACK_HOME", str(settings.home))
+    CliRunner().invoke(app, ["status", "--no-kafka"])
+    text = out.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text, text
+    assert "thrown away" in text and "12,345" in text and "archiver watermark" in text

@@ -198,9 +198,10 @@ def test_segment_metadata_types_sketch_columns(env: Any) -> None:
     out = run_native_query(env.service, {"queryType": "segmentMetadata", "dataSource": "visits",
                                          "intervals": ["2024-01-01/2024-01-03"], "merge": True})
     columns = out[0]["columns"]
-    assert {c: columns[c]["type"] for c in ("users_hll", "users_theta", "latency_q", "page")} == {
+    assert {c: columns[c]["typeSignature"] for c in ("users_hll", "users_theta", "latency_q", "page")} == {
         "users_hll": "COMPLEX<HLLSketch>", "users_theta": "COMPLEX<thetaSketch>",
         "latency_q": "COMPLEX<quantilesDoublesSketch>", "page": "STRING"}
+    assert columns["users_hll"]["type"] == "HLLSketch" and columns["page"]["type"] == "STRING"  # Druid's names
     assert columns["users_hll"]["cardinality"] is None and columns["page"]["cardinality"] == 2
 
 

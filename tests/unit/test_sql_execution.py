@@ -9,6 +9,7 @@ import pytest
 
 from serving.broker.sql.engine import execute
 from serving.broker.sql.result_formats import ResultWriter, java_double, java_float
+from serving.broker.sql.udfs import chop_bytes
 from serving.errors import DruidError
 
 
@@ -144,6 +145,8 @@ def test_overshadowed_segments_are_flagged(wiki: Any) -> None:
 
 @pytest.mark.parametrize("sql,message", [
     ("SELECT nosuch FROM wiki", "Column 'nosuch' not found in any table"),
+    ("SELECT foo, COUNT(*) FROM wiki GROUP BY foo", "Column 'foo' not found in any table"),
+    ("SELECT page FROM wiki WHERE foo = 1", "Column 'foo' not found in any table"),
     ("SELECT * FROM nosuch", "Object 'nosuch' not found"),
 ])
 def test_errors_are_druid_errors(wiki: Any, sql: str, message: str) -> None:
@@ -374,3 +377,28 @@ def test_a_null_at_the_latest_time_is_the_answer_as_in_druid(wiki: Any) -> None:
     where = "WHERE \"user\" IN ('bob', 'carol') AND __time < TIMESTAMP '2024-01-02 00:00:00'"
     _, rows = run(wiki, f"SELECT LATEST(country), LATEST_BY(country, __time), EARLIEST(country) FROM wiki {where}")
     assert rows == [(None, None, "DE")]  # the 03:00 row has no country; DuckDB's ARG_MAX would skip it
+
+
+def test_max_bytes_counts_utf8_bytes_and_never_splits_a_character(wiki: Any) -> None:
+    """Druid stores EARLIEST/LATEST's string cut to maxBytes of UTF-8 (``StringUtils.chop``): 'é' is two
+    bytes and '€' three, so 3 bytes of 'é€…' keep 'é' and 1 byte keeps nothing (checked against Druid 33)."""
+    _, rows = run(wiki, "SELECT EARLIEST(c, 3), LATEST(c, 5), EARLIEST(c, 1), EARLIEST(c, 100) "
+                        "FROM (SELECT __time, 'é€xyz' AS c FROM wiki)")
+    assert rows == [("é", "é€", "", "é€xyz")]
+    assert chop_bytes("😀a", 3) == "" and chop_bytes("😀a", 4) == "😀" and chop_bytes(None, 3) is None
+
+
+def test_a_decimal_literal_written_as_text_is_a_java_double(wiki: Any) -> None:
+    """Druid reads a decimal literal as a DOUBLE: its text is Java's (2.434E8, 123.45), in a CAST and
+    in a concatenation alike (checked against Druid 33)."""
+    _, rows = run(wiki, "SELECT CAST(243400000.0 AS VARCHAR), CAST(123.450 AS VARCHAR), CAST(1e20 AS VARCHAR), "
+                        "'x' || 2.50, CONCAT('y', 0.25), CAST(7 AS VARCHAR) FROM wiki LIMIT 1")
+    assert rows == [("2.434E8", "123.45", "1.0E20", "x2.5", "y0.25", "7")]
+
+
+@pytest.mark.parametrize("tz", [1, "Nowhere/Else"])
+def test_an_invalid_session_time_zone_is_a_400_also_for_a_timestamp_literal(wiki: Any, tz: Any) -> None:
+    # the SQL fuzzer sent {"sqlTimeZone": 1} with a TIMESTAMP literal: the literal's rule read the zone (500)
+    with pytest.raises(DruidError) as e:
+        run(wiki, "SELECT NOT NOT TIMESTAMP '2024-01-01 00:00:00'", context={"sqlTimeZone": tz})
+    assert e.value.status == 400 and "sqlTimeZone" in e.value.message

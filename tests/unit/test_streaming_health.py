@@ -61,6 +61,18 @@ def test_an_idle_active_query_keeps_its_progress_fresh(tmp_path: Path, monkeypat
     assert streaming_health(settings)
 
 
+def test_a_report_from_before_the_process_started_is_not_its_health(tmp_path: Path) -> None:
+    """``radctl up`` right after ``down``: the previous process's last report is recent, but the new
+    process has not reported yet — it is not "started" until it does (#51)."""
+    from radstack.time.clock import now_millis
+
+    settings, job = _job(tmp_path)
+    job.query = IdleQuery()
+    job.poll_progress()
+    assert streaming_health(settings) and streaming_health(settings, since_ms=now_millis() - 60_000)
+    assert not streaming_health(settings, since_ms=now_millis() + 1)  # started after the last report
+
+
 def test_a_stopped_query_is_not_heartbeated(tmp_path: Path) -> None:
     settings, job = _job(tmp_path)
     stopped = IdleQuery()

@@ -344,16 +344,19 @@ def compact_datasource(
     max_intervals: int | None = None,
     interval: Interval | None = None,
     spark_compactor: SparkCompactor | None = None,
+    plans: list[CompactionPlan] | None = None,
 ) -> tuple[list[CompactionPlan], list[CompactionResult], list[str]]:
-    """Plan and (unless ``dry_run``) run compaction for one datasource. Returns (plans, results, errors)."""
+    """Plan and (unless ``dry_run``) run compaction for one datasource. Returns (plans, results, errors).
+    ``plans``: what a dry run of the same pass planned (not planned again)."""
     now = now_millis() if now_ms is None else now_ms
-    segments = metadata.segments(config.data_source, used=True)
-    plans = plan_compaction(
-        segments, config, now_ms=now, window_period=window_period_of(settings, config.data_source)
-    )
-    if interval is not None:
-        plans = [p for p in plans if interval.overlaps(p.interval)]
-    metrics.COMPACTION_PENDING.labels(config.data_source).set(len(plans))
+    if plans is None:
+        segments = metadata.segments(config.data_source, used=True)
+        plans = plan_compaction(
+            segments, config, now_ms=now, window_period=window_period_of(settings, config.data_source)
+        )
+        if interval is not None:
+            plans = [p for p in plans if interval.overlaps(p.interval)]
+        metrics.COMPACTION_PENDING.labels(config.data_source).set(len(plans))
     if dry_run:
         return plans, [], []
     results: list[CompactionResult] = []

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import sqlalchemy as sa
 
 from radstack.storage.metadata.connection import MetadataConnection
-from radstack.storage.metadata.tables import CorrectionRow, json_loads
-from radstack.time.intervals import parse_instant
+from radstack.storage.metadata.tables import CorrectionRow, json_bytes, json_loads
+from radstack.time.clock import now_millis
+from radstack.time.intervals import format_instant, parse_instant
 
 
 class CorrectionTable(MetadataConnection):
@@ -31,6 +34,17 @@ class CorrectionTable(MetadataConnection):
                 batch_events=int(p["batch_events"]), realtime_metrics=dict(p.get("realtime_metrics") or {}),
                 batch_metrics=dict(p.get("batch_metrics") or {}), raw_events=p.get("raw_events"),
                 duplicates_removed=p.get("duplicates_removed"), invalid_dropped=p.get("invalid_dropped"),
-                created=parse_instant(r.created_date), id=int(r.id),
+                created=parse_instant(r.created_date), id=int(r.id), served_by=str(p.get("served_by") or "radstack"),
             ))  # fmt: skip
         return out
+
+    def record_corrections(self, rows: Sequence[CorrectionRow]) -> None:
+        """Add corrections measured outside a radstack publish (a Druid cluster's re-index of a batch version)."""
+        if not rows:
+            return
+        now = format_instant(now_millis())
+        with self._tx() as conn:
+            conn.execute(sa.insert(self.t_corrections), [
+                {"dataSource": c.datasource, "start": format_instant(c.start), "end": format_instant(c.end),
+                 "version": c.version, "created_date": now, "payload": json_bytes(c.payload())}
+                for c in rows])  # fmt: skip

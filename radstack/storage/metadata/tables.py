@@ -80,6 +80,9 @@ class CorrectionRow:
     invalid_dropped: int | None = None  # archived events that were invalid or filtered out
     created: int = 0  # epoch millis of the publish
     id: int | None = None
+    #: whose answers these are: "radstack" (its own real-time and batch segments) or "druid" (a Druid cluster's
+    #: real-time answer before the re-index of the batch version, and its answer after; radstack/druid_cluster/)
+    served_by: str = "radstack"
 
     @property
     def event_gap(self) -> int:
@@ -94,7 +97,7 @@ class CorrectionRow:
     def payload(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in (
             "realtime_version", "realtime_events", "batch_events", "realtime_metrics", "batch_metrics",
-            "raw_events", "duplicates_removed", "invalid_dropped")}  # fmt: skip
+            "raw_events", "duplicates_removed", "invalid_dropped", "served_by")}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from serving.broker.native.aggregators import Aggregator, merged_sketch_columns, parse_aggregator
 from serving.broker.native.context import QueryContext, q
-from serving.broker.native.dimensions import DimensionSpec
+from serving.broker.native.dimensions import DimensionSpec, kept_values_lambda
 from serving.broker.native.postaggregators import PostAggregator, parse_post_aggregators
 from serving.broker.native.results import render
 from serving.errors import invalid_input
@@ -75,7 +75,9 @@ class AggregationPlan:
             where = f"({where}) AND ({extra_where})"
         multi = sorted({d.dimension for d in chosen if d.dimension in ctx.multi_value})
         if multi:  # filter the rows, then one row per value of each grouped multi-value dimension
-            sql = f"SELECT {', '.join(items)} FROM {ctx.exploded(multi, where)}"
+            keep = {d.dimension: lam for d in chosen if d.dimension in ctx.multi_value
+                    if (lam := kept_values_lambda(d)) is not None}
+            sql = f"SELECT {', '.join(items)} FROM {ctx.exploded(multi, where, keep)}"
         else:
             sql = f"SELECT {', '.join(items)} FROM {ctx.base()} WHERE {where}"
         if grouped:

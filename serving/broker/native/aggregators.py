@@ -162,10 +162,12 @@ def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
         if ctx.col_type(x or "") != "STRING":
             col = f"CAST({col} AS VARCHAR)"
         max_bytes = int(spec.get("maxStringBytes", 1024))
+        # cut to maxStringBytes of UTF-8, never splitting a character (the UDF serving/broker/sql/udfs.py
+        # registers for native queries too)
         if typ == "stringAny":
-            return Aggregator(name, f"left(any_value({col}), {max_bytes})", "STRING", None, spec)
+            return Aggregator(name, f"DRUID_CHOP_BYTES(any_value({col}), {max_bytes})", "STRING", None, spec)
         fn = "arg_min" if "First" in typ else "arg_max"
-        return Aggregator(name, f"left({fn}({col}, \"__time\"), {max_bytes})", "STRING", None, spec)
+        return Aggregator(name, f"DRUID_CHOP_BYTES({fn}({col}, \"__time\"), {max_bytes})", "STRING", None, spec)
     if typ == "doubleMean":
         return Aggregator(name, f"avg({_field(spec, ctx, 'DOUBLE')})", "DOUBLE", None, spec)
     if typ == "cardinality":
@@ -191,16 +193,22 @@ def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
 def _cardinality_sql(spec: dict[str, Any], ctx: QueryContext) -> str:
     fields = spec.get("fields") or spec.get("fieldNames") or []
     cols = []
+    multi = False  # a multi-value field: its values are counted, not its lists (Druid)
     for f in fields:
         if isinstance(f, dict):
 
             cols.append(parse_dimension(f).sql(ctx))
         else:
             c = ctx.col(str(f))
+            multi = multi or str(f) in ctx.multi_value
             cols.append(c if ctx.col_type(str(f)) == "STRING" else f"CAST({c} AS VARCHAR)")
     if not cols:
         raise invalid_input(f"cardinality aggregator [{spec.get('name')}] needs 'fields'")
-    if spec.get("byRow"):
+    if multi and not spec.get("byRow"):
+        lists = ", ".join(f"flatten(list({c}))" if isinstance(f, str) and f in ctx.multi_value else f"list({c})"
+                          for f, c in zip(fields, cols, strict=True))
+        sql = f"len(list_distinct(flatten([{lists}])))"
+    elif spec.get("byRow"):
         key = cols[0] if len(cols) == 1 else "row(" + ", ".join(cols) + ")"
         cond = " OR ".join(f"{c} IS NOT NULL" for c in cols)
         sql = f"count(DISTINCT CASE WHEN {cond} THEN {key} END)"

@@ -8,17 +8,18 @@ Druid. Filters and expressions come from :mod:`radstack.filters` / :mod:`radstac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 import duckdb
 
-from radstack.expressions import expression_to_sql
+from radstack.expressions import compile_expression, json_scalar_text
 from radstack.filters import filter_to_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import Interval, TimeParseError, condense
+from radstack.value_sql import values_or_null_sql
 from serving.broker.native.granularity_sql import (
     bucket_sql,
     bucket_timestamp_sql,
@@ -215,7 +216,7 @@ class QueryContext:
         check_statement(sql, self.relations)
         return self.rq.execute(self.cursor, sql, params)
 
-    def stream(self, sql: str, rows: int) -> Iterator[list[tuple[Any, ...]]]:
+    def stream(self, sql: str, rows: Callable[[], int]) -> Iterator[list[tuple[Any, ...]]]:
         """:meth:`run`, its rows ``rows`` at a time as they are produced (a streamed scan)."""
         check_statement(sql, self.relations)
         return self.rq.stream(self.cursor, sql, rows)
@@ -314,12 +315,18 @@ class QueryContext:
             sql = f"SELECT *, {nulls} FROM ({sql})"
         return f"({sql}) AS __base"
 
-    def exploded(self, columns: list[str], where: str) -> str:
+    def exploded(self, columns: list[str], where: str, keep: dict[str, str] | None = None,
+                 distinct: bool = False) -> str:
         """The base rows that pass ``where``, once per value of each multi-value column in ``columns``
-        (a row without values once, with NULL): how Druid groups by a multi-value dimension."""
+        (a row without values once, with NULL): how Druid groups by a multi-value dimension. ``keep``
+        maps a column to a lambda that keeps some of its values (a filtered dimension spec);
+        ``distinct``: a value repeated in a row once (its NULL values dropped), as ``search`` counts rows."""
         sql = f"SELECT * FROM {self.base()} WHERE {where}"
         for c in columns:
-            values = f"CASE WHEN len({q(c)}) > 0 THEN {q(c)} ELSE CAST([NULL] AS VARCHAR[]) END"
+            listed = f"list_filter({q(c)}, {keep[c]})" if keep and c in keep else q(c)
+            if distinct:
+                listed = f"list_distinct({listed})"
+            values = values_or_null_sql(listed)
             sql = f"SELECT * REPLACE (UNNEST({values}) AS {q(c)}) FROM ({sql})"
         return f"({sql}) AS __base"
 
@@ -342,8 +349,11 @@ class QueryContext:
             raise invalid_input(f"Invalid filter: {e}") from e
 
     def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str:
+        """A native expression as SQL; a JSON scalar it yields (``json_value`` without a type) as the
+        value Druid gives for it (``"x"`` → ``x``, ``true`` → ``1``)."""
         try:
-            return expression_to_sql(text, dialect="duckdb", column_types=column_types or self.column_types)
+            compiled = compile_expression(text, dialect="duckdb", column_types=column_types or self.column_types)
+            return json_scalar_text(compiled.sql) if compiled.type == "JSON" else compiled.sql
         except DruidError:
             raise
         except (ValueError, KeyError, TypeError) as e:

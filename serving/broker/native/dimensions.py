@@ -58,6 +58,12 @@ def parse_dimension(spec: Any) -> DimensionSpec:
     if not isinstance(spec, dict):
         raise invalid_input(f"Invalid dimension spec {spec!r}")
     typ = spec.get("type", "default")
+    if typ in ("listFiltered", "regexFiltered", "prefixFiltered") and isinstance(spec.get("delegate"), (dict, str)):
+        # Druid's shape: the filter wraps a delegate dimension spec; its values are kept or dropped
+        inner = parse_dimension(spec["delegate"])
+        own = {"type": "__" + typ, **{k: v for k, v in spec.items() if k not in ("type", "delegate")}}
+        fn = own if inner.extraction is None else {"type": "cascade", "extractionFns": [inner.extraction, own]}
+        return DimensionSpec(inner.dimension, inner.output_name, inner.output_type, fn)
     dim = spec.get("dimension")
     if not dim:
         raise invalid_input("Dimension spec needs 'dimension'")
@@ -175,19 +181,33 @@ def _missing_value_sql(fn: dict[str, Any], s: str) -> str:
     return "NULL"
 
 
-def _filtered_dim_sql(spec: dict[str, Any], s: str) -> str:
+def _filter_cond(spec: dict[str, Any], s: str) -> str:
+    """Whether the value ``s`` is kept by a list/regex/prefix-filtered dimension spec."""
     typ = spec["type"]
     if typ == "__listFiltered":
         vals = spec.get("values") or []
         inlist = ", ".join(_s(v) for v in vals) or "NULL"
         cond = f"{s} IN ({inlist})"
-        if spec.get("isWhitelist", True) is False:
-            cond = f"NOT ({cond})"
-    elif typ == "__regexFiltered":
-        cond = f"regexp_matches({s}, {_s(spec.get('pattern'))})"
-    else:
-        cond = f"starts_with({s}, {_s(spec.get('prefix'))})"
+        # a NULL value is in no list: a deny list keeps it, as Druid does
+        return f"coalesce(NOT ({cond}), true)" if spec.get("isWhitelist", True) is False else cond
+    if typ == "__regexFiltered":
+        return f"regexp_matches({s}, {_s(spec.get('pattern'))})"
+    return f"starts_with({s}, {_s(spec.get('prefix'))})"
+
+
+def _filtered_dim_sql(spec: dict[str, Any], s: str) -> str:
+    cond = _filter_cond(spec, s)
     return f"CASE WHEN {cond} THEN {s} ELSE NULL END"
+
+
+def kept_values_lambda(d: DimensionSpec) -> str | None:
+    """For a filtered dimension spec over a multi-value dimension: the lambda keeping its values
+    (``lambda __v: __v IN ('a', 'b')``), applied to each row's list before it is exploded — Druid drops
+    the other values, and a row left without any counts once, with NULL."""
+    fn = d.extraction
+    if not isinstance(fn, dict) or fn.get("type") not in ("__listFiltered", "__regexFiltered", "__prefixFiltered"):
+        return None
+    return f"lambda __v: coalesce({_filter_cond(fn, '__v')}, FALSE)"
 
 
 def _time_format_sql(fn: dict[str, Any], value: str, src_type: str, ctx: QueryContext | None) -> str:

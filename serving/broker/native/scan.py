@@ -21,8 +21,11 @@ from serving.broker.native.results import render
 from serving.broker.views import chunk_select_sql
 from serving.errors import invalid_input
 
-#: rows read from DuckDB at a time
+#: rows read from DuckDB at a time at most …
 PIECE_ROWS = 512
+#: … and about this many bytes of rendered JSON (wide rows are read a few at a time: a piece of 512 rows of
+#: 90 KB each held ~250 MB more at once while it was turned into Python values and JSON)
+PIECE_BYTES = 2 << 20
 #: a streamed batch closes once its events' JSON passes this (Druid's batches only promise ≤ batchSize rows)
 BATCH_BYTES = 8 << 20
 
@@ -78,7 +81,7 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
         return ctx.relation(f"({chunk_select_sql(c, ds_by_chunk[id(c)].columns)})")
 
     remaining = None if limit is None else limit
-    piece = min(batch, PIECE_ROWS)
+    piece = PieceSize(min(batch, PIECE_ROWS))
 
     def render_rows(part: list[tuple[Any, ...]]) -> Any:
         ctx.rq.check()  # the answer is built in Python: a timeout or the memory guard stops it here too
@@ -112,7 +115,9 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
                 rendered = render_rows(take)
                 held.append(rendered)
                 rows += len(take)
-                size += len(rendered) if ctx.encoded else 0
+                if ctx.encoded:
+                    size += len(rendered)
+                    piece.saw(len(take), len(rendered))
         if held:
             yield flush()
 
@@ -125,7 +130,7 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
             sql = f"SELECT {select} FROM {chunk_rel(c)} WHERE {where}"
             if remaining is not None:
                 sql += f" LIMIT {remaining + skip}"
-            for rows in ctx.stream(sql, piece):
+            for rows in ctx.stream(sql, piece.rows):
                 if skip:
                     dropped = min(skip, len(rows))
                     rows, skip = rows[dropped:], skip - dropped
@@ -144,7 +149,7 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
             sql += f" LIMIT {limit}"
         if offset:
             sql += f" OFFSET {offset}"
-        for rows in ctx.stream(sql, piece):
+        for rows in ctx.stream(sql, piece.rows):
             run: list[tuple[Any, ...]] = []
             seg = ""
             for r in rows:
@@ -157,3 +162,23 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
                 yield seg, run
 
     yield from batches(unordered() if order == "none" else ordered())
+
+
+#: the first fetch, before any row's width is known
+FIRST_PIECE_ROWS = 32
+
+
+class PieceSize:
+    """How many rows the next fetch takes: about :data:`PIECE_BYTES` of JSON at the width of the rows last
+    rendered, between 1 and ``most`` (the first fetch takes :data:`FIRST_PIECE_ROWS`)."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self.now = min(most, FIRST_PIECE_ROWS)
+
+    def saw(self, rows: int, nbytes: int) -> None:
+        if rows and nbytes:
+            self.now = max(1, min(self.most, PIECE_BYTES * rows // nbytes))
+
+    def rows(self) -> int:
+        return self.now

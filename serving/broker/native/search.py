@@ -40,10 +40,14 @@ def run_search(ctx: QueryContext) -> list[dict[str, Any]]:
         value = d.sql(ctx)
         if d.output_type != "STRING":
             value = f"CAST({value} AS VARCHAR)"
+        match = f"coalesce({search_match_sql(spec, value)}, FALSE)"
+        if d.dimension in ctx.multi_value:  # searched value by value, each counted once per row, as in Druid
+            source, cond = ctx.exploded([d.dimension], ctx.where(), distinct=True), match
+        else:
+            source, cond = ctx.base(), f"({ctx.where()}) AND {match}"
         parts.append(
             f"SELECT {bsel}{sql_str(d.output_name)} AS dimension, {value} AS value, count(*) AS count "
-            f"FROM {ctx.base()} WHERE ({ctx.where()}) AND coalesce({search_match_sql(spec, value)}, FALSE) "
-            f"GROUP BY ALL"
+            f"FROM {source} WHERE {cond} GROUP BY ALL"
         )
     if not parts:
         return []

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from radstack.time.intervals import Interval, Period, condense, datetime_to_ms, format_instant, ms_to_datetime
+from radstack.storage.segments import merged_segment_id
+from radstack.time.intervals import Interval, Period, condense, datetime_to_ms, ms_to_datetime
 from serving.broker.native.context import QueryContext, parse_intervals, q
 from serving.broker.segment_cache import druid_type
 from serving.errors import invalid_input
@@ -53,7 +54,7 @@ def run_segment_metadata(ctx: QueryContext) -> list[dict[str, Any]]:
             merged = _merge(merged, r)
         # Druid names a merged analysis after the datasource and the interval of the last segment merged
         last = max((c.loaded.segment.id for c in ctx.chunks()), key=lambda i: i.sort_key())
-        merged["id"] = f"{last.data_source}_{format_instant(last.interval.start)}_{format_instant(last.interval.end)}_merged"
+        merged["id"] = merged_segment_id(last.data_source, last.interval)
         if merged["intervals"] is not None:
             ivs = condense([Interval.parse(i) for i in merged["intervals"]])
             merged["intervals"] = [i.iso() for i in ivs]
@@ -124,11 +125,13 @@ def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: 
         total += size
         columns[name] = {
             "typeSignature": dtype,
-            "type": dtype,
+            # Druid names a complex column's type by its complex type alone ("json", "HLLSketch")
+            "type": dtype[len("COMPLEX<"):-1] if dtype.startswith("COMPLEX<") else dtype,
             "hasMultipleValues": has_multiple,
             "hasNulls": non_null < n,
             "size": size,
-            "cardinality": card if "cardinality" in analyses else None,
+            # a string column not analysed for cardinality says 0 in Druid 33, other columns null
+            "cardinality": card if "cardinality" in analyses else (0 if dtype == "STRING" else None),
             "minValue": lo if "minmax" in analyses else None,
             "maxValue": hi if "minmax" in analyses else None,
             "errorMessage": None,

@@ -37,5 +37,6 @@ def run_datasource_metadata(ctx: QueryContext) -> list[dict[str, Any]]:
             best = (di.start, di.end)
     if best is None:
         return []
-    max_time = best[1] - 1
-    return [{"timestamp": format_instant(best[0]), "result": {"maxIngestedEventTime": format_instant(max_time)}}]
+    max_time = format_instant(best[1] - 1)
+    # Druid stamps the answer with the time it reports, not the segment's start
+    return [{"timestamp": max_time, "result": {"maxIngestedEventTime": max_time}}]

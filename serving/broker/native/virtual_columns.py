@@ -1,4 +1,6 @@
-"""Virtual columns: ``{"type":"expression","name","expression","outputType"}`` → SQL."""
+"""Virtual columns → SQL: ``{"type":"expression","name","expression","outputType"}``, and Druid's
+``{"type":"nested-field","columnName","outputName","path" (or "pathParts"),"expectedType"}`` — the
+``json_value`` expression of that column and path (a scalar; objects and arrays are null)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,9 @@ def parse_virtual_columns(specs: list[Any], ctx: ExpressionScope) -> list[Virtua
         if not isinstance(spec, dict):
             raise invalid_input(f"Invalid virtual column {spec!r}")
         typ = spec.get("type", "expression")
-        if typ != "expression":
+        if typ == "nested-field":
+            spec = _nested_field_as_expression(spec)
+        elif typ != "expression":
             raise unsupported(f"Virtual column type [{typ}] is not supported")
         name, expr = spec.get("name"), spec.get("expression")
         if not name or expr is None:
@@ -45,3 +49,26 @@ def parse_virtual_columns(specs: list[Any], ctx: ExpressionScope) -> list[Virtua
         # later virtual columns may refer to this one
         ctx.column_types[name] = out_type or "STRING"
     return out
+
+
+def _nested_field_as_expression(spec: dict[str, Any]) -> dict[str, Any]:
+    column, name = spec.get("columnName"), spec.get("outputName")
+    if not isinstance(column, str) or not isinstance(name, str) or not name:
+        raise invalid_input("Virtual column [nested-field] needs 'columnName' and 'outputName'")
+    path = spec.get("path")
+    if path is None and isinstance(spec.get("pathParts"), list):
+        path = "$"
+        for part in spec["pathParts"]:
+            if not isinstance(part, dict):
+                raise invalid_input(f"Invalid pathParts element {part!r} of virtual column [{name}]")
+            if part.get("type") == "arrayElement":
+                path += f"[{int(part.get('index', 0))}]"
+            else:
+                path += "." + str(part.get("field"))
+    if not isinstance(path, str):
+        raise invalid_input(f"Virtual column [{name}] needs a 'path' or 'pathParts'")
+    out_type = str(spec.get("expectedType") or "STRING").upper()
+    quoted_col = '"' + column.replace('"', '\\"') + '"'
+    quoted_path = "'" + path.replace("'", "\\'") + "'"
+    return {"name": name, "expression": f"json_value({quoted_col}, {quoted_path}, '{out_type}')",
+            "outputType": out_type}

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
+from radstack.time.joda import canonical_zone, zone
 from serving.broker.sql.catalog import Catalog
+from serving.broker.sql.errors import validation_error
 
 
 def truthy(v: Any) -> bool:
@@ -41,8 +43,14 @@ class TranslationContext:
 
     @property
     def time_zone(self) -> str:
-        """Druid's ``sqlTimeZone`` context key (default UTC): the zone of the TIME_* defaults."""
-        return str(self.query_context.get("sqlTimeZone") or "UTC")
+        """Druid's ``sqlTimeZone`` context key (default UTC): the zone of the TIME_* defaults; a fixed
+        offset (``-08:00``) spelled as every engine here reads it (``GMT-08:00``)."""
+        name = str(self.query_context.get("sqlTimeZone") or "UTC")
+        try:
+            zone(name)
+        except ValueError as e:  # a 400, whichever rule reads the zone first
+            raise validation_error(f"Invalid sqlTimeZone [{name}]: {e}") from e
+        return canonical_zone(name)
 
     @property
     def approximate_count_distinct(self) -> bool:

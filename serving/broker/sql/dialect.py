@@ -14,7 +14,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.parsers.druid import DruidParser
 from sqlglot.tokens import TokenType
 
-from serving.broker.sql.errors import parse_error
+from serving.broker.sql.errors import parse_error, validation_error
 
 
 def _anonymous(name: str):  # type: ignore[no-untyped-def]
@@ -51,7 +51,13 @@ def _position(parser: DruidParser) -> exp.Expression:
     return position
 
 
+def _percent_remainder(**_operands: exp.Expression) -> exp.Expression:
+    # Calcite's default conformance, which Druid keeps, has no '%' operator (MOD(a, b) is the function)
+    raise validation_error("Percent remainder '%' is not allowed under the current SQL conformance level")
+
+
 class DruidSqlParser(DruidParser):
+    FACTOR = {**DruidParser.FACTOR, TokenType.MOD: _percent_remainder}
     NO_PAREN_FUNCTION_PARSERS = {**DruidParser.NO_PAREN_FUNCTION_PARSERS, "PI": _pi}
     FUNCTION_PARSERS = {**DruidParser.FUNCTION_PARSERS, "POSITION": _position}
     FUNCTIONS = {

@@ -52,28 +52,36 @@ class SqlResult:
     _ahead: list[pa.RecordBatch] = field(repr=False, default_factory=list)
     _done: bool = field(repr=False, default=False)
     running: Any = field(repr=False, default=None)  # its RunningQuery: why a read was interrupted
+    _looked: bool = field(repr=False, default=False)
 
     def _read(self) -> pa.RecordBatch:
         """The next batch; an interrupt (a timeout, a cancel, the memory guard) as the query's own error."""
         try:
-            return self.reader.read_next_batch()
-        except (OSError, pa.ArrowException) as e:
-            if "INTERRUPT" not in str(e):
-                raise
+            return next_batch(self.reader)
+        except duckdb.InterruptException as e:
             if self.running is not None:
                 self.running.check()
-            raise duckdb_error(duckdb.InterruptException(str(e))) from e
+            raise duckdb_error(e) from e
 
-    def whole(self) -> bool:
-        """Read one batch ahead; True when nothing is left after the batches held (the answer can be
-        written at once instead of streamed)."""
-        if self.reader is None or self._done:
-            return True
+    def look_ahead(self) -> None:
+        """Read one batch ahead, once (no answer has begun yet). DuckDB's pool running out here raises its
+        ``OutOfMemoryException``, so :func:`execute` can try the query again."""
+        if self._looked or self.reader is None or self._done:
+            return
+        self._looked = True
         try:
             self._ahead.append(self._read())
         except StopIteration:
             self._done = True
-        return self._done
+
+    def whole(self) -> bool:
+        """True when nothing is left after the batches held (the answer can be written at once instead of
+        streamed); reads one batch ahead to know."""
+        try:
+            self.look_ahead()
+        except duckdb.OutOfMemoryException as e:
+            raise duckdb_error(e, getattr(self.running, "query_id", None)) from e
+        return self.reader is None or self._done
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         if self.first is not None:
@@ -86,10 +94,27 @@ class SqlResult:
                 batch = self._read()
             except StopIteration:
                 return
+            except duckdb.OutOfMemoryException as e:  # past the first batches: the answer is cut off with it
+                raise duckdb_error(e, getattr(self.running, "query_id", None)) from e
             yield batch
 
     def close(self) -> None:
         self._stack.close()
+
+
+def next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch:
+    """The reader's next batch. DuckDB's Arrow stream reports its errors as Arrow's ``OSError``: an
+    interrupt and the shared pool running out are raised as DuckDB's own exceptions again, so each keeps
+    its answer (the query's error, Druid's 429 — never a 500)."""
+    try:
+        return reader.read_next_batch()
+    except (OSError, pa.ArrowException) as e:
+        message = str(e)
+        if message.startswith("Out of Memory Error"):
+            raise duckdb.OutOfMemoryException(message) from e
+        if "INTERRUPT" in message:
+            raise duckdb.InterruptException(message) from e
+        raise
 
 
 #: broker → (its last state, the catalog made from it): one catalog per broker generation, so what a
@@ -140,7 +165,9 @@ def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata:
     return sys_tables.supervisors_table(metadata)
 
 
-_COLUMN_RE = re.compile(r'Referenced column "([^"]+)" not found|Column "([^"]+)" referenced that exists in the SELECT')
+_COLUMN_RE = re.compile(r'Referenced column "([^"]+)" not found|Column "([^"]+)" referenced that exists in the SELECT'
+                        # an unknown column selected under its own name and grouped by: DuckDB sees an alias
+                        r'|Alias with name "([^"]+)" exists, but aliases cannot be used')
 _TABLE_RE = re.compile(r'Table with name ([^ ]+) does not exist')
 _FUNC_RE = re.compile(r'(?:Scalar|Aggregate|Table) Function with name ([^ ]+) does not exist')
 
@@ -154,7 +181,7 @@ def duckdb_error(e: duckdb.Error, query_id: str | None = None) -> DruidError:
     if isinstance(e, duckdb.BinderException | duckdb.CatalogException | duckdb.ParserException):
         m = _COLUMN_RE.search(msg)
         if m:
-            return column_not_found(m.group(1) or m.group(2))
+            return column_not_found(next(g for g in m.groups() if g))
         m = _FUNC_RE.search(msg)
         if m:
             return validation_error(f"No match found for function signature {m.group(1).upper()}")
@@ -265,15 +292,24 @@ def execute(
         return run(optimistic=False)
 
     qid = getattr(running, "query_id", None)
-    try:
-        return attempt()
-    except _OutOfMemory as e:  # others may hold the pool: once they have left, one more try
-        if running is None or not running.wait_for_memory():
-            raise duckdb_error(e.error, qid) from e.error
-    try:
-        return attempt()
-    except _OutOfMemory as e:
-        raise duckdb_error(e.error, qid) from e.error
+    while True:
+        try:
+            result = attempt()
+        except _OutOfMemory as e:  # others may hold the pool: once they have left, another try (a budget)
+            if running is None or not running.wait_for_memory():
+                raise duckdb_error(e.error, qid) from e.error
+            continue
+        try:
+            result.look_ahead()  # the pool may run out on the second batch too, still before any answer
+        except duckdb.OutOfMemoryException as e:
+            result.close()
+            if running is None or not running.wait_for_memory():
+                raise duckdb_error(e, qid) from e
+            continue
+        except BaseException:
+            result.close()
+            raise
+        return result
 
 
 class _OutOfMemory(Exception):
@@ -339,7 +375,7 @@ def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameter
             stack.callback(_close_reader, reader, cur)
             schema = reader.schema
             try:
-                first = reader.read_next_batch()
+                first = next_batch(reader)
             except StopIteration:
                 first = None
             if running is not None:

@@ -38,9 +38,25 @@ def literal(param: dict[str, Any], position: int) -> exp.Expression:
             return exp.cast(lit, exp.DataType.build("DATE")) if typ == "DATE" else lit
         if typ in _STRING:
             return exp.Literal.string(str(value))
+        if typ == "ARRAY" and isinstance(value, list):  # ARRAY['a', 'b'], elements typed by their JSON
+            return exp.Array(expressions=[_element(v, position) for v in value])
     except (TypeError, ValueError, TimeParseError) as e:
         raise validation_error(f"Cannot bind parameter at position [{position}]: {value!r} is not a {typ}") from e
     raise validation_error(f"Unsupported parameter type [{typ}] at position [{position}]")
+
+
+def _element(value: Any, position: int) -> exp.Expression:
+    if value is None:
+        return exp.Null()
+    if isinstance(value, bool):
+        return exp.Boolean(this=value)
+    if isinstance(value, int):
+        return exp.Literal.number(value)
+    if isinstance(value, float):
+        return exp.cast(exp.Literal.number(repr(value)), exp.DataType.build("DOUBLE"))
+    if isinstance(value, str):
+        return exp.Literal.string(value)
+    raise validation_error(f"Cannot bind parameter at position [{position}]: an ARRAY holds scalars, not {value!r}")
 
 
 def _in_text_order(tree: exp.Expression) -> list[exp.Placeholder]:

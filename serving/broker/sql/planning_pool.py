@@ -55,7 +55,10 @@ def _yield_to_the_server() -> None:
 
 
 def run_planning(processes: int, fn: Callable[..., T], *args: Any) -> T:
-    """``fn(*args)`` in a worker process (``processes`` of them); a worker that died is replaced once."""
+    """``fn(*args)`` in a worker process (``processes`` of them); a worker that died is replaced once.
+    When no worker can be started at all (a program that embeds the server without the
+    ``if __name__ == "__main__"`` guard spawning needs), the statement is planned here instead: slower
+    for the other requests, but answered — a client's statement never becomes a 5xx for that."""
     global _pool
     for attempt in range(2):
         try:
@@ -64,7 +67,13 @@ def run_planning(processes: int, fn: Callable[..., T], *args: Any) -> T:
             with _lock:
                 _pool = None
             if attempt:
+                return fn(*args)
+        except RuntimeError as e:
+            if "bootstrapping phase" not in str(e):
                 raise
+            with _lock:
+                _pool = None
+            return fn(*args)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

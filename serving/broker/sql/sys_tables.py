@@ -39,7 +39,7 @@ CORRECTIONS = pa.schema([  # radstack: what each batch publish changed against r
     ("datasource", S), ("start", S), ("end", S), ("version", S), ("realtime_version", S), ("published", S),
     ("realtime_events", L), ("batch_events", L), ("event_gap", L), ("late_recovered", L),
     ("duplicates_removed", L), ("invalid_dropped", L), ("raw_events", L), ("realtime_metrics", S),
-    ("batch_metrics", S),
+    ("batch_metrics", S), ("served_by", S),
 ])
 
 SCHEMAS: dict[str, pa.Schema] = {
@@ -152,6 +152,6 @@ def corrections_table(metadata: MetadataStore | None) -> pa.Table:
         "late_recovered": c.late_recovered, "duplicates_removed": c.duplicates_removed,
         "invalid_dropped": c.invalid_dropped, "raw_events": c.raw_events,
         "realtime_metrics": orjson.dumps(c.realtime_metrics).decode(),
-        "batch_metrics": orjson.dumps(c.batch_metrics).decode(),
+        "batch_metrics": orjson.dumps(c.batch_metrics).decode(), "served_by": c.served_by,
     } for c in (metadata.corrections() if metadata is not None else [])]  # fmt: skip
     return pa.Table.from_pylist(rows, schema=CORRECTIONS)

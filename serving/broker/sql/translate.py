@@ -27,6 +27,7 @@ from serving.broker.sql.rules.connectors import balance_connectors
 from serving.broker.sql.rules.group_by_aliases import check_group_by_aliases
 from serving.broker.sql.rules.implicit_casts import implicit_casts
 from serving.broker.sql.rules.multi_value import multi_value
+from serving.broker.sql.rules.null_ordering import check_null_ordering
 from serving.broker.sql.rules.operand_types import operand_types
 from serving.broker.sql.rules.output_names import name_projections
 from serving.broker.sql.rules.projections import use_projections
@@ -107,6 +108,7 @@ def _translate_now(sql: str, catalog: Catalog, context: dict[str, Any] | None, p
 def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any]] | None,
                system_schema: dict[str, dict[str, str]] | None) -> Translation:
     tree = balance_connectors(guard.check_read_only(parse(sql)))
+    tree = check_null_ordering(tree, ctx)
     tree = bind_parameters(tree, parameters or [])
     functions.check_input(tree)
     tree = resolve_tables(tree, ctx)

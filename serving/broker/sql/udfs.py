@@ -95,14 +95,15 @@ def _paths(value: Any, prefix: str) -> Iterator[str]:
         yield prefix
 
 
-def json_paths(text: str | None) -> list[str] | None:
-    """Druid's JSON_PATHS: the JSONPath of every literal (or array of literals) in a JSON document."""
+def json_paths(text: str | None) -> list[str]:
+    """Druid's JSON_PATHS: the JSONPath of every literal (or array of literals) in a JSON document; a
+    NULL, or anything that is not an object or array, is one literal at ``$`` (Druid 33)."""
     if text is None:
-        return None
+        return ["$"]
     try:
         doc = json.loads(text)
     except ValueError:
-        return None
+        return ["$"]
     return list(_paths(doc, "$"))
 
 
@@ -218,9 +219,10 @@ def _network(subnet: str, v6: bool) -> ipaddress.IPv4Network | ipaddress.IPv6Net
 
 
 def ipv4_match(text: str | None, subnet: str | None) -> bool | None:
-    """IPV4_MATCH: whether the address (text or integer) is in the CIDR subnet; false when it is not one."""
+    """IPV4_MATCH: whether the address (text or integer) is in the CIDR subnet; false when it is not one
+    (NULL included, as Druid 33 answers)."""
     if text is None or subnet is None:
-        return None
+        return False
     net, n = _network(subnet, False), _ipv4_long(text)
     return net is not None and n is not None and ipaddress.IPv4Address(n) in net
 
@@ -329,6 +331,14 @@ def float_text(x: float | None) -> str | None:
     return None if x is None else java_float(x)
 
 
+def chop_bytes(text: str | None, max_bytes: int | None) -> str | None:
+    """Druid's ``StringUtils.chop``: the longest prefix of ``text`` whose UTF-8 form fits in ``max_bytes``
+    (``EARLIEST``/``LATEST``'s ``maxBytes``), never splitting a character."""
+    if text is None or max_bytes is None:
+        return text
+    return text.encode("utf-8")[: max(0, int(max_bytes))].decode("utf-8", "ignore")
+
+
 B, V = "BIGINT", "VARCHAR"
 #: the UDFs that take whole Arrow batches (the others are called once per row)
 ARROW_UDFS = frozenset({"DRUID_HLL_MERGE", "DRUID_THETA_MERGE", "DRUID_HLL_MERGE_SINGLES",
@@ -340,6 +350,7 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_TIME_FORMAT": (time_format, [B, V, V], V),
     "DRUID_TIME_PARSE": (time_parse, [V, V, V], B),
     "DRUID_JSON_PATHS": (json_paths, [V], "VARCHAR[]"),
+    "DRUID_CHOP_BYTES": (chop_bytes, [V, B], V),
     "DRUID_IPV4_PARSE": (ipv4_parse, [V], B),
     "DRUID_IPV4_STRINGIFY": (ipv4_stringify, [V], V),
     "DRUID_IPV4_MATCH": (ipv4_match, [V, V], "BOOLEAN"),

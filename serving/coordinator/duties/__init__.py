@@ -1,7 +1,15 @@
 """The coordinator's duties, one module each (Druid's ``duty`` package), run in this order by
 :func:`serving.coordinator.loop.run_duties`. A new duty is a module with a ``DUTY`` and a line here."""
 
-from serving.coordinator.duties import compaction, kill, orphan_files, overshadowed, retention, self_metrics
+from serving.coordinator.duties import (
+    compaction,
+    druid_sync,
+    kill,
+    orphan_files,
+    overshadowed,
+    retention,
+    self_metrics,
+)
 from serving.coordinator.duties.base import Duty
 
 DUTIES: tuple[Duty, ...] = (
@@ -11,4 +19,5 @@ DUTIES: tuple[Duty, ...] = (
     compaction.DUTY,  # CompactSegments
     kill.DUTY,  # KillUnusedSegments
     self_metrics.DUTY,  # the platform's own metrics as a datasource
+    druid_sync.DUTY,  # a Druid cluster's supervisors, rules, compaction and failed re-indexes
 )

@@ -1,4 +1,5 @@
-"""What a coordinator duty is: a name, the report field it fills, and a function of one pass's context."""
+"""What a coordinator duty is: a name (its key in the pass's report and its metric label) and a function of
+one pass's context."""
 
 from __future__ import annotations
 
@@ -25,9 +26,8 @@ class DutyContext:
 
 @dataclass(frozen=True)
 class Duty:
-    """One of Druid's coordinator duties: ``run`` returns what goes into ``DutyReport.<report_field>``."""
+    """One of Druid's coordinator duties: ``run`` returns what the pass's ``DutyReport`` keeps under ``name``."""
 
     name: str
-    report_field: str
     run: Callable[[DutyContext], Any]
     needs_deep_storage: bool = False

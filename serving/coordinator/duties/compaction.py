@@ -10,6 +10,7 @@ from radstack.storage.compaction.config import STATE_KEY, load_compaction_config
 from radstack.storage.compaction.run import CompactionResult, SparkCompactor, compact_datasource
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
+from radstack.storage.task_records import TaskRecord
 from radstack.time.clock import now_millis
 from serving.coordinator.duties.base import Duty, DutyContext
 
@@ -42,8 +43,17 @@ def compaction_duty(
     max_n = int(settings.coordinator.compaction.max_intervals_per_run or 4)
     out: list[CompactionResult] = []
     for ds in sorted(configs):
+        task: TaskRecord | None = None
         try:
-            _plans, results, _errors = compact_datasource(
+            plans, _, _ = compact_datasource(metadata, deep_storage, configs[ds], settings=settings, now_ms=now,
+                                             dry_run=True)
+            if not plans:
+                continue  # nothing to compact: no task
+            # the pass over this datasource is a task, as Druid's coordinator issues compact tasks (#51)
+            task = TaskRecord(settings, metadata, task_type="compact", datasource=ds, started_by="coordinator",
+                              payload={"intervals": [p.interval.iso() for p in plans[:max_n]]})
+            task.line(f"compaction of {ds}: {len(plans):,} interval(s) to compact, at most {max_n} this pass")
+            _plans, results, errors = compact_datasource(
                 metadata,
                 deep_storage,
                 configs[ds],
@@ -51,10 +61,21 @@ def compaction_duty(
                 now_ms=now,
                 max_intervals=max_n,
                 spark_compactor=spark_compactor,
+                plans=plans,  # planned above, for the task record
             )
+            for r in results:
+                task.line(f"compacted {r.plan.interval.iso()}: {r.rows_in:,} → {r.rows_out:,} rows, version "
+                          f"{r.version} ({r.runner})")
+            for e in errors:
+                task.line(f"error: {e}")
+            task.finish(not errors, "; ".join(errors) or None, {"results": [r.to_json() for r in results],
+                                                               "errors": errors})
             out += results
-        except Exception:  # noqa: BLE001 - one datasource must not stop the others
+        except Exception as e:  # noqa: BLE001 - one datasource must not stop the others
             log.exception("compaction of %s failed", ds)
+            if task is not None:
+                task.failure(e)
+                task.finish(False, f"{type(e).__name__}: {e}", {})
     return out
 
 
@@ -64,4 +85,4 @@ def _run(ctx: DutyContext) -> list[CompactionResult]:
                            spark_compactor=ctx.spark_compactor)
 
 
-DUTY = Duty("compaction", "compacted", _run, needs_deep_storage=True)
+DUTY = Duty("compaction", _run, needs_deep_storage=True)

@@ -10,13 +10,12 @@ from typing import Any, Protocol
 
 from radstack.storage.deep_storage import DeepStorageError
 from radstack.storage.metadata import MetadataStore
-from radstack.storage.segments import segment_path
+from radstack.storage.segments import SEGMENTS_PREFIX, folder_of_key, layout_folder
 from radstack.time.clock import now_millis
 from serving.coordinator.duties.base import Duty, DutyContext
 
 log = logging.getLogger(__name__)
 
-SEGMENTS_PREFIX = "segments/"
 
 
 class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepStorage used here
@@ -24,16 +23,6 @@ class _DeepStorage(Protocol):  # the part of radstack.storage.deep_storage.DeepS
     def modified_ms(self, key: str) -> int: ...
     def delete_prefix(self, prefix: str) -> int: ...
     def key_for_load_spec(self, load_spec: dict[str, Any]) -> str: ...
-
-
-def _segment_folder(key: str) -> str | None:
-    """``segments/{ds}/{start}_{end}/{version}/{partition}/file`` → the folder, with a trailing ``/``."""
-    if not key.startswith(SEGMENTS_PREFIX):
-        return None
-    parts = key.split("/")
-    if len(parts) < 6 or not all(parts[:5]):
-        return None
-    return "/".join(parts[:5]) + "/"
 
 
 def collect_orphan_segment_files(
@@ -51,17 +40,17 @@ def collect_orphan_segment_files(
     # List the files first, then read the metadata: a publish that commits in between is then seen.
     folders: dict[str, list[str]] = defaultdict(list)
     for key in deep_storage.list(SEGMENTS_PREFIX):
-        folder = _segment_folder(key)
+        folder = folder_of_key(key)
         if folder is not None:
             folders[folder].append(key)
     if not folders:
         return []
     known: set[str] = set()
     for row in metadata.segment_rows(used=None):
-        known.add(SEGMENTS_PREFIX + segment_path(row.segment.id) + "/")
+        known.add(layout_folder(row.segment.id))
         if row.segment.load_spec:
             try:
-                folder = _segment_folder(deep_storage.key_for_load_spec(row.segment.load_spec))
+                folder = folder_of_key(deep_storage.key_for_load_spec(row.segment.load_spec))
             except (DeepStorageError, ValueError, KeyError):
                 folder = None  # a load spec of another deep storage: nothing of ours
             if folder:
@@ -89,4 +78,4 @@ def _run(ctx: DutyContext) -> list[str]:
     return collect_orphan_segment_files(ctx.metadata, ctx.deep_storage, older_than_ms=min_age, now_ms=ctx.now_ms)
 
 
-DUTY = Duty("collect_orphan_segment_files", "orphan_folders_deleted", _run, needs_deep_storage=True)
+DUTY = Duty("collect_orphan_segment_files", _run, needs_deep_storage=True)

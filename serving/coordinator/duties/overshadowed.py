@@ -64,4 +64,4 @@ def _run(ctx: DutyContext) -> list[str]:
     return mark_overshadowed_unused(ctx.metadata, now_ms=ctx.now_ms, delay_ms=delay_ms)
 
 
-DUTY = Duty("mark_overshadowed_unused", "overshadowed_unused", _run)
+DUTY = Duty("mark_overshadowed_unused", _run)

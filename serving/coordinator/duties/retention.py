@@ -88,4 +88,4 @@ def _run(ctx: DutyContext) -> list[str]:
     return apply_retention(ctx.metadata, now_ms=ctx.now_ms).dropped_ids
 
 
-DUTY = Duty("retention", "retention_dropped", _run)
+DUTY = Duty("retention", _run)

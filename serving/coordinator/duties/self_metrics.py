@@ -86,7 +86,8 @@ def metrics_rows(now_ms: int, registry: Any = None, host: str | None = None,
             if not (s.name.endswith("_bucket") or s.name.endswith("_created")):
                 add(s.name, dict(s.labels), s.value)
     for c in corrections:
-        where = {"datasource": c.datasource, "interval": Interval(c.start, c.end).iso(), "version": c.version}
+        where = {"datasource": c.datasource, "interval": Interval(c.start, c.end).iso(), "version": c.version,
+                 **({"served_by": c.served_by} if c.served_by != "radstack" else {})}
         for f in CORRECTION_FIELDS:
             if (v := getattr(c, f)) is not None:
                 add(f"radstack_correction_{f}", where, v)
@@ -136,4 +137,4 @@ def _run(ctx: DutyContext) -> int:
     return self_metrics_duty(ctx.metadata, ctx.deep_storage, ctx.settings, now_ms=ctx.now_ms)
 
 
-DUTY = Duty("self_metrics", "self_metrics_rows", _run, needs_deep_storage=True)
+DUTY = Duty("self_metrics", _run, needs_deep_storage=True)

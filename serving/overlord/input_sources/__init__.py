@@ -1,8 +1,8 @@
 """Druid ``ioConfig.inputSource`` types: where a native batch task reads its input from.
 
-One module per type, each defining ``SOURCE`` (an :class:`~serving.overlord.input_sources.base.InputSource`);
-the registry below finds them by itself, so a new type is one new module here plus its test and its row
-in docs/ingestion.md. Each source resolves to a list of :class:`InputEntity` (one file/object/URL),
+One module per type, each defining ``SOURCE`` (an :class:`~serving.overlord.input_sources.base.InputSource`),
+listed in :data:`SOURCE_MODULES` below: a new type is one new module here, one line in that tuple, its
+test and its row in docs/ingestion.md. Each source resolves to a list of :class:`InputEntity` (one file/object/URL),
 opened lazily as a binary stream so files are read one at a time.
 
 :func:`validate_input_source` checks the spec at submission time (a bad field is a 400),
@@ -12,29 +12,21 @@ lists the entities when the task runs.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from radstack.config import Settings
+from serving.overlord.input_sources import archive, druid, hdfs, http, inline, local, s3
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError
 
 __all__ = ["SOURCES", "InputEntity", "InputSource", "InputSpecError", "check_input_source",
            "resolve_input_source", "source_of", "validate_input_source"]
 
+#: The input source types, one module each (each declares ``SOURCE``).
+SOURCE_MODULES: tuple[ModuleType, ...] = (archive, druid, hdfs, http, inline, local, s3)
 
-def _discover() -> dict[str, InputSource]:
-    found: dict[str, InputSource] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name == "base":
-            continue
-        source = importlib.import_module(f"{__name__}.{info.name}").SOURCE
-        found[source.type] = source
-    return found
-
-
-SOURCES: dict[str, InputSource] = _discover()
+SOURCES: dict[str, InputSource] = {m.SOURCE.type: m.SOURCE for m in SOURCE_MODULES}
 
 
 def source_of(spec: Any, path: str = "spec.ioConfig.inputSource") -> InputSource:

@@ -1,6 +1,6 @@
 """What an input source type is (Druid's ``InputSource``): one class per ``ioConfig.inputSource.type``,
 chosen by that name. Each type validates its spec at submission (a bad field is a 400), checks it
-against the server's input policy (a forbidden place is a 403, :mod:`serving.overlord.input_policy`),
+against the server's input policy (a forbidden place is a 403, :mod:`serving.input_policy`),
 lists its entities when the task runs, and says whether and how the Spark batch job reads it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO, ClassVar, Literal
 
 from radstack.config import Settings
-from serving.overlord.input_policy import check_password
+from serving.input_policy import check_password
 
 SparkUse = Literal["always", "optional", "never"]
 
@@ -69,7 +69,7 @@ class InputSource(ABC):
         """Raise :class:`InputSpecError` naming the field when ``spec`` is not usable."""
 
     def check(self, spec: Mapping[str, Any], settings: Settings) -> None:  # noqa: B027 - most types have a policy
-        """Raise :class:`serving.overlord.input_policy.InputForbidden` for a place this server may not read."""
+        """Raise :class:`serving.input_policy.InputForbidden` for a place this server may not read."""
 
     @abstractmethod
     def resolve(self, spec: Mapping[str, Any], settings: Settings) -> list[InputEntity]:

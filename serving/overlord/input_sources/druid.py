@@ -2,7 +2,7 @@
 ``dataSource`` visible in its timeline for ``interval`` (the newest version of each chunk), read from deep
 storage. It is the only way a task reads radstack's own data: deep storage, the segment cache, the raw
 archive and the metadata store are never reachable through ``local``, ``s3`` or ``hdfs``
-(:mod:`serving.overlord.input_policy`), and the task API asks READ on ``dataSource`` for it
+(:mod:`serving.input_policy`), and the task API asks READ on ``dataSource`` for it
 (:func:`serving.overlord.api.submit_task`), as Druid's does.
 
 Each row comes with ``__time`` as epoch milliseconds (``"timestampSpec": {"column": "__time", "format":

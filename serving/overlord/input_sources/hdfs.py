@@ -13,7 +13,7 @@ from typing import Any, BinaryIO
 from hdfs import InsecureClient
 
 from radstack.config import Settings
-from serving.overlord.input_policy import OWN_STATE, InputForbidden, deep_storage_hdfs_path, hdfs_path
+from serving.input_policy import OWN_STATE, InputForbidden, deep_storage_hdfs_path, hdfs_path
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError, str_list
 
 

@@ -1,5 +1,5 @@
 """``http``: ``uris`` over HTTP(S) with optional basic auth. Every hop (redirects included) must pass
-:func:`serving.overlord.input_policy.check_url`: allowed protocols, public addresses only unless allowed."""
+:func:`serving.input_policy.check_url`: allowed protocols, public addresses only unless allowed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 import httpx
 
 from radstack.config import Settings
-from serving.overlord.input_policy import check_password, check_url
+from serving.input_policy import check_password, check_url
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError, password, str_list
 
 

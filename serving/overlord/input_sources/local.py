@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from radstack.config import Settings
-from serving.overlord.input_policy import check_local_file
+from serving.input_policy import check_local_file
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError, str_list
 
 

@@ -13,7 +13,7 @@ import boto3
 from botocore.config import Config
 
 from radstack.config import Settings
-from serving.overlord.input_policy import OWN_STATE, InputForbidden, check_password, deep_storage_object
+from serving.input_policy import OWN_STATE, InputForbidden, check_password, deep_storage_object
 from serving.overlord.input_sources.base import InputEntity, InputSource, InputSpecError, password, str_list
 
 _KEYS = ("uris", "prefixes", "objects")

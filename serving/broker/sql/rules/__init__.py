@@ -25,6 +25,27 @@ ARRAY_NODES: dict[type[exp.Expression], str] = {
 }
 
 
+_SLOT = "__radstack_operand__"
+
+
+def sql_around(build: Callable[[str], str], operand: exp.Expression) -> exp.Expression:
+    """SQL written as text around a tree (``build`` gets a placeholder for ``operand``), parsed back with
+    ``operand``'s own nodes in the placeholder's places — not a reprint of them, so the rules still to run
+    (``JSON_VALUE``'s, in a later pass) see them as nodes."""
+    tree = exp.maybe_parse(build(f'"{_SLOT}"'), dialect="duckdb")
+    return tree.transform(lambda n: operand.copy() if isinstance(n, exp.Column) and n.name == _SLOT
+                          and not n.table else n)
+
+
+def values_or_null(values: exp.Expression) -> exp.Expression:
+    """A multi-value row's values as Druid reads them: its list, or one NULL value when it has none —
+    the tree form of :func:`radstack.value_sql.values_or_null_sql` (``LEN``, not the LENGTH DuckDB's
+    parser would make of it)."""
+    some = exp.GT(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
+    return exp.Case(ifs=[exp.If(this=some, true=values.copy())],
+                    default=exp.maybe_parse("CAST([NULL] AS VARCHAR[])", dialect="duckdb"))
+
+
 def druid_function_name(node: exp.Expression) -> str | None:
     """The Druid function a call is: an anonymous call's name, or an array node's (``ARRAY_LENGTH``)."""
     return anonymous_name(node) or ARRAY_NODES.get(type(node))

@@ -97,6 +97,5 @@ def aggregate_sizes(node: exp.Expression, _ctx: TranslationContext) -> exp.Expre
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = aggregate_sizes
-ORDER = 127
 EMITS = frozenset({"ERROR", "LIST_SUM", "LIST_TRANSFORM", "OCTET_LENGTH", "ENCODE", "COALESCE"})
 EMITS_CLASSES = (exp.Lambda,)

@@ -39,6 +39,5 @@ def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = approx
-ORDER = 110
 ACCEPTS = frozenset({"APPROX_COUNT_DISTINCT_BUILTIN"})
 EMITS = frozenset({"APPROX_COUNT_DISTINCT", "APPROX_QUANTILE"})

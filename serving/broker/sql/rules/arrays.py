@@ -26,7 +26,13 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import ARRAY_NODES as TYPED
-from serving.broker.sql.rules import MULTI_VALUE, anonymous_name, concatenated_arrays, joined_elements
+from serving.broker.sql.rules import (
+    MULTI_VALUE,
+    anonymous_name,
+    concatenated_arrays,
+    joined_elements,
+    values_or_null,
+)
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import druid_type, is_timestamp
 
@@ -83,7 +89,7 @@ def _values(e: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     return exp.Case(ifs=[missing], default=exp.Array(expressions=[e.copy()]))
 
 
-def _is_multi_value_column(e: exp.Expression, ctx: TranslationContext) -> bool:
+def is_multi_value_column(e: exp.Expression, ctx: TranslationContext) -> bool:
     return (isinstance(e, exp.Column) and druid_type(e) == "STRING" and not e.meta.get(_MV_VALUES)
             and bool(e.meta.get(MULTI_VALUE) or e.name in _multi_value_columns(ctx)))
 
@@ -96,8 +102,8 @@ def _multi_value_columns(ctx: TranslationContext) -> set[str]:
 
 def _filter(values: exp.Expression, keep: exp.Expression, negate: bool) -> exp.Expression:
     test: exp.Expression = call("LIST_CONTAINS", keep, exp.column(_VAR))
-    if negate:
-        test = exp.Not(this=test)
+    if negate:  # a NULL value is in no list of values: MV_FILTER_NONE keeps it, as Druid does
+        test = exp.Not(this=exp.Coalesce(this=test, expressions=[exp.false()]))
     lam = exp.Lambda(this=test, expressions=[exp.to_identifier(_VAR)])
     return call("LIST_FILTER", values, lam)
 
@@ -134,13 +140,20 @@ def _element_kind(node: exp.Expression) -> str | None:
         t = t.expressions[0]
     if not isinstance(t, exp.DataType):
         return None
-    if t.is_type(*exp.DataType.INTEGER_TYPES):
+    if t.is_type(*exp.DataType.INTEGER_TYPES, exp.DataType.Type.BOOLEAN):  # Druid's booleans are longs
         return "LONG"
     if t.is_type(*exp.DataType.REAL_TYPES):
         return "DOUBLE"
     if t.is_type(*exp.DataType.TEMPORAL_TYPES):
         return "TIMESTAMP"  # held as millis (rules/implicit_casts.py: Druid's arrays have no TIMESTAMP)
     return "STRING" if t.is_type(*exp.DataType.TEXT_TYPES) else None
+
+
+def _is_array_typed(node: exp.Expression) -> bool:
+    """An ARRAY by its annotated type (an ARRAY column, ``JSON_VALUE(… RETURNING t ARRAY)``), not a scalar
+    a function reads as a one-value array."""
+    t = getattr(node, "type", None)
+    return isinstance(t, exp.DataType) and t.is_type(exp.DataType.Type.ARRAY)
 
 
 def _as_elements_of(array: exp.Expression, needle: exp.Expression) -> exp.Expression:
@@ -164,16 +177,13 @@ _MV_VALUES = "druid_mv_values"  # meta key: the list of a multi-value string's v
 def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.ArrayAgg):
         return node  # DuckDB's ARRAY_AGG (a list, NULLs kept) has Druid's meaning; its size: aggregate_sizes
-    if isinstance(node, exp.Unnest) and len(node.expressions) == 1 and _is_multi_value_column(node.expressions[0], ctx):
+    if isinstance(node, exp.Unnest) and len(node.expressions) == 1 and is_multi_value_column(node.expressions[0], ctx):
         # Druid unnests arrays only: a multi-value column goes through MV_TO_ARRAY first
         raise validation_error("Cannot apply 'UNNEST' to arguments of type 'UNNEST(<VARCHAR>)' "
                                "(a multi-value column: UNNEST(MV_TO_ARRAY(column)))")
     if isinstance(node, exp.Unnest) and len(node.expressions) == 1 and node.expressions[0].meta.get(_MV_VALUES):
         # a multi-value row without values unnests to one NULL, as Druid reads it (one null value)
-        values = node.expressions[0]
-        some = exp.GT(this=call("LEN", values.copy()), expression=exp.Literal.number(0))
-        node.set("expressions", [exp.Case(ifs=[exp.If(this=some, true=values.copy())],
-                                          default=exp.maybe_parse("CAST([NULL] AS VARCHAR[])", dialect="duckdb"))])
+        node.set("expressions", [values_or_null(node.expressions[0])])
         return node
     if type(node) in TYPED:
         node = _anonymous(node)
@@ -196,7 +206,11 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
     if name == "ARRAY_TO_MV":  # a multi-value string is a list of strings here
         if len(args) != 1:
             raise validation_error("ARRAY_TO_MV takes 1 argument")
-        a = _as_list(args[0])
+        a = args[0]
+        if not _is_list(a):  # a scalar is a one-value multi-value string; a NULL one has no values
+            return exp.Case(ifs=[exp.If(this=exp.Is(this=a.copy(), expression=exp.null()),
+                                        true=exp.cast(exp.null(), exp.DataType.build("VARCHAR[]", dialect="duckdb")))],
+                            default=exp.Array(expressions=[exp.cast(a, "VARCHAR")]))
         return call("LIST_TRANSFORM", a, exp.Lambda(this=exp.cast(exp.column(_VAR), "VARCHAR"),
                                                     expressions=[exp.to_identifier(_VAR)]))
     if name == "SCALAR_IN_ARRAY":
@@ -211,8 +225,25 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
     if len(args) not in _ARITY[op]:
         raise validation_error(f"{name} takes {' or '.join(map(str, _ARITY[op]))} arguments")
     mv = name.startswith("MV_")
-    if op in ("CONTAINS", "OVERLAP", "OFFSET_OF", "ORDINAL_OF", "FILTER_ONLY", "FILTER_NONE"):
+    if op in ("OFFSET_OF", "ORDINAL_OF"):
+        want, have = _element_kind(args[0]), _element_kind(args[1])
+        if want in ("LONG", "TIMESTAMP") and is_timestamp(args[1]):  # ARRAY_AGG(__time) holds millis
+            args[1] = to_millis(args[1])
+        elif _is_array_typed(args[0]) and want not in (None, "TIMESTAMP") and have not in (None, want):
+            # Druid looks a value up without converting it: a number is at no position of a string array,
+            # nor an integer of a DOUBLE array
+            return exp.cast(exp.null(), "INTEGER")
+        elif mv and not _is_array_typed(args[0]) and have in ("LONG", "DOUBLE"):
+            # nor is a number at any position of a multi-value string (Druid 33: MV_OFFSET_OF(…['1','0'], 0) is NULL)
+            return exp.cast(exp.null(), "INTEGER")
+    if op in ("CONTAINS", "OVERLAP", "FILTER_ONLY", "FILTER_NONE"):
         args[1] = _as_elements_of(args[0], args[1])
+    # the value added takes the array's element type: ARRAY_PREPEND(9, a_str) adds '9'; MV_APPEND does so
+    # for an array only (MV_APPEND('Z', c_long) fails in Druid 33, ARRAY_APPEND('Z', c_long) is ['Z', '0'])
+    if op == "APPEND" and (not mv or _is_array_typed(args[0])):
+        args[1] = _as_elements_of(args[0], args[1])
+    if op == "PREPEND" and (not mv or _is_array_typed(args[1])):
+        args[0] = _as_elements_of(args[1], args[0])
     array_positions = {"PREPEND": (1,), "CONCAT": (0, 1), "OVERLAP": (0, 1)}.get(op, (0,))
     for i in array_positions:
         args[i] = _values(args[i], ctx)
@@ -264,6 +295,5 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = arrays
-ORDER = 170
 ACCEPTS = FUNCTIONS
 EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_RESIZE", "LIST_SLICE", "LIST_TRANSFORM", "REGEXP_REPLACE", "STRING_SPLIT_REGEX"})

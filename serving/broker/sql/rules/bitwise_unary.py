@@ -39,5 +39,4 @@ def bitwise_unary(node: exp.Expression, ctx: TranslationContext) -> exp.Expressi
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = bitwise_unary
-ORDER = 135
 ACCEPTS = frozenset({"BITWISE_COMPLEMENT", "BITWISE_SHIFT_RIGHT", "BITWISE_SHIFT_LEFT"})

@@ -58,4 +58,3 @@ def _never_true(cond: exp.Expression, null_columns: set[str]) -> bool:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = case_to_filter
-ORDER = 10

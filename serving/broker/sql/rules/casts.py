@@ -19,7 +19,6 @@ from serving.broker.sql.type_rules import (
     INTEGER,
     TEXT,
     TIMESTAMPS,
-    is_decimal,
     is_floating,
     is_integer,
     is_text,
@@ -34,6 +33,9 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     src = node.this
     if target in TIMESTAMPS and isinstance(src, exp.Literal) and src.is_string and not is_utc_zone(ctx.time_zone):
         return _zoned_literal(str(src.this), ctx.time_zone) or node
+    if target == exp.DType.DATE and isinstance(src, exp.Literal) and src.is_string and not is_utc_zone(ctx.time_zone):
+        # a DATE literal is that day's start in the session's zone (Druid compares it as that instant)
+        return _zoned_literal(str(src.this).strip()[:10] + " 00:00:00", ctx.time_zone) or node
     if target in INTEGER and is_timestamp(src):
         return exp.cast(to_millis(src), node.to)
     if target in INTEGER and is_floating(src):
@@ -43,12 +45,14 @@ def casts(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return from_millis(src)
     if target in TEXT and is_timestamp(src):
         return value_text(src, ctx)
-    if target in TEXT and is_floating(src) and not is_decimal(src):  # as Java writes a double: 2.434E8
+    if target in TEXT and is_floating(src):  # as Java writes a double (2.434E8); a decimal literal is one in Druid
         return value_text(src, ctx)
     if target in TIMESTAMPS and not (isinstance(src, exp.Literal) and src.is_string) and not is_timestamp(src):
         return exp.TryCast(this=src, to=node.to)
     if (target in INTEGER or target in FLOATING) and is_text(src):
         return exp.cast(text_number(src, integer=target in INTEGER), node.to)
+    if target == exp.DType.BOOLEAN and is_text(src):  # Druid reads the text as a number: NULL unless it is one
+        return exp.NEQ(this=text_number(src, integer=False), expression=exp.Literal.number(0))
     return node
 
 

@@ -34,6 +34,5 @@ def distinct_aggregates(node: exp.Expression, ctx: TranslationContext) -> exp.Ex
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = distinct_aggregates
-ORDER = 125
 EMITS = frozenset({"LIST_SORT", "LIST_DISTINCT", "FLATTEN", "LIST", "LEN", "LIST_COUNT", "LIST_PREPEND"})
 EMITS_CLASSES = (exp.Order, exp.Ordered)

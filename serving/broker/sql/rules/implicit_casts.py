@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from radstack.time.sql import is_utc_zone
 from radstack.value_sql import numeric_cast_sql
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import anonymous_name, sql_around
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import (
     NUMERIC_FUNCTIONS,
-    is_decimal,
     is_floating,
     is_integer,
     is_text,
@@ -48,23 +48,39 @@ _STRING_NAMES = frozenset({"STRLEN", "BTRIM", "CONTAINS_STRING", "ICONTAINS_STRI
 _BITWISE_AGGREGATES = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
 
 
+#: functions whose result is a multi-value string made on the fly (Druid's SQL type VARCHAR)
+_MULTI_VALUE_FUNCTIONS = frozenset({"STRING_TO_MV", "MV_APPEND", "MV_PREPEND", "MV_CONCAT", "MV_SLICE",
+                                    "MV_FILTER_ONLY", "MV_FILTER_NONE", "ARRAY_TO_MV"})
+
+
+def _list_valued(e: exp.Expression) -> bool:
+    """A multi-value string made on the fly, which ``||`` writes into its text as Druid does (Java's
+    ``[A, B]``; DuckDB's list text is the same) — not an ARRAY (Druid refuses: "Parameters must be of the
+    same type") nor a multi-value column (its values map one by one)."""
+    return anonymous_name(e) in _MULTI_VALUE_FUNCTIONS
+
+
 def text_number(src: exp.Expression, integer: bool) -> exp.Expression:
     """Text → a number as Druid converts it: trimmed, NULL when it is not a number, a decimal truncated
     toward zero for an integer type (``CAST('1.9' AS BIGINT)`` is 1; DuckDB refuses both)."""
     if isinstance(src, exp.Literal) and src.is_string:
         return number_literal(str(src.this), integer)
-    sql = numeric_cast_sql(src.sql("duckdb"), "string", "long" if integer else "double")
-    number = exp.maybe_parse(sql, dialect="duckdb")
+    number = sql_around(lambda slot: numeric_cast_sql(slot, "string", "long" if integer else "double"), src)
     number.type = exp.DataType.build("BIGINT" if integer else "DOUBLE")  # for the typed rules after this one
     return number
 
 
 def value_text(src: exp.Expression, ctx: TranslationContext) -> exp.Expression:
-    """A number or a TIMESTAMP as Druid writes it as text: a double as Java does (``2.434E8``), an integer
-    as digits, a TIMESTAMP as ``2000-01-02 03:04:05``."""
-    if is_timestamp(src):
+    """A number or a TIMESTAMP as Druid writes it as text: a double as Java does (``2.434E8``; a decimal
+    literal, and arithmetic on one, is a double in Druid: ``123.450`` is ``123.45``), an integer as digits,
+    a TIMESTAMP as ``2000-01-02 03:04:05`` (in the session's ``sqlTimeZone``)."""
+    if is_timestamp(src) and not is_utc_zone(ctx.time_zone):  # wall-clock time in the session's zone
+        ctx.udfs.add("DRUID_TIME_FORMAT")
+        text = call("DRUID_TIME_FORMAT", to_millis(src), exp.Literal.string("yyyy-MM-dd HH:mm:ss"),
+                    exp.Literal.string(ctx.time_zone))
+    elif is_timestamp(src):
         text = call("STRFTIME", src, exp.Literal.string("%Y-%m-%d %H:%M:%S"))
-    elif not is_floating(src) or is_decimal(src):
+    elif not is_floating(src):
         text = exp.cast(src, "VARCHAR")
     else:
         udf = "DRUID_FLOAT_TEXT" if src.type.is_type(exp.DataType.Type.FLOAT) else "DRUID_DOUBLE_TEXT"
@@ -177,6 +193,14 @@ def implicit_casts(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         return node
     if isinstance(node, (exp.Like, exp.ILike, *_STRING_FUNCTIONS)) and (_is_number(node.this) or is_timestamp(node.this)):
         node.set("this", value_text(node.this, ctx))
+        return node
+    if isinstance(node, exp.DPipe | exp.Concat):  # 'x' || 2.50 is 'x2.5': a number's text as Druid writes it
+        parts = [node.this, node.expression] if isinstance(node, exp.DPipe) else [node.this, *node.expressions]
+        for part in parts:
+            if part is not None and is_floating(part):
+                part.replace(value_text(part.copy(), ctx))
+            elif part is not None and _list_valued(part):  # a list is written into the text: 'x[A, B]'
+                part.replace(exp.cast(part.copy(), "VARCHAR"))
         return node
     if anonymous_name(node) in _STRING_NAMES and node.expressions and _is_number(node.expressions[0]):
         node.expressions[0].replace(value_text(node.expressions[0].copy(), ctx))

@@ -16,6 +16,8 @@ arrive parsed (sqlglot) or as string literals and are written out in DuckDB's JS
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from radstack.expressions.json_path import duckdb_json_path, path_key
@@ -23,7 +25,7 @@ from radstack.sql_text import ExpressionError
 from radstack.value_sql import array_sql
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import aggregates, anonymous_name, sql_around
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import is_timestamp
 
@@ -50,6 +52,13 @@ def _path_text(node: exp.Expression | None, fn: str) -> str:
     raise validation_error(f"{fn}: the path must be a string literal")
 
 
+def _reaches_nothing(path: exp.Literal) -> bool:
+    """A path that goes on past a negative array index (``$.a[-1].b``): JSON_VALUE finds nothing there
+    in Druid 33; a negative index at the end of the path (``$.a[-1]``) counts from the end, as DuckDB's
+    and Druid's JSON_QUERY do."""
+    return re.search(r"\[-\d+\].", str(path.this)) is not None
+
+
 def _lit(text: str) -> exp.Literal:
     return exp.Literal.string(text)
 
@@ -73,8 +82,8 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
         element = "array<double>"
     else:
         element = "array<string>"
-    text = call("JSON_EXTRACT", doc.copy(), path.copy()).sql("duckdb")
-    converted = exp.maybe_parse(array_sql(f"CAST({text} AS VARCHAR)", "string", element), dialect="duckdb")
+    converted = sql_around(lambda slot: array_sql(f"CAST({slot} AS VARCHAR)", "string", element),
+                           call("JSON_EXTRACT", doc.copy(), path.copy()))
     if inner.is_type(exp.DataType.Type.BOOLEAN):  # BOOLEAN elements (the answer writes the array as 1/0)
         converted = exp.cast(converted, exp.DataType.build("BOOLEAN[]", dialect="duckdb"))
     is_array = exp.EQ(this=call("JSON_TYPE", doc, path), expression=_lit("ARRAY"))
@@ -86,6 +95,36 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
                                          expressions=[_lit("ARRAY"), _lit("OBJECT")]), expressions=[element]))
     flat = exp.EQ(this=call("LEN", nested), expression=exp.Literal.number(0))
     return _case(exp.and_(is_array, flat), converted)
+
+
+def _in_scan_answer(node: exp.Expression) -> bool:
+    """Whether ``node`` is a column of the answer of a plain scan (the top SELECT, no grouping)."""
+    child, parent = node, node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        if not isinstance(parent, exp.Alias):
+            return False
+        child, parent = parent, parent.parent
+    if parent is None or parent.parent is not None or child.arg_key != "expressions":
+        return False
+    return not aggregates(parent) and not parent.args.get("distinct")
+
+
+def _scalars_as_values(doc: exp.Expression, path: str) -> exp.Expression:
+    """``JSON_VALUE`` (no ``RETURNING``) at an array of scalars: Druid's multi-value string of them, as an
+    answer writes one (``["2","1"]``; one value as itself; ``[]`` when empty) — NULL when an element is an
+    object or an array."""
+    each = exp.to_identifier("__json_e")
+    elements = call("JSON_EXTRACT", doc.copy(), _lit(path + "[*]"))
+    nested = call("LIST_BOOL_OR", call("LIST_TRANSFORM", elements, exp.Lambda(
+        this=exp.In(this=call("JSON_TYPE", exp.column(each)), expressions=[_lit("OBJECT"), _lit("ARRAY")]),
+        expressions=[each])))
+    texts = call("JSON_EXTRACT_STRING", doc.copy(), _lit(path + "[*]"))
+    size = call("LEN", texts.copy())
+    return exp.Case(ifs=[exp.If(this=call("COALESCE", nested, exp.false()), true=exp.Null()),
+                         exp.If(this=exp.EQ(this=size, expression=exp.Literal.number(0)), true=_lit("[]")),
+                         exp.If(this=exp.EQ(this=size.copy(), expression=exp.Literal.number(1)),
+                                true=call("LIST_EXTRACT", texts.copy(), exp.Literal.number(1)))],
+                    default=_text(call("TO_JSON", texts.copy())))
 
 
 def _json_member(value: exp.Expression) -> exp.Expression:
@@ -101,18 +140,30 @@ def _document(doc: exp.Expression) -> exp.Expression:
     t = getattr(doc, "type", None)
     if t is None or t.is_type(exp.DataType.Type.JSON, exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL):
         return doc
-    return call("TO_JSON", doc)
+    return call("TO_JSON", _json_member(doc))  # __time is its millis, a BOOLEAN 1/0, as Druid reads them
 
 
 def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.JSONValue):
         path = _lit(_path_text(node.args.get("path"), "JSON_VALUE"))
+        returning = node.args.get("returning")
+        if _reaches_nothing(path):
+            return exp.cast(exp.null(), returning if isinstance(returning, exp.DataType) else "VARCHAR")
         doc = _document(node.this)
         kind = call("JSON_TYPE", doc, path)
-        value = exp.Case(ifs=[exp.If(this=exp.In(this=kind, expressions=[_lit("OBJECT"), _lit("ARRAY")]),
-                                     true=exp.Null())],
-                         default=call("JSON_EXTRACT_STRING", doc, path))
-        returning = node.args.get("returning")
+        text = call("JSON_EXTRACT_STRING", doc, path)
+        # a JSON boolean is the long 1/0 Druid stores for it ("1", 1, 1.0 or true as RETURNING asks)
+        boolean = exp.Case(ifs=[exp.If(this=exp.EQ(this=text.copy(), expression=_lit("true")), true=_lit("1"))],
+                           default=_lit("0"))
+        # an answer's column of a scan shows the array's scalars as Druid's multi-value string; grouped,
+        # filtered or computed on, the array is NULL (Druid 33 groups every such row under NULL)
+        textual = (not isinstance(returning, exp.DataType) or returning.is_type(exp.DataType.Type.VARCHAR)) \
+            and _in_scan_answer(node)
+        value = exp.Case(ifs=[exp.If(this=exp.EQ(this=kind, expression=_lit("OBJECT")), true=exp.Null()),
+                              exp.If(this=exp.EQ(this=kind.copy(), expression=_lit("ARRAY")),
+                                     true=_scalars_as_values(doc, str(path.this)) if textual else exp.Null()),
+                              exp.If(this=exp.EQ(this=kind.copy(), expression=_lit("BOOLEAN")), true=boolean)],
+                         default=text)
         if isinstance(returning, exp.DataType) and returning.is_type(exp.DataType.Type.ARRAY):
             return _array_value(doc, path, returning)
         if isinstance(returning, exp.DataType) and not returning.is_type(exp.DataType.Type.VARCHAR):
@@ -121,6 +172,7 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     if isinstance(node, exp.JSONKeys):
         path_node = node.args.get("expression")
         path = _lit("$" if path_node is None else _path_text(path_node, "JSON_KEYS"))
+        node.set("this", _document(node.this))  # a string or a number is a JSON scalar: no keys (NULL)
         kind = call("JSON_TYPE", node.this, path)
         index = exp.to_identifier("__i")  # an array's keys are its positions, as text (Druid 33)
         size = exp.cast(call("JSON_ARRAY_LENGTH", node.this.copy(), path.copy()), "BIGINT")
@@ -145,7 +197,10 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     if name == "JSON_QUERY":
         if len(args) != 2:
             raise validation_error("JSON_QUERY takes 2 arguments: JSON_QUERY(expr, path)")
-        return call("JSON_EXTRACT", _document(args[0]), _lit(_path_text(args[1], name)))
+        path = _lit(_path_text(args[1], name))  # a negative index counts from the end here (Druid 33)
+        # a JSON null there is SQL NULL, as in Druid 33 (JSON_QUERY(c, '$.a_null') IS NULL)
+        return exp.Nullif(this=call("JSON_EXTRACT", _document(args[0]), path),
+                          expression=exp.cast(_lit("null"), "JSON"))
     if name == "JSON_QUERY_ARRAY":  # the array at path as an array of JSON; any other value wrapped in one,
         # a missing value or a JSON null is NULL (as Druid 33 answers: the differential corpus)
         if len(args) != 2:
@@ -176,15 +231,15 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         if len(args) != 1:
             raise validation_error("TO_JSON_STRING takes 1 argument")
         # a JSON null (JSON_QUERY of a null member) is SQL NULL in Druid, not the text 'null'
-        json_null = exp.EQ(this=call("JSON_TYPE", call("TO_JSON", args[0].copy())), expression=exp.Literal.string("NULL"))
-        return exp.Case(ifs=[exp.If(this=json_null, true=exp.null())], default=_text(call("TO_JSON", args[0])))
+        value = _json_member(args[0])
+        json_null = exp.EQ(this=call("JSON_TYPE", call("TO_JSON", value.copy())), expression=exp.Literal.string("NULL"))
+        return exp.Case(ifs=[exp.If(this=json_null, true=exp.null())], default=_text(call("TO_JSON", value)))
     return node
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = json_functions
-ORDER = 160
 ACCEPTS = frozenset({"JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
-EMITS = frozenset({"JSON", "JSON_ARRAY_LENGTH", "LIST_TRANSFORM", "LIST_FILTER", "LEN", "RANGE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
+EMITS = frozenset({"JSON", "JSON_ARRAY_LENGTH", "LIST_TRANSFORM", "LIST_FILTER", "LIST_BOOL_OR", "LIST_EXTRACT", "LEN", "RANGE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
 # JSON_VALUE(… RETURNING … ARRAY): radstack.value_sql.array_sql's element-wise conversion
 EMITS_CLASSES = (exp.FromJson, exp.Transform, exp.RegexpFullMatch, exp.Trunc, exp.JSONType, exp.JSONExtractScalar)

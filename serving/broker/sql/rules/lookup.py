@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.rules import anonymous_name, sql_around
 from serving.broker.sql.timeexpr import literal_string
 from serving.lookups import value_sql
 
@@ -27,8 +27,7 @@ def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if loaded is None:
         raise validation_error(f"Lookup [{name}] not found")
     ctx.lookups.add(name)
-    key = exp.cast(args[0], exp.DataType.build("VARCHAR")).sql(dialect="duckdb")
-    found = exp.maybe_parse(value_sql(loaded, key), dialect="duckdb")
+    found = sql_around(lambda key: value_sql(loaded, key), exp.cast(args[0], exp.DataType.build("VARCHAR")))
     if len(args) == 3 and not isinstance(args[2], exp.Null):
         return exp.Coalesce(this=found, expressions=[exp.cast(args[2], exp.DataType.build("VARCHAR"))])
     return found
@@ -36,6 +35,5 @@ def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = lookup
-ORDER = 150
 ACCEPTS = frozenset({"LOOKUP"})
 EMITS_CLASSES = (exp.SplitPart, exp.ArgMin)  # serving.lookups.value_sql: the narrowest ipRange

@@ -29,6 +29,5 @@ def millis(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = millis
-ORDER = 90
 ACCEPTS = frozenset({"MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS"})
 EMITS = frozenset({"EPOCH_MS"})

@@ -75,7 +75,6 @@ def scalar_udfs(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = scalar_udfs
-ORDER = 129
 ACCEPTS = frozenset(_SIMPLE) | frozenset(_HUMAN) | {"STRING_FORMAT"}
 EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()}
                   | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY", "PRINTF"})

@@ -207,6 +207,5 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = sketches
-ORDER = 100
 ACCEPTS = FUNCTIONS
 EMITS = frozenset({"LIST"})

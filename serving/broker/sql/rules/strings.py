@@ -1,7 +1,8 @@
 """Druid string functions DuckDB spells differently: CONTAINS_STRING, ICONTAINS_STRING, TEXTCAT,
 STRLEN, BTRIM, PARSE_LONG, BITWISE_AND/OR/XOR, LISTAGG; and UPPER, which in Druid (Java's
 ``toUpperCase``) turns ``ß`` into ``SS`` where DuckDB gives ``ẞ``; and REGEXP_EXTRACT, NULL when the
-pattern does not match (DuckDB gives ''); and REGEXP_REPLACE's replacement, written as Java's
+pattern does not match (DuckDB gives ''); and REPEAT, NULL for a count below 1 (DuckDB gives ''); and
+REGEXP_REPLACE's replacement, written as Java's
 ``Matcher.replaceAll`` reads it (``$1`` a group, ``\\$`` a dollar), in RE2's spelling (``\\1``)."""
 
 from __future__ import annotations
@@ -23,6 +24,19 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         extract = call("REGEXP_EXTRACT", node.this.copy(), node.expression.copy(), group.copy())
         matches = exp.RegexpLike(this=node.this.copy(), expression=node.expression.copy())
         return exp.Case(ifs=[exp.If(this=matches, true=extract)], default=exp.null())
+    if isinstance(node, exp.Repeat) and not node.meta.get("druid_repeat"):
+        # REPEAT is NULL for a count below 1; the node stays, so rules/value_limits.py bounds it (a
+        # literal count keeps its static bound: only a computed one is wrapped)
+        node.meta["druid_repeat"] = True
+        times = node.args["times"]
+        if isinstance(times, exp.Literal) and not times.is_string:
+            # a NULL count (not a NULL in the node's place: REPEAT(STRING_AGG(…), 0) still aggregates)
+            if float(times.this) < 1:
+                node.set("times", exp.cast(exp.null(), "INTEGER"))
+            return node
+        below_one = exp.LT(this=times.copy(), expression=exp.Literal.number(1))
+        node.set("times", exp.Case(ifs=[exp.If(this=below_one, true=exp.null())], default=times.copy()))
+        return node
     if isinstance(node, exp.RegexpReplace):
         replacement = node.args.get("replacement")
         if isinstance(replacement, exp.Literal) and replacement.is_string:
@@ -85,6 +99,5 @@ def re2_replacement(java: str) -> str:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = strings
-ORDER = 130
 ACCEPTS = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT", "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG"})
 EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "REGEXP_EXTRACT", "STRING_AGG", "TRIM", "XOR"})

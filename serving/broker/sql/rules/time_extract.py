@@ -61,6 +61,5 @@ def time_extract(node: exp.Expression, ctx: TranslationContext) -> exp.Expressio
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_extract
-ORDER = 50
 ACCEPTS = frozenset({"TIME_EXTRACT"})
 EMITS = frozenset({"CEIL", "DRUID_TIME_EXTRACT", "EPOCH_MS", "FLOOR", "TIMEZONE"})

@@ -14,7 +14,7 @@ from radstack.sql_text import ExpressionError
 from radstack.time.floor import time_ceil_sql, timestamp_floor_sql
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import TimeParseError, parse_instant
-from radstack.time.sql import check_zone
+from radstack.time.sql import check_zone, is_utc_zone
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
@@ -28,6 +28,7 @@ from serving.broker.sql.timeexpr import (
     str_or_null,
     to_millis,
 )
+from serving.broker.sql.type_rules import is_timestamp
 
 # FLOOR/CEIL(ts TO unit) is TIME_FLOOR/TIME_CEIL with the unit's period (MILLISECOND floors nothing).
 _PERIOD_OF_UNIT = {"SECOND": "PT1S", "MINUTE": "PT1M", "HOUR": "PT1H", "DAY": "P1D", "WEEK": "P1W",
@@ -107,12 +108,20 @@ def time_floor(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return _time_floor(node, ctx, ceil=True)  # type: ignore[arg-type]
     if isinstance(node, exp.Floor | exp.Ceil) and node.args.get("to") is not None:
         return _floor_to(node, ctx)
+    if isinstance(node, exp.DateTrunc | exp.TimestampTrunc) and not is_utc_zone(ctx.time_zone):
+        # DATE_TRUNC in the session's sqlTimeZone, as Druid truncates (DuckDB's own is UTC)
+        unit = str(node.args["unit"].name).upper()
+        if unit in _PERIOD_OF_UNIT:
+            return _render(node.this, _PERIOD_OF_UNIT[unit], None, ctx.time_zone, False, ctx)
+    if isinstance(node, exp.Cast) and node.to.is_type(exp.DataType.Type.DATE) and is_timestamp(node.this) \
+            and not is_utc_zone(ctx.time_zone):
+        # a TIMESTAMP as a DATE is its day in the session's sqlTimeZone (Druid's DATE is that day's start)
+        return _render(node.this, "P1D", None, ctx.time_zone, False, ctx)
     return node
 
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_floor
-ORDER = 20
 ACCEPTS = frozenset({"TIME_FLOOR", "TIME_CEIL"})
 EMITS = frozenset({"DATE_TRUNC", "EPOCH_MS", "MAKE_TIMESTAMP", "TIMEZONE", "TIME_BUCKET", "TO_MONTHS"})
 EMITS_CLASSES = (exp.UnixToTime, exp.DateBin, exp.ToDays, exp.Year, exp.Month, exp.Interval,)

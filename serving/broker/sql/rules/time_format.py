@@ -35,6 +35,5 @@ def time_format(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_format
-ORDER = 60
 ACCEPTS = frozenset({"TIME_FORMAT"})
 EMITS = frozenset({"EPOCH_MS", "STRFTIME", "TIMEZONE"})

@@ -37,6 +37,5 @@ def time_parse(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_parse
-ORDER = 70
 ACCEPTS = frozenset({"TIME_PARSE"})
 EMITS = frozenset({"EPOCH_MS", "REGEXP_MATCHES", "TIMEZONE", "TRY_STRPTIME"})

@@ -72,7 +72,6 @@ def time_shift(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_shift
-ORDER = 30
 ACCEPTS = frozenset({"TIME_SHIFT", "TIMESTAMPADD"})
 EMITS = frozenset({"EPOCH_MS", "TIMEZONE"})
 EMITS_CLASSES = (exp.Interval,)

@@ -23,6 +23,5 @@ def timestamp_diff(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = timestamp_diff
-ORDER = 40
 ACCEPTS = frozenset({"TIMESTAMPDIFF"})
 EMITS = frozenset({"DATE_SUB"})

@@ -20,7 +20,7 @@ log = logging.getLogger(__name__)
 #: string's values are text, so ``UNNEST(MV_TO_ARRAY(tags)) AS u(v)`` gives a VARCHAR ``v``
 #: (the time functions' TIMESTAMP lets ``MIN(TIME_FLOOR(__time, 'PT1H')) + INTERVAL '1' YEAR`` be typed)
 _RESULT_TYPES: dict[str, tuple[str, ...]] = {
-    "ARRAY<VARCHAR>": ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY"),
+    "ARRAY<VARCHAR>": ("MV_TO_ARRAY", "STRING_TO_MV", "STRING_TO_ARRAY", "JSON_PATHS"),
     "TIMESTAMP": ("TIMESTAMPADD", "TIME_FLOOR", "TIME_CEIL", "TIME_SHIFT", "TIME_PARSE", "MILLIS_TO_TIMESTAMP"),
     "BIGINT": ("BIT_AND", "BIT_OR", "BIT_XOR", "APPROX_COUNT_DISTINCT_BUILTIN", "TIMESTAMP_TO_MILLIS", "TIME_EXTRACT", "STRLEN", "PARSE_LONG", "IPV4_PARSE", "BITWISE_AND",
                "BITWISE_OR", "BITWISE_XOR", "BITWISE_NOT", "BITWISE_SHIFT_LEFT", "BITWISE_SHIFT_RIGHT",
@@ -30,6 +30,7 @@ _RESULT_TYPES: dict[str, tuple[str, ...]] = {
                 "HUMAN_READABLE_DECIMAL_BYTE_FORMAT", "HUMAN_READABLE_DECIMAL_FORMAT", "STRING_FORMAT",
                 "MV_TO_STRING", "ARRAY_TO_STRING"),
     "BOOLEAN": ("IPV4_MATCH", "CONTAINS_STRING", "ICONTAINS_STRING"),
+    "JSON": ("JSON_QUERY", "TRY_PARSE_JSON"),  # Druid's COMPLEX<json>
 }
 UDF_TYPES: dict[str, object] = {case(name): kind for kind, names in _RESULT_TYPES.items() for name in names
                                 for case in (str.upper, str.lower)}  # names keep their case in this dialect
@@ -67,9 +68,23 @@ def _array_operand_type(annotator: Any, node: exp.Expression) -> exp.Expression:
     return annotator._set_type(node, arrays[0].type if arrays else None)
 
 
+def _floor_type(annotator: Any, node: exp.Floor | exp.Ceil) -> exp.Expression:
+    """``FLOOR(ts TO unit)`` / ``CEIL(ts TO unit)`` are TIMESTAMPs; of a number, as the dialect types it."""
+    if node.args.get("to") is not None:
+        return annotator._set_type(node, exp.DType.TIMESTAMP)
+    return DruidSql.EXPRESSION_METADATA[type(node)]["annotator"](annotator, node)
+
+
+def _of_type(name: str) -> Any:
+    """An annotator giving every node the one type ``name``."""
+    return {"annotator": lambda annotator, node: annotator._set_type(node, exp.DataType.build(name))}
+
+
 _METADATA = {**DruidSql.EXPRESSION_METADATA, exp.JSONValue: {"annotator": _json_value_type},
+             exp.JSONKeys: _of_type("ARRAY<VARCHAR>"), exp.JSONObject: _of_type("JSON"),
              exp.Trunc: {"annotator": _same_as_argument}, exp.Anonymous: {"annotator": _anonymous_type},
-             exp.ArrayAppend: {"annotator": _array_operand_type}, exp.ArrayPrepend: {"annotator": _array_operand_type}}
+             exp.ArrayAppend: {"annotator": _array_operand_type}, exp.ArrayPrepend: {"annotator": _array_operand_type},
+             exp.Floor: {"annotator": _floor_type}, exp.Ceil: {"annotator": _floor_type}}
 
 
 def annotate(tree: exp.Expression, ctx: TranslationContext, system_schema: dict[str, dict[str, str]]) -> exp.Expression:

@@ -225,6 +225,5 @@ def _check_parts(node: exp.Expression, parts: list[exp.Expression], sizes: list[
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = value_limits
-ORDER = 140
 EMITS = frozenset({"ERROR", "STRLEN", "COALESCE", "TO_JSON", "GREATEST", "REGEXP_EXTRACT_ALL", "LIST_MAX",
                    "LIST_TRANSFORM"})

@@ -80,4 +80,3 @@ def _text(bound: object, side: str | None) -> str:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = window_frames
-ORDER = 5

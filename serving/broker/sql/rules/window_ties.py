@@ -111,4 +111,3 @@ def window_ties(node: exp.Expression, _ctx: TranslationContext) -> exp.Expressio
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = window_ties
-ORDER = 200

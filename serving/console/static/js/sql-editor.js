@@ -75,5 +75,10 @@ export function createEditor(initial, { onRun } = {}) {
     get value() { return ta.value; },
     set value(v) { ta.value = v; render(); },
     focus() { ta.focus(); },
+    insert(text) { // at the cursor (replacing a selection), as typing would
+      ta.setRangeText(text, ta.selectionStart, ta.selectionEnd, "end");
+      render();
+      ta.focus();
+    },
   };
 }

@@ -30,15 +30,27 @@ export async function correctionsView(main, { arg }) {
       "No batch rebuild has replaced real-time segments yet. Each one that does records here, per interval, the real-time answer it replaced and the exact one.")));
     return null;
   }
-  const ds = names.includes(arg) ? arg : names[0];
+  const [argDs, argServed] = String(arg || "").split("@");
+  const ds = names.includes(argDs) ? argDs : names[0];
   const select = el("select", { id: "corrections-datasource" }, names.map((n) => el("option", { value: n, selected: n === ds }, n)));
-  select.addEventListener("change", () => { location.hash = `#/corrections/${encodeURIComponent(select.value)}`; });
+  // whose answers: radstack's own real time and batch, or a Druid cluster's (druid: settings)
+  let servers = ["radstack"];
+  try {
+    servers = (await sql(`SELECT DISTINCT served_by FROM sys.corrections WHERE datasource = ${sqlString(ds)} ORDER BY 1 DESC`)).rows.map((r) => r[0]);
+  } catch (e) { /* older servers: radstack only */ }
+  const servedBy = servers.includes(argServed) ? argServed : servers[0];
+  const served = el("select", { id: "corrections-served-by" }, servers.map((n) => el("option", { value: n, selected: n === servedBy }, n === "druid" ? "Druid cluster" : n)));
+  const go = () => { location.hash = `#/corrections/${encodeURIComponent(select.value)}${served.value !== "radstack" ? "@" + served.value : ""}`; };
+  select.addEventListener("change", go);
+  served.addEventListener("change", go);
   const chart = el("div", { class: "chart", id: "corrections-chart" });
   const gapChart = el("div", { class: "chart", id: "corrections-gap-chart" });
   const summary = el("div", { class: "row", id: "corrections-summary" });
   const table = el("div", { class: "scroll" });
   main.append(el("div", { class: "panel" },
-    el("div", { class: "row" }, el("label", {}, "Datasource "), select, el("div", { class: "grow" })),
+    el("div", { class: "row" }, el("label", {}, "Datasource "), select, el("label", {}, " answers of "),
+      servers.length > 1 ? served : el("span", { id: "corrections-served-by" }, servedBy === "druid" ? "Druid cluster" : servedBy),
+      el("div", { class: "grow" })),
     el("p", { class: "muted", style: "margin:8px 0 0" },
       "Each batch publish that takes an interval over from real time records both answers at the moment of the swap: events real time counted, events the exact rebuild counted, and why they differ.")),
     el("div", { class: "panel" }, summary, chart, el("h3", {}, "The gap, and what the batch layer removed"), gapChart),
@@ -48,7 +60,7 @@ export async function correctionsView(main, { arg }) {
   try {
     // the latest correction of each interval (a later rebuild of a batch version records nothing)
     res = await sql(`SELECT TIME_PARSE("start") AS __time, ${COLUMNS.join(", ")}, "start", "end", version, realtime_version
-      FROM sys.corrections WHERE datasource = ${sqlString(ds)} ORDER BY "start", published`);
+      FROM sys.corrections WHERE datasource = ${sqlString(ds)} AND served_by = ${sqlString(servedBy)} ORDER BY "start", published`);
   } catch (e) {
     chart.append(errorBox(e));
     return null;

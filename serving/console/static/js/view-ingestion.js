@@ -1,5 +1,5 @@
 // Ingestion: the streaming job, the archiver, tasks/backfills with their counters, and a backfill form.
-import { getJSON, postJSON } from "./api.js";
+import { getJSON, postJSON, request } from "./api.js";
 import { el, errorBox, fmtBytes, fmtDuration, fmtNum, highlightJSON, shortTime, showModal } from "./util.js";
 
 const WARN = /thrown|unparse|dead|error|fail|invalid|lag|undone/i;
@@ -14,7 +14,21 @@ function cards(value, skip = []) {
     return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
   });
   return el("div", { class: "cards" }, entries.map(([k, v]) => el("div", { class: `card${WARN.test(k) && typeof v === "number" && v > 0 ? " warn" : ""}`, "data-counter": k },
-    el("div", { class: "k" }, k), el("div", { class: "v" }, /bytes/i.test(k) && typeof v === "number" ? fmtBytes(v) : typeof v === "number" ? fmtNum(v) : String(v)))));
+    el("div", { class: "k", title: k }, label(k)), el("div", { class: "v" }, cardValue(k, v)))));
+}
+
+// "processedRowsPerSecond" → "processed rows per second", "invalid_json" → "invalid json" (the raw key is the title)
+export function label(key) {
+  return key.replace(/_/g, " ").replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase();
+}
+
+// epoch millis read as a time, durations in ms as durations, bytes as bytes, counts with separators
+export function cardValue(key, v) {
+  if (typeof v !== "number") return String(v);
+  if (/bytes/i.test(key)) return fmtBytes(v);
+  if (v > 1e12 && v < 1e14) return shortTime(new Date(v).toISOString()); // 2001 … 5138: an instant
+  if (/(Ms|_ms|Millis)$/.test(key)) return fmtDuration(v);
+  return fmtNum(v);
 }
 
 function nested(value) {
@@ -107,11 +121,12 @@ function tasksPanel(tasks) {
     p.append(el("p", { class: "muted" }, "No tasks yet."));
     return p;
   }
-  const cols = ["Task", "Type", "Datasource", "Status", "Created", "Duration", "Processed", "Thrown away", "Unparseable", "With errors", "Error"];
+  const cols = ["Task", "Type", "Datasource", "Started by", "Status", "Created", "Duration", "Processed", "Thrown away", "Unparseable", "With errors", "Error"];
   p.append(el("div", { class: "scroll" }, el("table", { class: "grid", id: "task-table" },
-    el("thead", {}, el("tr", {}, cols.map((c, i) => el("th", { class: i >= 6 && i <= 9 ? "num" : "" }, c)))),
+    el("thead", {}, el("tr", {}, cols.map((c, i) => el("th", { class: i >= 7 && i <= 10 ? "num" : "" }, c)))),
     el("tbody", {}, tasks.map((t) => el("tr", { class: "clickable", "data-task-id": t.id, onclick: () => openTask(t) },
       el("td", { title: t.id }, t.id.length > 36 ? `${t.id.slice(0, 35)}…` : t.id), el("td", {}, t.type), el("td", {}, t.dataSource),
+      el("td", {}, t.startedBy || "task API"),
       el("td", {}, el("span", { class: `status ${t.status}` }, t.status)), el("td", {}, shortTime(t.createdTime)),
       el("td", {}, t.duration == null ? "–" : fmtDuration(t.duration)),
       el("td", { class: "num" }, fmtNum(t.rowStats.processed)), el("td", { class: "num" }, fmtNum(t.rowStats.thrownAway)),
@@ -123,10 +138,15 @@ function tasksPanel(tasks) {
 async function openTask(t) {
   let body;
   try {
-    const [status, reports] = await Promise.all([
-      getJSON(`/druid/indexer/v1/task/${encodeURIComponent(t.id)}/status`),
-      getJSON(`/druid/indexer/v1/task/${encodeURIComponent(t.id)}/reports`).catch((e) => e.body || { error: e.message })]);
-    body = el("div", {}, el("h3", {}, "Status"), highlightJSON(status.status), el("h3", {}, "Reports"), highlightJSON(reports));
+    const base = `/druid/indexer/v1/task/${encodeURIComponent(t.id)}`;
+    const [status, reports, log] = await Promise.all([
+      getJSON(`${base}/status`),
+      getJSON(`${base}/reports`).catch((e) => e.body || { error: e.message }),
+      // a rebuild's own log (Druid's task-log API); tasks without one answer 404
+      request(`${base}/log`).then((r) => (r.ok ? r.text() : null)).catch(() => null)]);
+    body = el("div", {}, el("h3", {}, "Status"), highlightJSON(status.status),
+      ...(log == null ? [] : [el("h3", {}, "Log"), el("pre", { class: "task-log", id: "task-log" }, log)]),
+      el("h3", {}, "Reports"), highlightJSON(reports));
   } catch (e) {
     body = errorBox(e);
   }

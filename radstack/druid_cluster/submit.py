@@ -7,7 +7,9 @@ accepts the same ``index_parallel`` specs:
 * ``POST /druid/indexer/v1/task`` → ``{"task": id}``;
 * ``GET /druid/indexer/v1/task/{id}/status`` → ``{"status": {"status": RUNNING|SUCCESS|FAILED, …}}``;
 * ``POST /druid/indexer/v1/supervisor`` → ``{"id": dataSource}``;
-* ``GET /druid/coordinator/v1/loadstatus`` (Coordinator) → ``{ds: percent loaded}``.
+* ``GET /druid/coordinator/v1/loadstatus`` (Coordinator) → ``{ds: percent loaded}``;
+* the Coordinator's rules and compaction configuration, its used-segment metadata, and SQL on the Broker
+  (``sys.segments``, the answers a re-index is measured by: :mod:`radstack.druid_cluster.reindex`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from urllib.parse import quote
 
 import httpx
 
-__all__ = ["DruidApiError", "TaskFailedError", "TaskStatus", "OverlordClient", "TERMINAL_STATES"]
+from radstack.config import DruidSettings
+
+__all__ = ["druid_client", "DruidApiError", "TaskFailedError", "TaskStatus", "OverlordClient", "TERMINAL_STATES"]
 
 TERMINAL_STATES = ("SUCCESS", "FAILED")
 
@@ -86,10 +90,12 @@ class OverlordClient:
         auth: tuple[str, str] | None = None,
         timeout: float = 60.0,
         coordinator_url: str | None = None,
+        broker_url: str | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.coordinator_url = (coordinator_url or url).rstrip("/")
+        self.broker_url = (broker_url or url).rstrip("/")
         self._client = httpx.Client(auth=auth, timeout=timeout, transport=transport)
 
     def close(self) -> None:
@@ -118,6 +124,15 @@ class OverlordClient:
             raise DruidApiError(f"{method} {url} → HTTP {resp.status_code}: {detail}", resp.status_code, payload)
         return payload
 
+    def _found(self, url: str, *, missing: tuple[int, ...] = (404,)) -> Any:
+        """``GET url``; None where Druid answers that there is no such thing (``missing`` statuses)."""
+        try:
+            return self._request("GET", url)
+        except DruidApiError as e:
+            if e.status_code in missing:
+                return None
+            raise
+
     # -- tasks ------------------------------------------------------------------------------
     def submit_task(self, task: Mapping[str, Any]) -> str:
         body = self._request("POST", f"{self.url}/druid/indexer/v1/task", dict(task))
@@ -130,6 +145,11 @@ class OverlordClient:
         if not isinstance(body, Mapping):
             raise DruidApiError(f"task {task_id}: status answered {body!r}", body=body)
         return TaskStatus.from_json(task_id, body)
+
+    def task_payload(self, task_id: str) -> dict[str, Any] | None:
+        """The task as submitted (``GET …/task/{id}``: ``{"payload": …}``); None when Druid does not know it."""
+        body = self._found(f"{self.url}/druid/indexer/v1/task/{quote(task_id, safe='')}")
+        return dict(body.get("payload") or {}) if isinstance(body, Mapping) else None
 
     def task_report(self, task_id: str) -> Any:
         return self._request("GET", f"{self.url}/druid/indexer/v1/task/{quote(task_id, safe='')}/reports")
@@ -175,14 +195,61 @@ class OverlordClient:
     def supervisor_status(self, supervisor_id: str) -> Any:
         return self._request("GET", f"{self.url}/druid/indexer/v1/supervisor/{quote(supervisor_id, safe='')}/status")
 
+    def supervisor_spec(self, supervisor_id: str) -> dict[str, Any] | None:
+        """The supervisor's current spec; None when there is none (never posted, or terminated)."""
+        body = self._found(f"{self.url}/druid/indexer/v1/supervisor/{quote(supervisor_id, safe='')}")
+        return dict(body) if isinstance(body, Mapping) else None
+
+    def supervisor_action(self, supervisor_id: str, action: str) -> None:
+        """``suspend``, ``resume`` or ``terminate``."""
+        self._request("POST", f"{self.url}/druid/indexer/v1/supervisor/{quote(supervisor_id, safe='')}/{action}")
+
+    # -- queries on the Broker --------------------------------------------------------------
+    def native(self, query: Mapping[str, Any]) -> Any:
+        return self._request("POST", f"{self.broker_url}/druid/v2", dict(query))
+
+    def sql(self, query: str, parameters: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        body: dict[str, Any] = {"query": query, "resultFormat": "object"}
+        if parameters:
+            body["parameters"] = parameters
+        rows = self._request("POST", f"{self.broker_url}/druid/v2/sql", body)
+        if not isinstance(rows, list):
+            raise DruidApiError(f"SQL answered {rows!r}, expected a list of rows", body=rows)
+        return rows
+
     # -- coordinator ------------------------------------------------------------------------
-    def load_percent(self, data_source: str) -> float:
-        """Percent of the datasource's used segments that historicals serve (Coordinator
-        ``/druid/coordinator/v1/loadstatus``; 0 while the Coordinator has not seen the datasource)."""
+    def load_status(self) -> dict[str, float]:
+        """Percent of each datasource's used segments that historicals serve (Coordinator
+        ``/druid/coordinator/v1/loadstatus``)."""
         body = self._request("GET", f"{self.coordinator_url}/druid/coordinator/v1/loadstatus")
-        if not isinstance(body, Mapping):
-            return 0.0
-        return float(body.get(data_source, 0.0))
+        return {str(k): float(v) for k, v in body.items()} if isinstance(body, Mapping) else {}
+
+    def load_percent(self, data_source: str) -> float:
+        """:meth:`load_status` of one datasource (0 while the Coordinator has not seen it)."""
+        return self.load_status().get(data_source, 0.0)
+
+    def used_segments(self, data_source: str) -> list[dict[str, Any]]:
+        """The datasource's used segments in the metadata store (``…/metadata/datasources/{ds}/segments?full``)."""
+        body = self._found(f"{self.coordinator_url}/druid/coordinator/v1/metadata/datasources/"
+                           f"{quote(data_source, safe='')}/segments?full", missing=(204, 404))
+        return [dict(s) for s in body] if isinstance(body, list) else []
+
+    def rules(self, data_source: str) -> list[dict[str, Any]]:
+        body = self._request("GET", f"{self.coordinator_url}/druid/coordinator/v1/rules/{quote(data_source, safe='')}")
+        return list(body) if isinstance(body, list) else []
+
+    def set_rules(self, data_source: str, rules: list[dict[str, Any]]) -> None:
+        self._request("POST", f"{self.coordinator_url}/druid/coordinator/v1/rules/{quote(data_source, safe='')}", rules)
+
+    def compaction_config(self, data_source: str) -> dict[str, Any] | None:
+        body = self._found(f"{self.coordinator_url}/druid/coordinator/v1/config/compaction/{quote(data_source, safe='')}")
+        return dict(body) if isinstance(body, Mapping) else None
+
+    def set_compaction_config(self, config: Mapping[str, Any]) -> None:
+        self._request("POST", f"{self.coordinator_url}/druid/coordinator/v1/config/compaction", dict(config))
+
+    def delete_compaction_config(self, data_source: str) -> None:
+        self._request("DELETE", f"{self.coordinator_url}/druid/coordinator/v1/config/compaction/{quote(data_source, safe='')}")
 
     def wait_for_load(self, data_source: str, *, timeout_s: float = 300.0, poll_s: float = 1.0) -> None:
         deadline = time.monotonic() + timeout_s
@@ -196,3 +263,9 @@ class OverlordClient:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{data_source}: segments not all loaded after {timeout_s:.0f}s")
             time.sleep(poll_s)
+
+
+def druid_client(druid: DruidSettings) -> OverlordClient:
+    """A client of the Druid cluster of the ``druid:`` settings."""
+    return OverlordClient(druid.overlord_url, auth=druid.auth, timeout=float(druid.timeout_seconds),
+                          coordinator_url=druid.coordinator, broker_url=druid.broker)

@@ -21,12 +21,13 @@ Every function returns plain JSON-able dicts; :func:`druid_specs` bundles both f
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlparse
 
-from radstack.config import DeepStorageSettings
+from radstack.config import DeepStorageSettings, DruidSettings
 from radstack.spec import TIME_COLUMN, DataSchema, DatasourceSpec
+from radstack.storage.deep_storage.backends import backend_for_load_spec, backend_named
+from radstack.storage.deep_storage.base import DeepStorageError
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval
@@ -36,6 +37,7 @@ __all__ = [
     "DruidSpecError",
     "SegmentFiles",
     "processed_topic",
+    "with_processed_topic",
     "kafka_supervisor_spec",
     "chunk_interval",
     "visible_segment_files",
@@ -66,6 +68,15 @@ def processed_topic(spec: DatasourceSpec) -> str:
     """The topic of processed (enriched, joined) rows: ``processing.processedTopic`` (which the streaming
     job writes), else ``{dataSource}-processed`` for whoever writes it."""
     return spec.processing.processed_topic or f"{spec.name}-processed"
+
+
+def with_processed_topic(spec: DatasourceSpec, druid: DruidSettings) -> DatasourceSpec:
+    """``spec`` as the streaming job runs it: a datasource the Druid cluster serves (``druid.datasources``)
+    writes its processed topic even where its spec names none (``{dataSource}-processed``), since that is
+    what Druid's supervisor reads."""
+    if not druid.serves(spec.name) or spec.processing.processed_topic or not spec.processing.topics:
+        return spec
+    return replace(spec, processing=replace(spec.processing, processed_topic=processed_topic(spec)))
 
 
 def _projections_over_input(schema: DataSchema) -> list[dict[str, Any]]:
@@ -156,20 +167,15 @@ def chunk_interval(spec: DatasourceSpec, interval: Interval) -> Interval:
 
 
 def _location(load_spec: Mapping[str, Any], deep_storage: DeepStorageSettings) -> tuple[str, str]:
-    typ = str(load_spec.get("type", ""))
-    if typ == "local":
-        return "local", str(load_spec["path"])
-    if typ in ("s3", "s3_zip"):
-        return "s3", f"s3://{load_spec['bucket']}/{str(load_spec['key']).lstrip('/')}"
-    if typ == "hdfs":
-        path = str(load_spec["path"])
-        if urlparse(path).scheme == "hdfs":
-            return "hdfs", path
-        fs = deep_storage.hdfs_fs_url.rstrip("/")
-        if not fs:
-            raise DruidSpecError(f"hdfs loadSpec {path!r} has no hdfs:// scheme and deep_storage.hdfs_fs_url is empty")
-        return "hdfs", fs + "/" + urlparse(path).path.lstrip("/")
-    raise DruidSpecError(f"cannot re-index a segment with loadSpec type {typ!r}")
+    """The backend type of a segment's files and where Druid reads them."""
+    try:
+        backend = backend_for_load_spec(load_spec)
+    except DeepStorageError:
+        raise DruidSpecError(f"cannot re-index a segment with loadSpec type {str(load_spec.get('type', ''))!r}") from None
+    try:
+        return backend.type, backend.druid_location(load_spec, deep_storage)
+    except DeepStorageError as e:
+        raise DruidSpecError(str(e)) from None
 
 
 def visible_segment_files(
@@ -209,13 +215,10 @@ def visible_segment_files(
 
 def input_source_for(files: SegmentFiles) -> dict[str, Any]:
     """Druid's ``inputSource`` for the files: ``local`` (``files``), ``hdfs`` (``paths``), ``s3`` (``uris``)."""
-    if files.storage == "local":
-        return {"type": "local", "files": list(files.locations)}
-    if files.storage == "hdfs":
-        return {"type": "hdfs", "paths": list(files.locations)}
-    if files.storage == "s3":
-        return {"type": "s3", "uris": list(files.locations)}
-    raise DruidSpecError(f"unknown storage type {files.storage!r}")
+    try:
+        return backend_named(files.storage).druid_input_source(files.locations)
+    except DeepStorageError as e:
+        raise DruidSpecError(f"unknown storage type {files.storage!r}") from e
 
 
 def _data_schema_for_segments(schema: DataSchema, interval: Interval) -> dict[str, Any]:

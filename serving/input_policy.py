@@ -52,9 +52,10 @@ class InputForbidden(PermissionError):
 # -- local ----------------------------------------------------------------------------------------
 
 
-def _resolved(path: str | Path) -> Path:
+def _resolved(path: str | Path, base: Path) -> Path:
     try:
-        return Path(path).expanduser().resolve(strict=False)
+        p = Path(path).expanduser()
+        return (p if p.is_absolute() else base / p).resolve(strict=False)
     except (OSError, RuntimeError, ValueError) as e:  # a symlink loop, an embedded NUL
         raise InputForbidden(f"local input source: cannot resolve {str(path)!r}: {e}") from None
 
@@ -63,7 +64,7 @@ def check_local_file(path: str | Path, settings: Settings) -> Path:
     """The resolved ``path`` when it lies under an allowed directory and outside radstack's own state,
     else :class:`InputForbidden`. The message names the path as given, never what it resolves to (a
     symlink's target is not the client's to learn)."""
-    real = _resolved(path)
+    real = _resolved(path, settings.local_input_base)  # a relative path: against ingestion.local.base_dir
     data = settings.data_dir.resolve()
     for own in settings.own_state_paths:
         if (real == own or real.is_relative_to(own)) and not (real == data or real.is_relative_to(data)):
