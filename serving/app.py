@@ -188,15 +188,16 @@ def _memory() -> dict[str, int]:
 # -- the app -------------------------------------------------------------------------------------
 
 
-def _open_context(settings: Settings, jobs: BatchJobs) -> ServerContext:
+def _open_context(settings: Settings, jobs: BatchJobs) -> tuple[ServerContext, BrokerService]:
 
     metadata = MetadataStore.from_url(settings.metadata_url)
     metadata.create_tables()
     deep_storage = open_deep_storage(settings)
     runner = TaskRunner(settings, metadata, deep_storage, jobs=jobs)
     broker = BrokerService(settings, metadata, deep_storage)
-    return ServerContext(settings=settings, metadata=metadata, deep_storage=deep_storage, task_runner=runner,
-                         broker=broker, jobs=jobs)
+    ctx = ServerContext(settings=settings, metadata=metadata, deep_storage=deep_storage, task_runner=runner,
+                        broker=broker, jobs=jobs)
+    return ctx, broker
 
 
 #: how long a successful ping of the metadata store stands for /status/health
@@ -223,34 +224,33 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         private_process(settings.home)  # 0700 home, 0600 files: radstack/private_files.py
         size_thread_pool(settings.server)
-        ctx = _open_context(settings, jobs)
+        ctx, broker = _open_context(settings, jobs)
         app.state.ctx = ctx
-        ctx.task_runner.start()
-        ctx.broker.start()
-        ctx.subscriptions = SubscriptionHub(
-            ctx.broker, ctx.metadata, load_users(settings) if settings.server.auth.enabled else None,
+        runner = ctx.task_runner
+        runner.start()
+        broker.start()
+        subscriptions = SubscriptionHub(
+            broker, ctx.metadata, load_users(settings) if settings.server.auth.enabled else None,
             settings.server.max_subscriptions, settings.server.subscription_tick_ms,
             settings.server.subscription_threads, per_user=settings.server.max_subscriptions_per_user,
             streams_per_user=settings.server.max_streams_per_user,
             max_answer_bytes=settings.server.max_subscription_answer_bytes)
-        ctx.subscriptions.start()
-        runner = ctx.task_runner
-        ctx.coordinator = CoordinatorLoop(
+        ctx.subscriptions = subscriptions
+        subscriptions.start()
+        coordinator = CoordinatorLoop(
             settings, ctx.metadata, ctx.deep_storage, spark_compactor=ctx.jobs.spark_compactor,
-            busy=(lambda: runner is not None and runner.is_busy()))
-        ctx.coordinator.start()
+            busy=runner.is_busy)
+        ctx.coordinator = coordinator
+        coordinator.start()
         try:
             yield
         finally:
-            if ctx.subscriptions is not None:
-                ctx.subscriptions.stop()  # ends the open event streams
-            if ctx.broker is not None:
-                ctx.broker.queries.cancel_all()  # first: a long query must not hold the shutdown
-            ctx.coordinator.stop()
-            ctx.task_runner.stop()
-            if ctx.broker is not None:
-                with contextlib.suppress(Exception):
-                    ctx.broker.stop()
+            subscriptions.stop()  # ends the open event streams
+            broker.queries.cancel_all()  # first: a long query must not hold the shutdown
+            coordinator.stop()
+            runner.stop()
+            with contextlib.suppress(Exception):
+                broker.stop()
             with contextlib.suppress(Exception):
                 ctx.metadata.close()
             planning_pool.shutdown()
@@ -302,7 +302,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
             except Exception:  # noqa: BLE001 - any failure to reach it means not ready
                 log.warning("health: the metadata store is not reachable", exc_info=True)
                 waiting.append("the metadata store is not reachable")
-        if ctx is not None and ctx.broker is not None and not getattr(ctx.broker, "loaded", True):
+        if ctx is not None and ctx.broker is not None and not ctx.broker.loaded:
             waiting.append("the segment timeline is not loaded yet")
         if waiting:
             return druid_json(DruidError("Not ready: " + "; ".join(waiting), category="SERVICE_UNAVAILABLE"))

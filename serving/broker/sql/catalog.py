@@ -97,21 +97,6 @@ class Catalog:
         self._memo[key] = value
         return value
 
-    @classmethod
-    def from_broker(cls, broker) -> Catalog:  # type: ignore[no-untyped-def]
-        """Build from ``BrokerService``: ``.datasources()`` and ``.columns(ds)`` → (name, type, kind)."""
-        out: dict[str, list[ColumnInfo]] = {}
-        for ds in broker.datasources():
-            cols = []
-            for c in broker.columns(ds):
-                if isinstance(c, ColumnInfo):
-                    cols.append(c)
-                else:
-                    name, typ, *rest = c
-                    cols.append(ColumnInfo(name, typ, rest[0] if rest else "dimension"))
-            out[ds] = cols
-        return cls(out)
-
     def has(self, name: str) -> bool:
         return name in self.datasources
 

@@ -9,13 +9,14 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import pyarrow as pa
 
-from radstack.config import ServerSettings
+from radstack.config import ServerSettings, Settings
 from radstack.sketches import family_of
 from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
@@ -117,33 +118,50 @@ def next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch:
         raise
 
 
+class SqlBroker(Protocol):
+    """What a statement needs of the broker (:class:`serving.broker.service.BrokerService`): a snapshot
+    of its views with the state they were made from (an optimistic one, outside a transaction, with a
+    check that nothing was committed meanwhile), a connection to register UDFs on, its settings and
+    the segments ``sys.segments`` lists."""
+
+    settings: Settings
+    udf_key: object
+
+    def snapshot(self) -> AbstractContextManager[tuple[duckdb.DuckDBPyConnection, Any]]: ...
+
+    def optimistic_snapshot(self) -> AbstractContextManager[
+            tuple[duckdb.DuckDBPyConnection, Any, Callable[[], bool]]]: ...
+
+    def connection(self) -> duckdb.DuckDBPyConnection: ...
+
+    def segment_states(self) -> list[dict[str, Any]]: ...
+
+
 #: broker → (its last state, the catalog made from it): one catalog per broker generation, so what a
 #: catalog memoizes (sqlglot schemas, translations) lives as long as the generation (and no longer than
 #: the broker)
-_CATALOGS: weakref.WeakKeyDictionary[Any, tuple[Any, Catalog]] = weakref.WeakKeyDictionary()
+_CATALOGS: weakref.WeakKeyDictionary[SqlBroker, tuple[Any, Catalog]] = weakref.WeakKeyDictionary()
 _CATALOGS_LOCK = threading.Lock()
 
 
-def catalog_of(broker: Any, state: Any = None) -> Catalog:
-    """The SQL catalog from a broker state snapshot (or from ``broker.datasources()``/``columns()``)."""
-    if state is not None and hasattr(state, "datasources"):
-        with _CATALOGS_LOCK:
-            hit = _CATALOGS.get(broker)
-        if hit is not None and hit[0] is state:
-            return hit[1]
-        catalog = Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
-                           for ds, st in state.datasources.items()},
-                          {ds: st.projections for ds, st in state.datasources.items() if st.projections},
-                          dict(getattr(state, "lookups", {})),
-                          {ds: (st.sketch_view_name, st.singles, st.whole_singles)
-                           for ds, st in state.datasources.items() if st.singles})
-        with _CATALOGS_LOCK:
-            _CATALOGS[broker] = (state, catalog)
-        return catalog
-    return Catalog.from_broker(broker)
+def catalog_of(broker: SqlBroker, state: Any) -> Catalog:
+    """The SQL catalog of a broker state snapshot (memoized per state)."""
+    with _CATALOGS_LOCK:
+        hit = _CATALOGS.get(broker)
+    if hit is not None and hit[0] is state:
+        return hit[1]
+    catalog = Catalog({ds: [ColumnInfo(c.name, c.druid_type, c.kind, c.multi_value) for c in st.columns]
+                       for ds, st in state.datasources.items()},
+                      {ds: st.projections for ds, st in state.datasources.items() if st.projections},
+                      dict(state.lookups),
+                      {ds: (st.sketch_view_name, st.singles, st.whole_singles)
+                       for ds, st in state.datasources.items() if st.singles})
+    with _CATALOGS_LOCK:
+        _CATALOGS[broker] = (state, catalog)
+    return catalog
 
 
-def _system_table(key: tuple[str, str], catalog: Catalog, broker: Any, metadata: MetadataStore,
+def _system_table(key: tuple[str, str], catalog: Catalog, broker: SqlBroker, metadata: MetadataStore,
                   server: ServerInfo) -> pa.Table:
     schema, table = key
     if schema == "INFORMATION_SCHEMA":
@@ -260,7 +278,7 @@ def _close_reader(reader: Any, cur: Any) -> None:
 
 
 def execute(
-    broker: Any,
+    broker: SqlBroker,
     sql: str,
     *,
     context: dict[str, Any] | None = None,
@@ -279,16 +297,15 @@ def execute(
     ``can_read`` hides the rows of system tables about datasources the user may not read;
     the caller must :meth:`SqlResult.close` the result (it holds the snapshot cursor)."""
     server = server or ServerInfo()
-    limits = broker.settings.server if hasattr(broker, "settings") else ServerSettings()
+    limits = broker.settings.server
     check_sql_text(sql, max_chars=limits.max_sql_chars, max_depth=limits.max_query_depth)  # before any snapshot
     run = functools.partial(_execute, broker, sql, context=context, parameters=parameters, metadata=metadata,
                             running=running, server=server, batch_rows=batch_rows, authorize=authorize,
                             can_read=can_read, limits=limits)
 
     def attempt() -> SqlResult:
-        if hasattr(broker, "optimistic_snapshot"):
-            with contextlib.suppress(_ViewsChanged):
-                return run(optimistic=True)
+        with contextlib.suppress(_ViewsChanged):
+            return run(optimistic=True)
         return run(optimistic=False)
 
     qid = getattr(running, "query_id", None)
@@ -324,7 +341,7 @@ class _ViewsChanged(Exception):
     """New views were committed while a statement ran outside a transaction: run it again in one."""
 
 
-def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
+def _execute(broker: SqlBroker, sql: str, *, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
              metadata: MetadataStore, running: Any, server: ServerInfo, batch_rows: int,
              authorize: Callable[[Translation], None] | None, can_read: Callable[[str], bool] | None,
              limits: ServerSettings, optimistic: bool) -> SqlResult:
@@ -333,13 +350,10 @@ def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameter
     try:
         if optimistic:
             cur, state, unchanged = stack.enter_context(broker.optimistic_snapshot())
-        elif hasattr(broker, "snapshot"):
+        else:
             cur, state = stack.enter_context(broker.snapshot())
             with contextlib.suppress(AttributeError, duckdb.Error):
                 cur.complete()  # finish any result the snapshot's own SELECT left open
-        else:
-            cur, state = broker.connection(), None
-            stack.callback(cur.close)
         catalog = catalog_of(broker, state)
         explained = explain.explained_statement(sql)
         tr = translate(sql if explained is None else explained, catalog, context=context, parameters=parameters,
@@ -349,14 +363,14 @@ def _execute(broker: Any, sql: str, *, context: dict[str, Any] | None, parameter
         if tr.udfs:
             setup = broker.connection()
             try:
-                udfs.register(setup, tr.udfs, db_key=getattr(broker, "udf_key", id(broker)))
+                udfs.register(setup, tr.udfs, db_key=broker.udf_key)
             finally:
                 setup.close()
         for key in tr.system_tables:
             table = _system_table(key, catalog, broker, metadata, server)
             if can_read is not None:
                 owners = ({seg.identifier: seg.data_source for seg in state.segments}
-                          if key == ("sys", "server_segments") and state is not None else None)
+                          if key == ("sys", "server_segments") else None)
                 table = visible_rows(table, can_read, owners)
             cur.register(SYSTEM_TABLES[key], table)
         if running is not None:
