@@ -17,6 +17,8 @@ import logging
 import uuid
 from typing import Any
 
+import orjson
+
 log = logging.getLogger("serving.errors")
 
 CATEGORY_STATUS: dict[str, int] = {
@@ -34,6 +36,19 @@ CATEGORY_STATUS: dict[str, int] = {
     "SERVICE_UNAVAILABLE": 503,
     "UNCATEGORIZED": 500,
 }
+
+
+
+def category_of_status(status: int) -> str:
+    """The category of an HTTP status the web framework answers with (404 for a route not there, 405, 413 …)."""
+    extra = {405: "UNSUPPORTED", 413: "CAPACITY_EXCEEDED", 415: "UNSUPPORTED"}
+    if status in extra:
+        return extra[status]
+    for category, code in CATEGORY_STATUS.items():
+        if code == status and code != 500:
+            return category
+    return "RUNTIME_FAILURE" if status >= 500 else "INVALID_INPUT"
+
 
 #: categories of failures that are the server's, not the client's: their text never leaves the server
 INTERNAL_CATEGORIES = frozenset({"RUNTIME_FAILURE", "UNCATEGORIZED", "DEFENSIVE"})
@@ -82,6 +97,10 @@ class DruidError(Exception):
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with every field (a planning worker raises it in the server: planning_pool.py)."""
         return (_rebuild_error, (type(self), self.args, dict(self.__dict__)))
+
+    def to_bytes(self) -> bytes:
+        """The error JSON as sent (every renderer of the server writes these bytes)."""
+        return orjson.dumps(self.to_json())
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -20,12 +20,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio.to_thread
-import orjson
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import radstack
@@ -34,7 +30,7 @@ from radstack.config import ServerSettings, Settings
 from radstack.private_files import private_process
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.metadata import MetadataStore
-from serving.auth import BasicAuthMiddleware, load_users, send_error
+from serving.auth import BasicAuthMiddleware, load_users
 from serving.broker.api_native import router as native_router
 from serving.broker.api_sql import router as sql_router
 from serving.broker.service import BrokerService
@@ -43,7 +39,7 @@ from serving.console import router as console_router
 from serving.context import ServerContext
 from serving.coordinator.api import router as coordinator_router
 from serving.coordinator.loop import CoordinatorLoop
-from serving.errors import DruidError, internal_error
+from serving.errors import DruidError, error_response, install_error_handlers, internal_error, send_error
 from serving.jobs import BatchJobs
 from serving.lookups_api import router as lookups_router
 from serving.metrics_api import install as install_metrics
@@ -55,11 +51,6 @@ from serving.subscriptions import SubscriptionHub
 from serving.subscriptions_api import router as subscriptions_router
 
 log = logging.getLogger(__name__)
-
-_HTTP_CATEGORY = {400: "INVALID_INPUT", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-                  405: "UNSUPPORTED", 409: "CONFLICT", 413: "CAPACITY_EXCEEDED", 415: "UNSUPPORTED",
-                  429: "CAPACITY_EXCEEDED", 501: "UNSUPPORTED", 503: "SERVICE_UNAVAILABLE", 504: "TIMEOUT"}
-
 
 def _version() -> str:
     return getattr(radstack, "__version__", None) or _dist_version()
@@ -159,15 +150,7 @@ class CatchAllMiddleware:
         except Exception as e:  # noqa: BLE001
             log.warning("unhandled error in %s %s", scope.get("method"), scope.get("path"))
             if not started:
-                await send_error(send, _unexpected(e))
-
-
-def _unexpected(e: Exception) -> DruidError:
-    return internal_error(e)
-
-
-def druid_json(err: DruidError, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(err.to_json(), status_code=err.status, headers=headers)
+                await send_error(send, internal_error(e))
 
 
 # -- status --------------------------------------------------------------------------------------
@@ -257,28 +240,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
 
     app = FastAPI(title="radstack", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
 
-    @app.exception_handler(DruidError)
-    async def _druid_error(_request: Request, exc: DruidError) -> JSONResponse:
-        return druid_json(exc)
-
-    @app.exception_handler(RequestValidationError)
-    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        errs = exc.errors()
-        first = errs[0] if errs else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path"))
-        return druid_json(DruidError(f"{where}: {first.get('msg', 'invalid request')}" if where
-                                     else str(first.get("msg", "invalid request")), category="INVALID_INPUT"))
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        category = _HTTP_CATEGORY.get(exc.status_code, "RUNTIME_FAILURE" if exc.status_code >= 500 else "INVALID_INPUT")
-        detail = exc.detail if isinstance(exc.detail, str) else orjson.dumps(exc.detail).decode()
-        return druid_json(DruidError(detail, category=category, status=exc.status_code),
-                          headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(Exception)
-    async def _unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
-        return druid_json(_unexpected(exc))  # logged with its traceback under the id it answers
+    install_error_handlers(app)
 
     @app.get("/status")
     def status() -> dict[str, Any]:
@@ -305,7 +267,7 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
         if ctx is not None and ctx.broker is not None and not ctx.broker.loaded:
             waiting.append("the segment timeline is not loaded yet")
         if waiting:
-            return druid_json(DruidError("Not ready: " + "; ".join(waiting), category="SERVICE_UNAVAILABLE"))
+            return error_response(DruidError("Not ready: " + "; ".join(waiting), category="SERVICE_UNAVAILABLE"))
         return True
 
     @app.get("/status/selfDiscovered/status")

@@ -33,14 +33,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from radstack.config import AuthSettings, Settings
 from radstack.passwords import GENERATED_ADMIN, generated_admin
 from radstack.permissions import ACTIONS, RESOURCE_TYPES, Permission, parse_roles, parse_user
 from radstack.sign_in import SignIn, TooManyAttempts
-from serving.errors import DruidError
+from serving.errors import DruidError, send_error
 from serving.route_access import OPEN, SIGNED_IN, required
 
 #: answered 401 without ``WWW-Authenticate`` (the console asks it; a browser must not pop up its own dialog)
@@ -174,12 +173,3 @@ class BasicAuthMiddleware:
             return
         scope.setdefault("state", {})["user"] = user
         await self.app(scope, receive, send)
-
-
-async def send_error(send: Send, err: DruidError, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
-
-    body = orjson.dumps(err.to_json())
-    headers: list[Any] = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    headers += extra_headers or []
-    await send({"type": "http.response.start", "status": err.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})

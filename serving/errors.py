@@ -7,7 +7,9 @@ Current Druid answers errors as a ``DruidException``::
 
 with the status taken from the category. Older clients (pydruid, Superset) read ``error``,
 ``errorMessage`` and ``errorClass``, so the legacy fields ``errorClass`` and ``host`` are added too.
-Raise :class:`DruidError` anywhere below a request handler; the app turns it into that response.
+Raise :class:`DruidError` anywhere below a request handler; the app's handler turns it into that
+response with :func:`error_response` (and a middleware, which answers before any handler, with
+:func:`send_error`): the one place an error becomes HTTP.
 """
 
 from __future__ import annotations
@@ -17,11 +19,60 @@ import re
 import uuid
 from typing import Any
 
-from radstack.druid_errors import CATEGORY_STATUS, INTERNAL_CATEGORIES, DruidError
+import orjson
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.types import Send
+
+from radstack.druid_errors import CATEGORY_STATUS, INTERNAL_CATEGORIES, DruidError, category_of_status
 
 __all__ = ["CATEGORY_STATUS", "INTERNAL_CATEGORIES", "DruidError"]
 
 log = logging.getLogger(__name__)
+
+
+def error_response(err: DruidError, headers: dict[str, str] | None = None) -> Response:
+    """Druid's error JSON with its status, as a response."""
+    return Response(err.to_bytes(), status_code=err.status, media_type="application/json", headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Every error a route raises answered as Druid's error JSON: a :class:`DruidError` as itself, the
+    framework's validation and HTTP errors with their category, anything else as an internal error
+    (logged with its traceback under the id it answers)."""
+
+    @app.exception_handler(DruidError)
+    async def _druid_error(_request: Request, exc: DruidError) -> Response:
+        return error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> Response:
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path"))
+        msg = str(first.get("msg", "invalid request"))
+        return error_response(invalid_input(f"{where}: {msg}" if where else msg))
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(_request: Request, exc: HTTPException) -> Response:
+        detail = exc.detail if isinstance(exc.detail, str) else orjson.dumps(exc.detail).decode()
+        err = DruidError(detail, category=category_of_status(exc.status_code), status=exc.status_code)
+        return error_response(err, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected_error(_request: Request, exc: Exception) -> Response:
+        return error_response(internal_error(exc))
+
+
+async def send_error(send: Send, err: DruidError, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """The same answer sent on an ASGI channel (a middleware answering before any handler)."""
+    body = err.to_bytes()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+               *(extra_headers or [])]
+    await send({"type": "http.response.start", "status": err.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 # Druid's legacy error codes (QueryException) for the same categories.
 LEGACY_ERROR: dict[str, str] = {

@@ -15,15 +15,14 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-import orjson
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from radstack.config import ServerSettings
+from radstack.druid_errors import DruidError
 
 
 def _refusal(message: str) -> bytes:
-    body = orjson.dumps({"error": "druidException", "errorCode": "capacityExceeded", "persona": "OPERATOR",
-                         "category": "CAPACITY_EXCEEDED", "errorMessage": message, "context": {}})
+    body = DruidError(message, category="CAPACITY_EXCEEDED", persona="OPERATOR").to_bytes()
     return (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\n"
             b"Retry-After: 1\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 

@@ -38,10 +38,6 @@ def json_response(data: Any, *, status: int = 200, pretty: bool = False,
     return Response(_encode(data, pretty), status_code=status, media_type="application/json", headers=headers)
 
 
-def error_response(err: DruidError, headers: dict[str, str] | None = None) -> Response:
-    return json_response(err.to_json(), status=err.status, headers=headers)
-
-
 def _max_body(request: Request) -> int:
     settings = getattr(request.app.state.ctx, "settings", None)
     if settings is not None:
@@ -70,8 +66,8 @@ async def post_native(request: Request) -> Response:
                                           query, query_id=qid, user=request_user(request), used_projections=used,
                                           client=client_key(request), encode=lambda rows: _encode(rows, pretty),
                                           stream=not pretty)
-    except DruidError as e:
-        return error_response(query_error(e))
+    except DruidError as e:  # the app's handler renders it
+        raise query_error(e) from None
     headers = {"X-Druid-Query-Id": qid, **projection_header(used)}
     if isinstance(body, StreamedAnswer):  # a scan: written batch by batch while it is read
         return WatchedStream(body.chunks(), write_timeout=write_deadline(service.settings.server.write_timeout_seconds, body.running),
@@ -81,13 +77,9 @@ async def post_native(request: Request) -> Response:
 
 @router.delete("/druid/v2/{query_id}")
 async def cancel_native(query_id: str, request: Request) -> Response:
-    try:
-        cancelled = broker_of(request).queries.cancel(query_id, query_canceller(request_user(request)))
-    except DruidError as e:
-        return error_response(e)
-    if cancelled:
+    if broker_of(request).queries.cancel(query_id, query_canceller(request_user(request))):
         return Response(status_code=202)
-    return error_response(DruidError(f"Query [{query_id}] is not running", category="NOT_FOUND"))
+    raise DruidError(f"Query [{query_id}] is not running", category="NOT_FOUND")
 
 
 @router.get("/druid/v2/datasources")
@@ -129,26 +121,17 @@ def datasource_schema(service: BrokerService, ds: str, interval: Interval) -> di
 
 @router.get("/druid/v2/datasources/{ds}")
 async def get_datasource(ds: str, request: Request) -> Response:
-    try:
-        iv = _interval_param(request.query_params.get("interval"))
-    except DruidError as e:
-        return error_response(e)
+    iv = _interval_param(request.query_params.get("interval"))
     return json_response(datasource_schema(broker_of(request), ds, iv))
 
 
 @router.get("/druid/v2/datasources/{ds}/dimensions")
 async def get_dimensions(ds: str, request: Request) -> Response:
-    try:
-        iv = _interval_param(request.query_params.get("interval"))
-    except DruidError as e:
-        return error_response(e)
+    iv = _interval_param(request.query_params.get("interval"))
     return json_response(datasource_schema(broker_of(request), ds, iv)["dimensions"])
 
 
 @router.get("/druid/v2/datasources/{ds}/metrics")
 async def get_metrics(ds: str, request: Request) -> Response:
-    try:
-        iv = _interval_param(request.query_params.get("interval"))
-    except DruidError as e:
-        return error_response(e)
+    iv = _interval_param(request.query_params.get("interval"))
     return json_response(datasource_schema(broker_of(request), ds, iv)["metrics"])

@@ -27,8 +27,10 @@ def server(wiki: Any) -> Iterator[str]:
     from fastapi import FastAPI
 
     from serving.broker.api_native import router
+    from serving.errors import install_error_handlers
 
     app = FastAPI()
+    install_error_handlers(app)
     app.state.ctx = SimpleNamespace(broker=wiki.service, settings=wiki.settings)
     app.include_router(router)
     port = _free_port()
