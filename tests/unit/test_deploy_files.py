@@ -375,7 +375,7 @@ def test_build_package_makes_wheel_and_zip(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("radstack-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-    for mod in ("radstack/config.py", "radstack/druid_cluster/specs.py", "batch/rebuild_job.py", "realtime/receiver.py"):
+    for mod in ("radstack/config.py", "radstack/druid_cluster/specs.py", "batch/rebuild_job.py", "realtime/receiver/app.py"):
         assert mod in names, mod
     with zipfile.ZipFile(tmp_path / "radstack-py.zip") as zf:
         assert "batch/rebuild_job.py" in zf.namelist() and "serving/app.py" in zf.namelist()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from radstack.time.intervals import parse_instant
 from realtime.generators import ads, netflow
 from realtime.generators.common import LATE_MAX_MS, LATE_MIN_MS, FileSink, GeneratorOptions, RateLimiter, run
-from realtime.receiver import _BadBody, parse_events
+from realtime.receiver import BadBody, parse_events
 
 START = parse_instant("2026-01-01T00:00:00Z")
 
@@ -201,9 +201,9 @@ def test_parse_rejections(event: object, reason: str | None):
 
 
 def test_parse_invalid_body():
-    with pytest.raises(_BadBody):
+    with pytest.raises(BadBody):
         parse_events(b"   ", "timestamp")
-    with pytest.raises(_BadBody):
+    with pytest.raises(BadBody):
         parse_events(b'{"timestamp": 1', "timestamp")
 
 
