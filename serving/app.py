@@ -15,12 +15,13 @@ import logging
 import os
 import resource
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import anyio.to_thread
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -197,11 +198,8 @@ def size_thread_pool(server: ServerSettings) -> None:
                                + OTHER_WORK_THREADS)
 
 
-def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
-    """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``).
-    ``jobs``: the batch layer's entry points (:func:`operations.server.create_server_app`
-    passes radstack's); without them compaction runs in process and index tasks natively."""
-    jobs = jobs or BatchJobs()
+def _lifespan(settings: Settings, jobs: BatchJobs) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The server's parts, started in order and stopped in the reverse (queries cancelled first)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -238,17 +236,19 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
                 ctx.metadata.close()
             planning_pool.shutdown()
 
-    app = FastAPI(title="radstack", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None)
+    return lifespan
 
-    install_error_handlers(app)
 
-    @app.get("/status")
+def _status_router() -> APIRouter:
+    """Druid's ``/status`` endpoints."""
+    router = APIRouter()
+    answered: dict[int, float] = {}  # id of the metadata store → when it last answered a ping
+
+    @router.get("/status")
     def status() -> dict[str, Any]:
         return {"version": _version(), "modules": [], "memory": _memory()}
 
-    answered: dict[int, float] = {}  # id of the metadata store → when it last answered a ping
-
-    @app.get("/status/health")
+    @router.get("/status/health")
     async def health(request: Request) -> Any:
         """``true`` when ready: the metadata store answers and the broker has loaded its timeline; else
         503 naming what is not ready (load balancers and readiness probes read the status). A store that
@@ -270,22 +270,27 @@ def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
             return error_response(DruidError("Not ready: " + "; ".join(waiting), category="SERVICE_UNAVAILABLE"))
         return True
 
-    @app.get("/status/selfDiscovered/status")
+    @router.get("/status/selfDiscovered/status")
     def self_discovered() -> dict[str, bool]:
         return {"selfDiscovered": True}
 
+    return router
+
+
+def create_app(settings: Settings, jobs: BatchJobs | None = None) -> FastAPI:
+    """The server app. Its parts start with the lifespan (uvicorn, or ``with TestClient(app)``).
+    ``jobs``: the batch layer's entry points (:func:`operations.server.create_server_app`
+    passes radstack's); without them compaction runs in process and index tasks natively."""
+    jobs = jobs or BatchJobs()
+    app = FastAPI(title="radstack", version=_version(), lifespan=_lifespan(settings, jobs), docs_url=None,
+                  redoc_url=None)
+    install_error_handlers(app)
+    app.include_router(_status_router())
     # The query endpoints first: a request is matched against the routes in order, and dashboards'
     # queries are most of the requests (about 0.3 ms of matching saved on each: docs/benchmarks.md).
-    app.include_router(sql_router)
-    app.include_router(native_router)
-    app.include_router(overlord_router)
-    app.include_router(supervisors_router)
-    app.include_router(coordinator_router)
-    app.include_router(lookups_router)
-    app.include_router(subscriptions_router)
-    app.include_router(console_router)
-    for extra in jobs.routers:
-        app.include_router(extra)
+    for router in (sql_router, native_router, overlord_router, supervisors_router, coordinator_router,
+                   lookups_router, subscriptions_router, console_router, *jobs.routers):
+        app.include_router(router)
 
     install_metrics(app)  # GET /metrics + query metrics (coordinator engineer)
 
