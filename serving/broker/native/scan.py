@@ -12,6 +12,7 @@ never held whole; :func:`run_scan` is the list of them.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -34,103 +35,124 @@ def run_scan(ctx: QueryContext) -> list[dict[str, Any]]:
     return list(iter_scan(ctx))
 
 
+@dataclass(frozen=True)
+class ScanShape:
+    """What a scan asks for, checked: its format, order, batch size, limit and offset."""
+
+    fmt: str
+    order: str
+    batch: int
+    limit: int | None
+    offset: int
+
+    @classmethod
+    def of(cls, query: dict[str, Any]) -> ScanShape:
+        fmt = query.get("resultFormat") or "list"
+        if fmt not in ("list", "compactedList"):
+            raise invalid_input(f"Unsupported scan resultFormat [{fmt}]")
+        order = str(query.get("order") or "none").lower()
+        if order not in ("none", "ascending", "descending"):
+            raise invalid_input(f"Unsupported scan order [{order}]")
+        batch = int(query.get("batchSize") or 20480)
+        if batch <= 0:
+            raise invalid_input("batchSize must be positive")
+        limit = query.get("limit")
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise invalid_input(f"scan limit must be a non-negative integer, got {limit!r}")
+        if query.get("orderBy"):
+            ob = query["orderBy"]
+            if len(ob) == 1 and ob[0].get("columnName") == "__time":
+                order = str(ob[0].get("order", "ascending")).lower()
+            else:
+                raise invalid_input("scan orderBy is only supported on __time")
+        return cls(fmt, order, batch, limit, int(query.get("offset") or 0))
+
+
 def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
     """The scan's batches, one per ``batchSize`` rows of a segment, as they are read."""
-    query = ctx.query
-    fmt = query.get("resultFormat") or "list"
-    if fmt not in ("list", "compactedList"):
-        raise invalid_input(f"Unsupported scan resultFormat [{fmt}]")
-    order = str(query.get("order") or "none").lower()
-    if order not in ("none", "ascending", "descending"):
-        raise invalid_input(f"Unsupported scan order [{order}]")
-    batch = int(query.get("batchSize") or 20480)
-    if batch <= 0:
-        raise invalid_input("batchSize must be positive")
-    limit = query.get("limit")
-    offset = int(query.get("offset") or 0)
-    if limit is not None and (not isinstance(limit, int) or limit < 0):
-        raise invalid_input(f"scan limit must be a non-negative integer, got {limit!r}")
-    if limit == 0 or not ctx.exists:
+    shape = ScanShape.of(ctx.query)
+    if shape.limit == 0 or not ctx.exists:
         return
-    if query.get("orderBy"):
-        ob = query["orderBy"]
-        if len(ob) == 1 and ob[0].get("columnName") == "__time":
-            order = str(ob[0].get("order", "ascending")).lower()
-        else:
-            raise invalid_input("scan orderBy is only supported on __time")
     chunks = ctx.chunks()
     if not chunks:
         return
     ctx.base()  # resolves virtual columns and column types
-    columns = list(query.get("columns") or [])
-    if not columns:
+    yield from _Scan(ctx, shape, chunks).batches()
+
+
+class _Scan:
+    """One scan over the visible chunks: SQL per chunk (or one ordered UNION), rendered in pieces."""
+
+    def __init__(self, ctx: QueryContext, shape: ScanShape, chunks: list[Any]) -> None:
+        self.ctx, self.shape, self.chunks = ctx, shape, chunks
+        self.columns = list(ctx.query.get("columns") or []) or self._all_columns()
+        self.select = ", ".join(f"{ctx.col(c)} AS {q(c)}" for c in self.columns)
+        self.types = [ctx.col_type(c) for c in self.columns]
+        self.signature = [{"name": c, "type": t} for c, t in zip(self.columns, self.types, strict=True)]  # as Druid 33
+        self.where = ctx.where()
+        self.ds_by_chunk = {id(c): ds for ds in ctx.datasources for c in ds.chunks}
+        self.piece = PieceSize(min(shape.batch, PIECE_ROWS))
+
+    def _all_columns(self) -> list[str]:
         seen: list[str] = []
-        for ds in ctx.datasources:
+        for ds in self.ctx.datasources:
             for c in ds.columns:
                 if c.name not in seen:
                     seen.append(c.name)
-        seen += [v for v in ctx.virtual_names if v not in seen]
-        columns = seen
-    select = ", ".join(f"{ctx.col(c)} AS {q(c)}" for c in columns)
-    types = [ctx.col_type(c) for c in columns]
-    signature = [{"name": c, "type": t} for c, t in zip(columns, types, strict=True)]  # Druid 33 sends it
-    where = ctx.where()
-    ds_by_chunk = {id(c): ds for ds in ctx.datasources for c in ds.chunks}
+        return seen + [v for v in self.ctx.virtual_names if v not in seen]
 
-    def chunk_rel(c: Any) -> str:
-        return ctx.relation(f"({chunk_select_sql(c, ds_by_chunk[id(c)].columns)})")
+    def _relation(self, c: Any) -> str:
+        return self.ctx.relation(f"({chunk_select_sql(c, self.ds_by_chunk[id(c)].columns)})")
 
-    remaining = None if limit is None else limit
-    piece = PieceSize(min(batch, PIECE_ROWS))
-
-    def render_rows(part: list[tuple[Any, ...]]) -> Any:
-        ctx.rq.check()  # the answer is built in Python: a timeout or the memory guard stops it here too
-        if fmt == "list":
+    def _render(self, part: list[tuple[Any, ...]]) -> Any:
+        self.ctx.rq.check()  # the answer is built in Python: a timeout or the memory guard stops it here too
+        columns, types = self.columns, self.types
+        if self.shape.fmt == "list":
             events: list[Any] = [{c: render(v, t) for c, t, v in zip(columns, types, r, strict=False)} for r in part]
         else:
             events = [[render(v, t) for t, v in zip(types, r, strict=False)] for r in part]
-        if ctx.encoded:  # JSON now (without its brackets): these objects are freed before the next are built
+        if self.ctx.encoded:  # JSON now (without its brackets): these objects are freed before the next are built
             return orjson.dumps(events, option=orjson.OPT_SERIALIZE_NUMPY)[1:-1]
         return events
 
-    def batches(pieces: Iterator[tuple[str, list[tuple[Any, ...]]]]) -> Iterator[dict[str, Any]]:
+    def batches(self) -> Iterator[dict[str, Any]]:
         """Rows of one segment at a time into batches of at most ``batchSize`` rows and, encoded, about
         :data:`BATCH_BYTES` (a row of megabytes is not held ``batchSize`` times over)."""
+        batch, encoded = self.shape.batch, self.ctx.encoded
         seg: str | None = None
         held: list[Any] = []
         rows = size = 0
 
         def flush() -> dict[str, Any]:
-            events: Any = (orjson.Fragment(b"[" + b",".join(held) + b"]") if ctx.encoded
+            events: Any = (orjson.Fragment(b"[" + b",".join(held) + b"]") if encoded
                            else [e for part in held for e in part])
-            return {"segmentId": seg, "columns": columns, "events": events, "rowSignature": signature}
+            return {"segmentId": seg, "columns": self.columns, "events": events, "rowSignature": self.signature}
 
-        for seg_id, part in pieces:
+        for seg_id, part in self._unordered() if self.shape.order == "none" else self._ordered():
             while part:
                 if held and (seg_id != seg or rows >= batch or size >= BATCH_BYTES):
                     yield flush()
                     held, rows, size = [], 0, 0
                 seg = seg_id
                 take, part = part[:batch - rows], part[batch - rows:]
-                rendered = render_rows(take)
+                rendered = self._render(take)
                 held.append(rendered)
                 rows += len(take)
-                if ctx.encoded:
+                if encoded:
                     size += len(rendered)
-                    piece.saw(len(take), len(rendered))
+                    self.piece.saw(len(take), len(rendered))
         if held:
             yield flush()
 
-    def unordered() -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
-        nonlocal remaining
-        skip = offset
-        for c in sorted(chunks, key=lambda c: (c.clip.start, c.loaded.segment.id.sort_key())):
+    def _unordered(self) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        remaining, skip = self.shape.limit, self.shape.offset
+        for c in sorted(self.chunks, key=lambda c: (c.clip.start, c.loaded.segment.id.sort_key())):
             if remaining is not None and remaining <= 0:
                 break
-            sql = f"SELECT {select} FROM {chunk_rel(c)} WHERE {where}"
+            sql = f"SELECT {self.select} FROM {self._relation(c)} WHERE {self.where}"
             if remaining is not None:
                 sql += f" LIMIT {remaining + skip}"
-            for rows in ctx.stream(sql, piece.rows):
+            for rows in self.ctx.stream(sql, self.piece.rows):
                 if skip:
                     dropped = min(skip, len(rows))
                     rows, skip = rows[dropped:], skip - dropped
@@ -140,16 +162,16 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
                 if rows:
                     yield c.segment_id, rows
 
-    def ordered() -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
-        direction = "DESC" if order == "descending" else "ASC"
-        parts = [f"SELECT {sql_str(c.segment_id)} AS __segment, {select}, \"__time\" AS __t FROM {chunk_rel(c)} "
-                 f"WHERE {where}" for c in chunks]
+    def _ordered(self) -> Iterator[tuple[str, list[tuple[Any, ...]]]]:
+        direction = "DESC" if self.shape.order == "descending" else "ASC"
+        parts = [f"SELECT {sql_str(c.segment_id)} AS __segment, {self.select}, \"__time\" AS __t "
+                 f"FROM {self._relation(c)} WHERE {self.where}" for c in self.chunks]
         sql = " UNION ALL ".join(parts) + f" ORDER BY __t {direction}"
-        if limit is not None:
-            sql += f" LIMIT {limit}"
-        if offset:
-            sql += f" OFFSET {offset}"
-        for rows in ctx.stream(sql, piece.rows):
+        if self.shape.limit is not None:
+            sql += f" LIMIT {self.shape.limit}"
+        if self.shape.offset:
+            sql += f" OFFSET {self.shape.offset}"
+        for rows in self.ctx.stream(sql, self.piece.rows):
             run: list[tuple[Any, ...]] = []
             seg = ""
             for r in rows:
@@ -160,8 +182,6 @@ def iter_scan(ctx: QueryContext) -> Iterator[dict[str, Any]]:
                 run.append(r[1:-1])
             if run:
                 yield seg, run
-
-    yield from batches(unordered() if order == "none" else ordered())
 
 
 #: the first fetch, before any row's width is known
