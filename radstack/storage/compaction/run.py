@@ -224,61 +224,15 @@ def run_compaction(
         with tempfile.TemporaryDirectory(prefix="radstack-compact-", dir=tmp_parent) as tmp:
             work = Path(tmp)
             if runner == "inprocess":
-                tables = [read_input_table(deep_storage, v, work) for v in plan.inputs]
-                types: dict[str, pa.Field] = {}
-                for t in tables:
-                    for f in t.schema:
-                        types.setdefault(f.name, f)
-                dims = resolve_dimensions(config, settings, input_segments, types)
-                schema = compaction_schema(
-                    config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings
-                )
-                data = pa.concat_tables([conform(t, dims, metric_specs) for t in tables]) if tables else None
-                if data is None or data.num_rows == 0:
-                    raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: no rows to compact")
-                rows_in = data.num_rows
-                totals_in = metric_totals(data, metric_specs)
-
-                result = index_partition(
-                    data,
-                    schema,
-                    version=version,
-                    deep_storage=deep_storage,
-                    shard="core",
-                    max_rows_per_segment=config.max_rows_per_segment,
-                    work_dir=work,
-                )
-                written = list(result.segments)
+                written, schema, rows_in, totals_in = _compact_in_process(
+                    deep_storage, plan, config, settings, metric_specs, rollup, version, work)
             else:
                 if spark_compactor is None:
                     raise CompactionError("the Spark compaction runner is not available in this process")
-                job = spark_compactor(
-                    plan,
-                    config,
-                    metric_specs,
-                    deep_storage=deep_storage,
-                    settings=settings,
-                    version=version,
-                    rollup=rollup,
-                    spark=spark,
-                )
+                job = spark_compactor(plan, config, metric_specs, deep_storage=deep_storage, settings=settings,
+                                      version=version, rollup=rollup, spark=spark)
                 written, schema, rows_in, totals_in = job.segments, job.schema, job.rows_in, job.totals_in
-            if not written:
-                raise CompactionError(
-                    f"{plan.data_source} {plan.interval.iso()}: compaction produced no segments"
-                )
-            bad = [s for s in written if not plan.interval.contains(s.interval)]
-            if bad:
-                raise CompactionError(
-                    f"compaction output {bad[0].identifier} falls outside {plan.interval.iso()}"
-                )
-            out_table = _output_table(deep_storage, written, work)
-            totals_out = metric_totals(out_table, schema.metrics)
-            if not totals_equal(totals_in, totals_out):
-                raise CompactionError(
-                    f"{plan.data_source} {plan.interval.iso()}: metric totals changed "
-                    f"({totals_in} → {totals_out}); nothing was published"
-                )
+            totals_out = _checked_output(deep_storage, plan, written, schema, totals_in, work)
         state = compaction_state(schema, config.max_rows_per_segment)
         written = [replace(s, last_compaction_state=state) for s in written]
         _check_unchanged(metadata, plan)
@@ -293,19 +247,46 @@ def run_compaction(
     metrics.COMPACTION_ROWS_IN.labels(plan.data_source).inc(rows_in)
     metrics.COMPACTION_ROWS_OUT.labels(plan.data_source).inc(rows_out)
     metrics.COMPACTION_SECONDS.labels(runner).observe(time.perf_counter() - started)
-    log.info(
-        "compacted %s %s: %d → %d rows in %d segment(s), version %s (%s)",
-        plan.data_source,
-        plan.interval.iso(),
-        rows_in,
-        rows_out,
-        len(written),
-        version,
-        runner,
-    )
+    log.info("compacted %s %s: %d → %d rows in %d segment(s), version %s (%s)", plan.data_source,
+             plan.interval.iso(), rows_in, rows_out, len(written), version, runner)
     return CompactionResult(
         plan, version, written, rows_in, rows_out, runner, {"in": totals_in, "out": totals_out}
     )
+
+
+def _compact_in_process(deep_storage: DeepStorage, plan: CompactionPlan, config: CompactionConfig,
+                        settings: Settings | None, metric_specs: Any, rollup: bool, version: str,
+                        work: Path) -> tuple[list[DataSegment], Any, int, Any]:
+    """The inputs read into Arrow and indexed here: (segments written, schema, rows in, metric totals in)."""
+    tables = [read_input_table(deep_storage, v, work) for v in plan.inputs]
+    types: dict[str, pa.Field] = {}
+    for t in tables:
+        for f in t.schema:
+            types.setdefault(f.name, f)
+    dims = resolve_dimensions(config, settings, [v.segment for v in plan.inputs], types)
+    schema = compaction_schema(config, plan.tier, metric_specs, dims, rollup=rollup, settings=settings)
+    data = pa.concat_tables([conform(t, dims, metric_specs) for t in tables]) if tables else None
+    if data is None or data.num_rows == 0:
+        raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: no rows to compact")
+    result = index_partition(data, schema, version=version, deep_storage=deep_storage, shard="core",
+                             max_rows_per_segment=config.max_rows_per_segment, work_dir=work)
+    return list(result.segments), schema, data.num_rows, metric_totals(data, metric_specs)
+
+
+def _checked_output(deep_storage: DeepStorage, plan: CompactionPlan, written: list[DataSegment], schema: Any,
+                    totals_in: Any, work: Path) -> Any:
+    """The output's metric totals, once it is known to be whole: some segments, all inside the interval,
+    the same totals as the input (else nothing is published)."""
+    if not written:
+        raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: compaction produced no segments")
+    bad = [s for s in written if not plan.interval.contains(s.interval)]
+    if bad:
+        raise CompactionError(f"compaction output {bad[0].identifier} falls outside {plan.interval.iso()}")
+    totals_out = metric_totals(_output_table(deep_storage, written, work), schema.metrics)
+    if not totals_equal(totals_in, totals_out):
+        raise CompactionError(f"{plan.data_source} {plan.interval.iso()}: metric totals changed "
+                              f"({totals_in} → {totals_out}); nothing was published")
+    return totals_out
 
 
 def _check_unchanged(metadata: MetadataStore, plan: CompactionPlan) -> None:
