@@ -335,65 +335,17 @@ def _rollup_and_sort(
     dims: Sequence[DimensionSchema],
     stats: IngestStats,
 ) -> pa.Table:
+    """Cast the rows to the schema's types (counting the values that do not cast), roll them up when the
+    schema does, sort them by time and dimensions, and build the sketch metrics."""
     types = _column_types(table.schema)
     types[TIME_COLUMN] = "long"
     present = set(table.column_names)
     con.register("__idx_rows", table)
-
-    cols = [f"{_q(TIME_COLUMN)} AS {_q(TIME_COLUMN)}"]
-    errors: list[str] = []
-    for d in dims:
-        if d.name not in present:
-            cols.append(f"CAST(NULL AS {sql_type(d.value_type)}) AS {_q(d.name)}")
-        elif d.multi_value_handling:
-            cols.append(f"{multi_value_sql(_q(d.name), types[d.name], d.multi_value_handling)} AS {_q(d.name)}")
-        elif d.is_array:
-            cols.append(f"{array_sql(_q(d.name), types[d.name], d.type)} AS {_q(d.name)}")
-        elif d.type == "json":
-            cols.append(f"{json_text_sql(_q(d.name), types[d.name])} AS {_q(d.name)}")
-        elif d.type == "string":
-            src = types[d.name]
-            expr = _q(d.name)
-            if src == "array":
-                expr = f"array_to_string({expr}, ',')"
-            cols.append(f"CAST({expr} AS VARCHAR) AS {_q(d.name)}")
-        else:
-            cast = numeric_cast_sql(_q(d.name), types[d.name], d.type)
-            cols.append(f"{cast} AS {_q(d.name)}")
-            errors.append(f"({_q(d.name)} IS NOT NULL AND {cast} IS NULL)")
-    metric_inputs: list[tuple[MetricSpec, str]] = []
-    sketch_inputs: dict[str, bool] = {}  # sketch metric → its input is sketches (merged), else values (built)
-    for i, m in enumerate(schema.metrics):
-        if m.type == "count":
-            continue
-        alias = f"__m{i}"
-        if m.sketch is not None:
-            src = types.get(m.field_name or "", "")
-            sketch_inputs[m.name] = m.merges_sketches or src == "complex"
-            if m.field_name not in present:
-                cast = "CAST(NULL AS VARCHAR)"
-            elif sketch_inputs[m.name]:
-                cast = _q(m.field_name or "")
-            elif m.sketch.family == "quantilesDoublesSketch":
-                cast = f"TRY_CAST({_q(m.field_name or '')} AS DOUBLE)"
-            else:
-                cast = f"CAST({_q(m.field_name or '')} AS VARCHAR)"
-            cols.append(f"{cast} AS {alias}")
-            metric_inputs.append((m, alias))
-            continue
-        if m.expression is not None:
-            raw = f"({_translate_expression(m.expression, types)})"
-            cast = f"TRY_CAST({raw} AS {sql_type(m.value_type)})"
-        elif m.field_name in present:
-            raw = _q(m.field_name)
-            cast = numeric_cast_sql(raw, types[m.field_name], m.value_type)
-            errors.append(f"({raw} IS NOT NULL AND {cast} IS NULL)")
-        else:
-            cast = f"CAST(NULL AS {sql_type(m.value_type)})"
-        cols.append(f"{cast} AS {alias}")
-        metric_inputs.append((m, alias))
+    dim_cols, errors = _dimension_casts(dims, types, present)
+    metric_cols, metric_inputs, sketch_inputs, metric_errors = _metric_casts(schema, types, present)
+    errors += metric_errors
     err = " OR ".join(errors) if errors else "FALSE"
-    cols.append(f"({err}) AS __err")
+    cols = [f"{_q(TIME_COLUMN)} AS {_q(TIME_COLUMN)}", *dim_cols, *metric_cols, f"({err}) AS __err"]
     con.execute(f"CREATE OR REPLACE TEMP TABLE __idx_cast AS SELECT {', '.join(cols)} FROM __idx_rows")
     con.unregister("__idx_rows")
     if errors:
@@ -401,34 +353,96 @@ def _rollup_and_sort(
         stats.processed_with_error += int(n_err)
 
     keys = [_q(TIME_COLUMN)] + [_q(d.name) for d in dims]
-    aliases = dict((m.name, a) for m, a in metric_inputs)
-    out_cols = list(keys)
-    for m in schema.metrics:
-        if m.sketch is not None:  # the values (or sketches) of each row, turned into one sketch below
-            a = aliases[m.name]
-            val = f"list({a}) FILTER (WHERE {a} IS NOT NULL)" if schema.rollup else \
-                f"CASE WHEN {a} IS NULL THEN [] ELSE [{a}] END"
-            out_cols.append(f"{val} AS {_q(m.name)}")
-            continue
-        sql_t = sql_type(m.value_type)
-        if not schema.rollup:
-            val = "CAST(1 AS BIGINT)" if m.type == "count" else aliases[m.name]
-        elif m.type == "count":
-            val = "CAST(count(*) AS BIGINT)"
-        else:
-            fn = {"sum": "sum", "min": "min", "max": "max"}[m.kind]
-            val = f"CAST({fn}({aliases[m.name]}) AS {sql_t})"
-        out_cols.append(f"{val} AS {_q(m.name)}")
+    out_cols = keys + _rolled_up(schema, dict((m.name, a) for m, a in metric_inputs))
     order = ", ".join(f"{k} ASC NULLS FIRST" for k in keys)
     group = f" GROUP BY {', '.join(keys)}" if schema.rollup else ""
-    sql = f"SELECT {', '.join(out_cols)} FROM __idx_cast{group} ORDER BY {order}"
-    out = query_arrow(con, sql)
+    out = query_arrow(con, f"SELECT {', '.join(out_cols)} FROM __idx_cast{group} ORDER BY {order}")
     con.execute("DROP TABLE __idx_cast")
     for m in schema.metrics:
         if m.sketch is not None:
             params, merge = m.sketch, sketch_inputs[m.name]
             built = [aggregate(params, vals or (), sketches=merge) for vals in out.column(m.name).to_pylist()]
             out = out.set_column(out.schema.get_field_index(m.name), m.name, pa.array(built, pa.binary()))
+    return out
+
+
+def _dimension_casts(dims: Sequence[DimensionSchema], types: dict[str, str],
+                     present: set[str]) -> tuple[list[str], list[str]]:
+    """(each dimension cast to its type, the conditions under which a numeric value did not cast)."""
+    cols: list[str] = []
+    errors: list[str] = []
+    for d in dims:
+        name = _q(d.name)
+        if d.name not in present:
+            cols.append(f"CAST(NULL AS {sql_type(d.value_type)}) AS {name}")
+        elif d.multi_value_handling:
+            cols.append(f"{multi_value_sql(name, types[d.name], d.multi_value_handling)} AS {name}")
+        elif d.is_array:
+            cols.append(f"{array_sql(name, types[d.name], d.type)} AS {name}")
+        elif d.type == "json":
+            cols.append(f"{json_text_sql(name, types[d.name])} AS {name}")
+        elif d.type == "string":
+            expr = f"array_to_string({name}, ',')" if types[d.name] == "array" else name
+            cols.append(f"CAST({expr} AS VARCHAR) AS {name}")
+        else:
+            cast = numeric_cast_sql(name, types[d.name], d.type)
+            cols.append(f"{cast} AS {name}")
+            errors.append(f"({name} IS NOT NULL AND {cast} IS NULL)")
+    return cols, errors
+
+
+def _metric_casts(schema: DataSchema, types: dict[str, str], present: set[str]
+                  ) -> tuple[list[str], list[tuple[MetricSpec, str]], dict[str, bool], list[str]]:
+    """(each metric's input as a column ``__m<i>``, (metric, its column), sketch metric → whether its input
+    is sketches (merged) rather than values (built), the conditions under which a value did not cast)."""
+    cols: list[str] = []
+    metric_inputs: list[tuple[MetricSpec, str]] = []
+    sketch_inputs: dict[str, bool] = {}
+    errors: list[str] = []
+    for i, m in enumerate(schema.metrics):
+        if m.type == "count":
+            continue
+        alias = f"__m{i}"
+        field = _q(m.field_name or "")
+        if m.sketch is not None:
+            sketch_inputs[m.name] = m.merges_sketches or types.get(m.field_name or "", "") == "complex"
+            if m.field_name not in present:
+                cast = "CAST(NULL AS VARCHAR)"
+            elif sketch_inputs[m.name]:
+                cast = field
+            elif m.sketch.family == "quantilesDoublesSketch":
+                cast = f"TRY_CAST({field} AS DOUBLE)"
+            else:
+                cast = f"CAST({field} AS VARCHAR)"
+        elif m.expression is not None:
+            cast = f"TRY_CAST(({_translate_expression(m.expression, types)}) AS {sql_type(m.value_type)})"
+        elif m.field_name in present:
+            cast = numeric_cast_sql(field, types[m.field_name or ""], m.value_type)
+            errors.append(f"({field} IS NOT NULL AND {cast} IS NULL)")
+        else:
+            cast = f"CAST(NULL AS {sql_type(m.value_type)})"
+        cols.append(f"{cast} AS {alias}")
+        metric_inputs.append((m, alias))
+    return cols, metric_inputs, sketch_inputs, errors
+
+
+def _rolled_up(schema: DataSchema, aliases: dict[str, str]) -> list[str]:
+    """Each metric's output column: aggregated per key when the schema rolls up, else the row's value (a
+    sketch metric: the list of its values or sketches, turned into one sketch afterwards)."""
+    out: list[str] = []
+    for m in schema.metrics:
+        if m.sketch is not None:
+            a = aliases[m.name]
+            val = f"list({a}) FILTER (WHERE {a} IS NOT NULL)" if schema.rollup else \
+                f"CASE WHEN {a} IS NULL THEN [] ELSE [{a}] END"
+        elif not schema.rollup:
+            val = "CAST(1 AS BIGINT)" if m.type == "count" else aliases[m.name]
+        elif m.type == "count":
+            val = "CAST(count(*) AS BIGINT)"
+        else:
+            fn = {"sum": "sum", "min": "min", "max": "max"}[m.kind]
+            val = f"CAST({fn}({aliases[m.name]}) AS {sql_type(m.value_type)})"
+        out.append(f"{val} AS {_q(m.name)}")
     return out
 
 
