@@ -16,8 +16,10 @@ did not take one (radstack serves it all the same).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import orjson
 import typer
@@ -79,13 +81,7 @@ def backfill(
     mode = via.value
     if mode == "auto":
         mode = "airflow" if settings.airflow.url else "local"
-    for ds, chunks in plan.chunks.items():
-        how = mode
-        if mode == "local":
-
-            jobs = len(group_chunks(chunks, chunks_per_job(settings)))
-            how = f"local, {jobs} Spark job(s) of at most {chunks_per_job(settings):,} chunk(s)"
-        console.print(f"{ds}: {len(chunks):,} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {how}")
+    _print_plan(settings, plan, mode)
     if mode == "airflow" and not settings.airflow.url:  # before any progress bar is drawn
         console.print("[red]error:[/red] no Airflow to trigger: the embedded Airflow is not running (`radctl up "
                       "--airflow` starts it) and airflow.url is not set (RADSTACK_AIRFLOW__URL); "
@@ -106,25 +102,7 @@ def backfill(
         console=console, transient=False,
     ) as bar:  # fmt: skip
         task = bar.add_task("rebuilding" if mode == "local" or wait else "triggering", total=plan.total)
-        done: set[tuple[str, int]] = set()
-
-        def progress(r) -> None:  # type: ignore[no-untyped-def]
-            key = (r.datasource, r.interval.start)
-            if r.group is None:  # one line per chunk (Airflow: one DAG run each)
-                bar.console.print(f"  {r.datasource} {r.interval.iso()}: {r.status}" + (f" — {r.error}" if r.error else ""))
-            elif r.interval.start == r.group.start:  # local: one line per group (one Spark job)
-                what = f"  {r.datasource} {r.group.iso()} ({r.group_chunks:,} chunk(s)): {r.status}"
-                if r.status == "published":
-                    what += f" in {r.seconds:.1f} s, version {r.version}"
-                if r.druid_version or r.druid_error:  # the group's Druid step is done
-                    what = (f"  {r.datasource} {r.group.iso()}: Druid serves version {r.druid_version} "
-                            f"({r.druid_seconds:.1f} s)" if r.druid_version else
-                            f"  {r.datasource} {r.group.iso()}: [red]Druid did not take it[/red] — {r.druid_error}")
-                bar.console.print(what + (f" — {r.error}" if r.error else ""))
-            final = {"published", "failed", "success", "timeout"} if mode == "local" or wait else {"triggered"}
-            if r.status in final and key not in done:
-                done.add(key)
-                bar.advance(task)
+        progress = _progress_printer(bar, task, mode, wait)
 
         try:
             if mode == "local":
@@ -154,6 +132,42 @@ def backfill(
         raise typer.Exit(1)
     if wait:
         _wait_served(settings, results)
+
+
+def _print_plan(settings, plan, mode: str) -> None:  # type: ignore[no-untyped-def]
+    """One line per datasource: its chunks and how they are rebuilt."""
+    for ds, chunks in plan.chunks.items():
+        how = mode
+        if mode == "local":
+            jobs = len(group_chunks(chunks, chunks_per_job(settings)))
+            how = f"local, {jobs} Spark job(s) of at most {chunks_per_job(settings):,} chunk(s)"
+        console.print(f"{ds}: {len(chunks):,} chunk(s) {chunks[0].iso()} … {chunks[-1].iso()} via {how}")
+
+
+def _progress_printer(bar: Progress, task: Any, mode: str, wait: bool) -> Callable[[Any], None]:
+    """The callback that prints each chunk's (Airflow) or group's (local) news and advances the bar once
+    per chunk that reached its end."""
+    done: set[tuple[str, int]] = set()
+
+    def progress(r) -> None:  # type: ignore[no-untyped-def]
+        key = (r.datasource, r.interval.start)
+        if r.group is None:  # one line per chunk (Airflow: one DAG run each)
+            bar.console.print(f"  {r.datasource} {r.interval.iso()}: {r.status}" + (f" — {r.error}" if r.error else ""))
+        elif r.interval.start == r.group.start:  # local: one line per group (one Spark job)
+            what = f"  {r.datasource} {r.group.iso()} ({r.group_chunks:,} chunk(s)): {r.status}"
+            if r.status == "published":
+                what += f" in {r.seconds:.1f} s, version {r.version}"
+            if r.druid_version or r.druid_error:  # the group's Druid step is done
+                what = (f"  {r.datasource} {r.group.iso()}: Druid serves version {r.druid_version} "
+                        f"({r.druid_seconds:.1f} s)" if r.druid_version else
+                        f"  {r.datasource} {r.group.iso()}: [red]Druid did not take it[/red] — {r.druid_error}")
+            bar.console.print(what + (f" — {r.error}" if r.error else ""))
+        final = {"published", "failed", "success", "timeout"} if mode == "local" or wait else {"triggered"}
+        if r.status in final and key not in done:
+            done.add(key)
+            bar.advance(task)
+
+    return progress
 
 
 def _wait_archived(settings, plan) -> None:  # type: ignore[no-untyped-def]
