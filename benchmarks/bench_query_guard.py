@@ -64,7 +64,7 @@ def _load_child(mode: str, path: str) -> None:
     import duckdb
 
     from radstack.duckdb_sandbox import sandboxed_connection
-    from serving.broker.segment_cache import _create_table
+    from serving.broker.segment_cache import _copy_into
 
     t = time.perf_counter()
     if mode == "baseline":
@@ -74,7 +74,7 @@ def _load_child(mode: str, path: str) -> None:
         con.execute(f"CREATE TABLE seg AS SELECT {select} FROM read_parquet(?)", [path])
     else:
         con = sandboxed_connection()
-        _create_table(con, "seg", Path(path))
+        _copy_into(con, "seg", Path(path))
     n = con.execute("SELECT count(*) FROM seg").fetchone()[0]
     secs = time.perf_counter() - t
     print(json.dumps({"seconds": secs, "rows": n,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import shutil
 import threading
@@ -32,9 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from radstack.config import Settings
-from radstack.duckdb_sandbox import sandboxed_connection
-from radstack.private_files import private_dir
-from radstack.process_state import pid_alive
+from radstack.druid_types import native_type_of_duckdb
 from radstack.sketches.hll_merge import single_coupons
 from radstack.sketches.theta_merge import single_hashes
 from radstack.sql_text import quote_identifier as _q
@@ -42,6 +39,7 @@ from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segment_format import ARRAY_KEY, COMPLEX_KEY
 from radstack.storage.segments import DataSegment, segment_path
+from serving.broker.cache_database import CacheDatabase
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +47,6 @@ log = logging.getLogger(__name__)
 _LOADING = "__rs_loading"
 #: rows per Arrow batch while a file streams into DuckDB
 _BATCH_ROWS = 131_072
-#: the cache database under ``{home}/segment-cache``; a second broker on the same home gets a private one
-CACHE_FILE = "segments.duckdb"
-_PRIVATE_FILE = re.compile(r"segments-(\d+)-[0-9a-f]+\.duckdb(\.wal)?$")
 #: what the cache holds: segment id → the JSON of its :class:`LoadedSegment`
 _CATALOG = "__rs_segment_cache"
 #: tables built from cached segments by the broker (projection stores) → what they were built from
@@ -69,42 +64,6 @@ SEGMENT_COLUMN = "__rs_segment"
 SINGLE_PREFIX = "__rs_single__"
 #: sketch family → the reader of that value from a batch of images
 _SINGLE_VALUES = {"HLLSketch": single_coupons, "thetaSketch": single_hashes}
-#: cache files this process has open (DuckDB refuses a second open in one process with other settings)
-_OPEN_FILES: set[Path] = set()
-_OPEN_LOCK = threading.Lock()
-
-# DuckDB type → Druid column type.
-_DRUID_TYPES = {
-    "VARCHAR": "STRING",
-    "JSON": "COMPLEX<json>",  # a ``json`` dimension (Parquet's JSON logical type)
-    "BIGINT": "LONG",
-    "INTEGER": "LONG",
-    "SMALLINT": "LONG",
-    "TINYINT": "LONG",
-    "UBIGINT": "LONG",
-    "UINTEGER": "LONG",
-    "HUGEINT": "LONG",
-    "BOOLEAN": "LONG",
-    "DOUBLE": "DOUBLE",
-    "FLOAT": "FLOAT",
-    "TIMESTAMP": "LONG",
-    # ARRAY columns (a VARCHAR[] is a multi-value STRING dimension unless its field is marked ARRAY)
-    "BIGINT[]": "ARRAY<LONG>",
-    "DOUBLE[]": "ARRAY<DOUBLE>",
-}
-
-
-def druid_type(duckdb_type: str) -> str:
-    """Druid's name for a DuckDB column type (``DECIMAL``s read as DOUBLE, anything else as STRING)."""
-    t = duckdb_type.upper()
-    if t in _DRUID_TYPES:
-        return _DRUID_TYPES[t]
-    if t.startswith("DECIMAL"):
-        return "DOUBLE"
-    if t.startswith("TIMESTAMP"):
-        return "LONG"
-    return "STRING"
-
 
 @dataclass(frozen=True)
 class LoadedProjection:
@@ -168,99 +127,11 @@ class LoadedSegment:
     def druid_types(self) -> dict[str, str]:
         """Every column's Druid type, in file order: the marked type, else the DuckDB type's."""
         marked = self.marked_types()
-        return {name: marked.get(name) or druid_type(t) for name, t in self.columns}
+        return {name: marked.get(name) or native_type_of_duckdb(t) for name, t in self.columns}
 
 
 class SegmentLoadError(RuntimeError):
     """A segment's files could not be fetched or read."""
-
-
-@dataclass(frozen=True)
-class CacheDatabase:
-    """The broker's DuckDB: on ``path`` under the segment cache (in memory when there is no home)."""
-
-    connection: duckdb.DuckDBPyConnection
-    path: Path | None
-    #: True for the home's ``segments.duckdb``, kept across restarts; False for a private file, removed at close
-    shared: bool
-
-    @property
-    def downloads(self) -> Path | None:
-        """Where this database's segment files are fetched to before loading (only its owner uses it)."""
-        return None if self.path is None else self.path.with_name(self.path.stem + ".downloads")
-
-
-def open_cache_database(cache_dir: Path | None, *, memory_limit: str = "", threads: int = 0,
-                        query_memory_limit: str = "", max_spill: str = "") -> CacheDatabase:
-    """Open (or create) ``{cache_dir}/segments.duckdb``, locked (:mod:`radstack.duckdb_sandbox`) and bounded
-    by ``memory_limit``. When another broker, in this process or another, already serves from it, this one
-    gets a private file that :func:`close_cache_database` removes; a file DuckDB cannot read (another
-    DuckDB version, a torn disk) is a cache miss: it is removed and the cache starts empty."""
-    if cache_dir is None:
-        return CacheDatabase(sandboxed_connection(memory_limit=memory_limit, threads=threads,
-                                                  query_memory_limit=query_memory_limit), None, False)
-    private_dir(cache_dir)
-
-    def connect(path: Path) -> duckdb.DuckDBPyConnection:
-        return sandboxed_connection(database=path, memory_limit=memory_limit, threads=threads,
-                                    temp_dir=cache_dir / ".duckdb-spill", query_memory_limit=query_memory_limit,
-                                    max_spill=max_spill)
-
-    shared = cache_dir / CACHE_FILE
-    with _OPEN_LOCK:
-        if shared not in _OPEN_FILES:
-            con = None
-            for attempt in range(2):
-                try:
-                    con = connect(shared)
-                    break
-                except duckdb.IOException as e:
-                    if "lock" in str(e).lower():  # another process serves this home
-                        log.warning("segment cache %s is in use by another process; using a private one", shared)
-                        break
-                    if attempt:
-                        raise
-                    log.warning("segment cache %s cannot be read (%s); starting it empty", shared, e)
-                    _remove_database(shared)
-                except duckdb.Error as e:
-                    if attempt:
-                        raise
-                    log.warning("segment cache %s cannot be read (%s); starting it empty", shared, e)
-                    _remove_database(shared)
-            if con is not None:
-                _OPEN_FILES.add(shared)
-                _sweep_private_files(cache_dir)
-                return CacheDatabase(con, shared, True)
-        private = cache_dir / f"segments-{os.getpid()}-{uuid.uuid4().hex[:12]}.duckdb"
-        _OPEN_FILES.add(private)
-    return CacheDatabase(connect(private), private, False)
-
-
-def close_cache_database(db: CacheDatabase) -> None:
-    """Close the connection; a private cache file (and its downloads) is removed."""
-    with contextlib.suppress(duckdb.Error):
-        db.connection.close()
-    if db.path is None:
-        return
-    with _OPEN_LOCK:
-        _OPEN_FILES.discard(db.path)
-    if not db.shared:
-        _remove_database(db.path)
-
-
-def _remove_database(path: Path) -> None:
-    for f in (path, path.with_name(path.name + ".wal")):
-        f.unlink(missing_ok=True)
-    shutil.rmtree(path.with_name(path.stem + ".downloads"), ignore_errors=True)
-
-
-def _sweep_private_files(cache_dir: Path) -> None:
-    """Remove the private cache files of brokers that are gone (killed before they could)."""
-    for f in cache_dir.glob("segments-*.duckdb*"):
-        m = _PRIVATE_FILE.match(f.name)
-        if m is None or pid_alive(int(m.group(1))):
-            continue
-        _remove_database(f.with_name(f.name.removesuffix(".wal")))
 
 
 class SegmentCache:

@@ -30,16 +30,11 @@ from radstack.storage.replicas import choose_replicas, realtime_replicas, serve_
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval, format_instant
+from serving.broker.cache_database import close_cache_database, open_cache_database
 from serving.broker.memory_guard import MemoryGuard
 from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
 from serving.broker.query_manager import QueryManager
-from serving.broker.segment_cache import (
-    SINGLE_PREFIX,
-    SegmentCache,
-    SegmentLoadError,
-    close_cache_database,
-    open_cache_database,
-)
+from serving.broker.segment_cache import SINGLE_PREFIX, SegmentCache, SegmentLoadError
 from serving.broker.sql import udfs
 from serving.broker.views import Chunk, ColumnInfo, single_columns, singles_view_sql, union_columns, view_sql
 from serving.lookups import LoadedLookup, LookupChanges, LookupRegistry

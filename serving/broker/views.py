@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from radstack.druid_types import native_type_of_duckdb
 from radstack.sql_text import quote_identifier as quote_ident
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
-from serving.broker.segment_cache import SEGMENT_COLUMN, LoadedSegment, druid_type, single_column
+from serving.broker.segment_cache import SEGMENT_COLUMN, LoadedSegment, single_column
 
 
 def ts_literal(ms: int) -> str:
@@ -123,7 +124,7 @@ def union_columns(chunks: list[Chunk]) -> tuple[ColumnInfo, ...]:
         kind = "time" if name == "__time" else ("metric" if name in metrics else "dimension")
         # a sketch (BLOB) or ARRAY<STRING> (VARCHAR[]) column is known by its mark, not its DuckDB type
         typ = marked.get(name) if types[name] in ("BLOB", MULTI_VALUE_TYPE) else None
-        out.append(ColumnInfo(name, types[name], typ or druid_type(types[name]), kind))
+        out.append(ColumnInfo(name, types[name], typ or native_type_of_duckdb(types[name]), kind))
     return tuple(out)
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from radstack.config import Settings
 from radstack.storage.metadata import MetadataStore
-from serving.broker.segment_cache import CACHE_FILE, SEGMENT_COLUMN, close_cache_database, open_cache_database
+from serving.broker.cache_database import CACHE_FILE, close_cache_database, open_cache_database
+from serving.broker.segment_cache import SEGMENT_COLUMN
 from serving.broker.service import BrokerService
 from tests.fixtures.broker import WIKI_SCHEMA, index_and_publish, open_test_deep_storage, wiki_table
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from radstack.druid_types import native_type_of_duckdb
 from radstack.expressions import compile_expression, json_scalar_text
 from radstack.filters import filter_to_sql
 from radstack.time.granularity import Granularity, GranularityError
@@ -31,7 +32,6 @@ from serving.broker.native.virtual_columns import parse_virtual_columns
 from serving.broker.projections import ProjectionView
 from serving.broker.query_manager import RunningQuery
 from serving.broker.relations import check_statement
-from serving.broker.segment_cache import druid_type
 from serving.broker.service import BrokerState, DatasourceState
 from serving.broker.views import Chunk, quote_ident, select_sqls, single_infos, time_range_sql
 from serving.errors import DruidError, invalid_input, unsupported
@@ -302,7 +302,7 @@ class QueryContext:
             described = {r[0]: r[1] for r in self.run(f"DESCRIBE SELECT * FROM ({sql})")}
             for vc in vcs:
                 if vc.output_type is None and vc.name in described and vc.name not in real:
-                    self.column_types[vc.name] = druid_type(str(described[vc.name]))
+                    self.column_types[vc.name] = native_type_of_duckdb(str(described[vc.name]))
                     self._typed_virtual.add(vc.name)
         if self._missing is None:
             self._missing = sorted(

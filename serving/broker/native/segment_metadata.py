@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from radstack.druid_types import native_type_of_duckdb
 from radstack.storage.segments import merged_segment_id
 from radstack.time.intervals import Interval, Period, condense, datetime_to_ms, ms_to_datetime
 from serving.broker.native.context import QueryContext, parse_intervals, q
-from serving.broker.segment_cache import druid_type
 from serving.errors import invalid_input
 
 DEFAULT_ANALYSES = ["cardinality", "interval", "minmax"]
@@ -144,7 +144,7 @@ def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: 
             t = dict(loaded.columns).get(m)
             if t is None:
                 continue
-            prefix = {"LONG": "long", "DOUBLE": "double", "FLOAT": "float"}.get(druid_type(t), "double")
+            prefix = {"LONG": "long", "DOUBLE": "double", "FLOAT": "float"}.get(native_type_of_duckdb(t), "double")
             aggregators[m] = {"type": f"{prefix}Sum", "name": m, "fieldName": m}
     return {
         "id": seg.identifier,

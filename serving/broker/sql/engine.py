@@ -17,6 +17,7 @@ import duckdb
 import pyarrow as pa
 
 from radstack.config import ServerSettings, Settings
+from radstack.druid_types import JSON_COLUMN, native_type, sql_type_of_arrow
 from radstack.sketches import family_of
 from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
@@ -26,7 +27,6 @@ from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
 from serving.broker.sql.result_formats import Column
 from serving.broker.sql.translate import Translation, translate
-from serving.broker.sql.types import JSON_COLUMN, native_type, sql_type_of_arrow
 from serving.errors import DruidError, cancelled, engine_refusal, internal_error, user_message
 
 BATCH_ROWS = 4096

@@ -9,9 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from radstack.druid_types import jdbc_type
 from serving.broker.sql import sys_tables
 from serving.broker.sql.catalog import LOOKUP_COLUMNS, SCHEMAS, SYSTEM_TABLES, Catalog
-from serving.broker.sql.types import jdbc_type
 
 S = pa.string()
 SCHEMATA = pa.schema([(n, S) for n in (

@@ -1,4 +1,6 @@
-"""Result column types: Arrow/DuckDB types → Druid SQL types, native types and JDBC codes."""
+"""Druid's column types, in one place: what a DuckDB column type (a segment table's, a view's) is as a
+Druid native type, and what an Arrow result column is as a Druid SQL type, its native type and its JDBC
+code."""
 
 from __future__ import annotations
 
@@ -56,3 +58,28 @@ def native_type(sql_type: str, arrow_type: pa.DataType | None = None) -> str:
 
 def jdbc_type(sql_type: str) -> int:
     return JDBC_TYPES.get(sql_type.upper(), 1111)
+
+
+#: DuckDB column types as Druid native types (a ``VARCHAR[]`` is a multi-value STRING dimension unless
+#: its field is marked ARRAY: :data:`radstack.storage.segment_format.ARRAY_KEY`)
+_NATIVE_OF_DUCKDB: dict[str, str] = {
+    "VARCHAR": "STRING",
+    "JSON": "COMPLEX<json>",  # a ``json`` dimension (Parquet's JSON logical type)
+    "BIGINT": "LONG", "INTEGER": "LONG", "SMALLINT": "LONG", "TINYINT": "LONG",
+    "UBIGINT": "LONG", "UINTEGER": "LONG", "HUGEINT": "LONG", "BOOLEAN": "LONG", "TIMESTAMP": "LONG",
+    "DOUBLE": "DOUBLE", "FLOAT": "FLOAT",
+    "BIGINT[]": "ARRAY<LONG>", "DOUBLE[]": "ARRAY<DOUBLE>",
+}
+
+
+def native_type_of_duckdb(duckdb_type: str) -> str:
+    """Druid's native type for a DuckDB column type (``DECIMAL``s read as DOUBLE, timestamps as LONG,
+    anything else as STRING)."""
+    t = duckdb_type.upper()
+    if t in _NATIVE_OF_DUCKDB:
+        return _NATIVE_OF_DUCKDB[t]
+    if t.startswith("DECIMAL"):
+        return "DOUBLE"
+    if t.startswith("TIMESTAMP"):
+        return "LONG"
+    return "STRING"
