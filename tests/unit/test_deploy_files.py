@@ -38,7 +38,7 @@ def known_key(dotted: str) -> bool:
 def check_config_text(text: str, tmp_path: Path) -> Any:
     raw = yaml.safe_load(text)
     unknown = [k for k in flatten(raw) if not known_key(k)]
-    assert not unknown, f"keys not in radstack/config.py DEFAULTS: {unknown}"
+    assert not unknown, f"keys not in radstack.config DEFAULTS: {unknown}"
     p = tmp_path / "radstack.yaml"
     p.write_text(text)
     return load_settings(p, env={})
@@ -375,7 +375,7 @@ def test_build_package_makes_wheel_and_zip(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("radstack-*.whl"))
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-    for mod in ("radstack/config.py", "radstack/druid_cluster/specs.py", "batch/rebuild_job.py", "realtime/receiver/app.py"):
+    for mod in ("radstack/config/settings.py", "radstack/druid_cluster/specs.py", "batch/rebuild_job.py", "realtime/receiver/app.py"):
         assert mod in names, mod
     with zipfile.ZipFile(tmp_path / "radstack-py.zip") as zf:
         assert "batch/rebuild_job.py" in zf.namelist() and "serving/app.py" in zf.namelist()

@@ -1,6 +1,6 @@
 """The deep-storage backends, one module each declaring its :class:`Backend` as ``BACKEND``. Adding one is
 a module here (with its implementation beside the others in ``radstack/storage/deep_storage/``) and a line
-in :data:`BACKENDS` — and its name in ``DeepStorageSettings.type`` (``radstack/config.py``, the core, which
+in :data:`BACKENDS` — and its name in ``DeepStorageSettings.type`` (``radstack/config/sections.py``, the core, which
 cannot import this layer; ``tests/unit/test_deep_storage_backends.py`` keeps the two the same)."""
 
 from __future__ import annotations
