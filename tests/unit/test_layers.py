@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBPACKAGES = {"storage", "pipeline", "druid_cluster"}
-CORE_PACKAGES = {"config", "time", "expressions", "spec", "sketches"}  # packages inside the core layer
+CORE_PACKAGES = {"config", "filters", "time", "expressions", "spec", "sketches"}  # packages inside the core layer
 
 
 def _contracts() -> dict[str, dict]:

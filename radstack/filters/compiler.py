@@ -1,245 +1,29 @@
-"""Druid filters (native queries, transformSpec filters, filtered aggregators) → SQL predicates.
-
-    >>> filter_to_sql({"type": "selector", "dimension": "page", "value": "Main"})
-    '("page" = \\'Main\\')'
-
-Semantics are Druid's SQL-compatible null handling: a filter on a null value is *unknown*, so it does
-not match, and neither does its ``not`` (SQL three-valued logic gives exactly that); ``selector`` /
-``in`` with a ``null`` value match ``IS NULL``; ``selector``, ``in`` and ``equals`` on numeric columns
-compare numerically (values that are not numbers match nothing). Identifiers are always quoted and
-string values always go through :func:`radstack.sql_text.string_literal`, so filter values cannot
-inject SQL. ``__time`` is read as epoch millis (a TIMESTAMP column unless ``column_types`` says
-otherwise).
-
-Supported types: ``selector``, ``equals``, ``range``, ``in``, ``bound`` (orderings lexicographic,
-alphanumeric, numeric, strlen), ``and``, ``or``, ``not``, ``regex``, ``like``, ``interval``,
-``search`` (contains, insensitive_contains, fragment), ``columnComparison``, ``expression``,
-``true``, ``false``, ``null``, ``arrayContainsElement``; ``equals`` with an ``ARRAY<…>``
-``matchValueType`` compares the whole array. Extraction functions: ``substring``, ``strlen``, ``upper``, ``lower``,
-``timeFormat``, ``regex``, ``partial``, ``identity``, ``cascade``.
-
-Multi-value string columns (``multi_value_columns``, DuckDB lists): a filter on one matches a row when
-it matches any of its values, as in Druid, with SQL's three values (unknown when none matches but one
-is NULL, so ``not`` of it holds when no value matches and none is NULL); a row without values is read as
-one NULL value, so ``null`` matches rows without values or with a NULL value.
-"""
+"""The filter types (``f_<type>``, found by name), compiled to SQL predicates with Druid's semantics."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from radstack.expressions import (
     Compiler,
-    json_scalar_text,
     normalize_type,
     parse_expression,
-    required_columns,
 )
-from radstack.sql_text import ExpressionError, check_dialect, quote_identifier, string_literal
-from radstack.time.floor import granularity_floor_sql
-from radstack.time.granularity import Granularity, GranularityError
+from radstack.filters.columns import NUMERIC_TYPES, Col, FilterError, num_literal, parse_number, stringify
+from radstack.filters.extraction import ExtractionCompiler
+from radstack.sql_text import ExpressionError, quote_identifier
 from radstack.time.intervals import Interval, TimeParseError
-from radstack.time.sql import time_format_sql
 from radstack.value_sql import values_or_null_sql
-
-__all__ = ["FilterError", "filter_to_sql", "extraction_to_sql", "filter_columns"]
-
-_NUMERIC_TYPES = ("LONG", "DOUBLE")
-
-
-class FilterError(ValueError):
-    """A filter that cannot be compiled; ``field`` names the offending JSON field."""
-
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(f"{message} (field: {field})" if field else message)
-        self.field = field
-
-
-class _Col:
-    """A compiled column reference: SQL plus Druid type (``LONG``/``DOUBLE``/``STRING``/None), and the
-    column it reads when it reads one directly."""
-
-    __slots__ = ("name", "sql", "type")
-
-    def __init__(self, sql: str, type_: str | None, name: str | None = None) -> None:
-        self.sql = sql
-        self.type = type_
-        self.name = name
-
-
-def _parse_number(value: Any) -> int | float | None:
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, int | float):
-        return value if not (isinstance(value, float) and math.isnan(value)) else None
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        pass
-    try:
-        f = float(str(value).strip())
-    except ValueError:
-        return None
-    return None if math.isnan(f) else f
-
-
-def _num_literal(v: int | float) -> str:
-    if isinstance(v, int):
-        return str(v)
-    if math.isinf(v):
-        return "CAST('Infinity' AS DOUBLE)" if v > 0 else "CAST('-Infinity' AS DOUBLE)"
-    return f"CAST({v!r} AS DOUBLE)"
-
 
 #: Filters on one column that match a multi-value row when one of its values matches.
 _VALUE_FILTERS = frozenset({"selector", "equals", "in", "bound", "range", "regex", "like", "search", "null"})
 _VALUE = "__filter_value"
 
 
-class _FilterCompiler:
-    def __init__(self, dialect: str, column_types: Mapping[str, str] | None,
-                 multi_value_columns: frozenset[str] = frozenset()) -> None:
-        try:
-            self.d = check_dialect(dialect)
-        except ExpressionError as e:
-            raise FilterError(str(e), "dialect") from e
-        self.column_types = dict(column_types or {})
-        self.types = {k: normalize_type(v) for k, v in self.column_types.items()}
-        self.multi = multi_value_columns
-        self.value_of: dict[str, str] = {}  # a multi-value column → the lambda variable standing for one value
+class FilterCompiler(ExtractionCompiler):
+    """A filter compiled by its type's method; a filter on a multi-value column matches any value."""
 
-    # ---- helpers --------------------------------------------------------------------------
-    def lit(self, s: Any) -> str:
-        return string_literal(str(s), self.d)
-
-    def str_type(self) -> str:
-        return "STRING" if self.d == "spark" else "VARCHAR"
-
-    def column(self, name: Any, field: str) -> _Col:
-        if not isinstance(name, str) or not name:
-            raise FilterError("a column name is required", field)
-        t = self.types.get(name)
-        if name == "__time" and t is None:
-            t = "TIMESTAMP"
-        if name in self.value_of:
-            return _Col(self.value_of[name], "STRING")
-        q = quote_identifier(name, self.d)
-        if t == "TIMESTAMP":
-            return _Col(f"unix_millis({q})" if self.d == "spark" else f"epoch_ms({q})", "LONG")
-        return _Col(q, t, name)
-
-    def as_string(self, c: _Col) -> str:
-        if c.type == "STRING":
-            return c.sql
-        if c.type is None and self.d == "duckdb" and c.name is not None \
-                and str(self.column_types.get(c.name, "")).upper() in ("COMPLEX<JSON>", "JSON"):
-            # a JSON column compared as text: its scalar's value (an object or array is none), as Druid
-            sql = f"(CASE WHEN json_type({c.sql}) IN ('OBJECT', 'ARRAY') THEN NULL ELSE {c.sql} END)"
-            return json_scalar_text(sql)
-        if c.type is None:
-            return c.sql
-        return f"CAST({c.sql} AS {self.str_type()})"
-
-    def as_double(self, c: _Col) -> str:
-        if c.type in _NUMERIC_TYPES:
-            return c.sql
-        return f"TRY_CAST({c.sql} AS DOUBLE)"
-
-    def dimension(self, f: Mapping[str, Any], key: str = "dimension") -> _Col:
-        col = self.column(f.get(key), key)
-        fn = f.get("extractionFn")
-        if fn is not None:
-            return _Col(self.extraction(fn, col, "extractionFn"), "STRING")
-        return col
-
-    def dimension_spec(self, spec: Any, field: str) -> _Col:
-        if isinstance(spec, str):
-            return self.column(spec, field)
-        if not isinstance(spec, Mapping):
-            raise FilterError("expected a column name or a dimension spec", field)
-        col = self.column(spec.get("dimension"), f"{field}.dimension")
-        fn = spec.get("extractionFn")
-        if fn is not None:
-            return _Col(self.extraction(fn, col, f"{field}.extractionFn"), "STRING")
-        return col
-
-    def regex_match(self, value: str, pattern: str) -> str:
-        p = self.lit(pattern)
-        return f"({value} RLIKE {p})" if self.d == "spark" else f"regexp_matches({value}, {p})"
-
-    # ---- extraction functions ----------------------------------------------------------------
-    def extraction(self, fn: Any, col: _Col, field: str) -> str:
-        if not isinstance(fn, Mapping):
-            raise FilterError("extractionFn must be an object", field)
-        typ = fn.get("type")
-        v = self.as_string(col)
-        if typ == "substring":
-            idx = fn.get("index", 0)
-            length = fn.get("length")
-            if not isinstance(idx, int) or idx < 0:
-                raise FilterError("substring index must be a non-negative integer", f"{field}.index")
-            if length is not None and (not isinstance(length, int) or length < 0):
-                raise FilterError("substring length must be a non-negative integer", f"{field}.length")
-            body = f"substr({v}, {idx + 1}, {length})" if length is not None else f"substr({v}, {idx + 1})"
-            return f"(CASE WHEN {idx} < length({v}) THEN {body} END)"
-        if typ == "strlen":
-            return f"CAST(length({v}) AS {self.str_type()})"
-        if typ in ("upper", "lower"):
-            return f"{typ}({v})"
-        if typ == "identity":
-            return v
-        if typ == "regex":
-            pattern = fn.get("expr")
-            if not isinstance(pattern, str):
-                raise FilterError("regex extractionFn needs 'expr'", f"{field}.expr")
-            idx = fn.get("index", 1)
-            if not isinstance(idx, int) or idx < 0:
-                raise FilterError("regex index must be a non-negative integer", f"{field}.index")
-            if fn.get("replaceMissingValue"):
-                repl = fn.get("replaceMissingValueWith")
-                missing = "NULL" if repl is None else self.lit(repl)
-            else:
-                missing = v
-            return (
-                f"(CASE WHEN {self.regex_match(v, pattern)} THEN regexp_extract({v}, {self.lit(pattern)}, {idx}) "
-                f"ELSE {missing} END)"
-            )
-        if typ == "partial":
-            pattern = fn.get("expr")
-            if not isinstance(pattern, str):
-                raise FilterError("partial extractionFn needs 'expr'", f"{field}.expr")
-            return f"(CASE WHEN {self.regex_match(v, pattern)} THEN {v} END)"
-        if typ == "cascade":
-            fns = fn.get("extractionFns")
-            if not isinstance(fns, list) or not fns:
-                raise FilterError("cascade needs a list of extractionFns", f"{field}.extractionFns")
-            cur = col
-            for i, sub in enumerate(fns):
-                cur = _Col(self.extraction(sub, cur, f"{field}.extractionFns[{i}]"), "STRING")
-            return cur.sql
-        if typ == "timeFormat":
-            return self.time_format(fn, col, field)
-        raise FilterError(f"unsupported extractionFn type {typ!r}", f"{field}.type")
-
-    def time_format(self, fn: Mapping[str, Any], col: _Col, field: str) -> str:
-        if col.type in _NUMERIC_TYPES:
-            ms = col.sql if col.type == "LONG" else f"CAST({col.sql} AS BIGINT)"
-        else:
-            ms = f"TRY_CAST({col.sql} AS BIGINT)"
-        tz = fn.get("timeZone") or "UTC"
-        gran = fn.get("granularity")
-        try:
-            if gran is not None:
-                ms = granularity_floor_sql(Granularity.parse(gran), ms, self.d)
-            return time_format_sql(ms, fn.get("format"), tz, self.d)
-        except GranularityError as e:
-            raise FilterError(str(e), f"{field}.granularity") from e
-        except ExpressionError as e:
-            raise FilterError(str(e), f"{field}.format") from e
-
-    # ---- filters ------------------------------------------------------------------------------
     def compile(self, f: Any, field: str = "filter") -> str:
         if not isinstance(f, Mapping):
             raise FilterError("a filter must be a JSON object", field)
@@ -262,20 +46,20 @@ class _FilterCompiler:
                     f"WHEN len(list_filter({values}, lambda {var}: ({body}) IS NULL)) > 0 THEN NULL ELSE FALSE END)")
         return method(f, field)
 
-    def never(self, c: _Col) -> str:
+    def never(self, c: Col) -> str:
         """Matches no row, yet stays unknown on null rows (so that ``not`` does not match them)."""
         return f"(CASE WHEN {c.sql} IS NOT NULL THEN FALSE END)"
 
-    def eq_value(self, c: _Col, value: Any) -> str:
+    def eq_value(self, c: Col, value: Any) -> str:
         """``c = value`` with Druid's typing (numeric columns compare numerically)."""
         if value is None:
             return f"({c.sql} IS NULL)"
-        if c.type in _NUMERIC_TYPES:
-            n = _parse_number(value)
+        if c.type in NUMERIC_TYPES:
+            n = parse_number(value)
             if n is None:
                 return self.never(c)
-            return f"({c.sql} = {_num_literal(n)})"
-        return f"({self.as_string(c)} = {self.lit(_stringify(value))})"
+            return f"({c.sql} = {num_literal(n)})"
+        return f"({self.as_string(c)} = {self.lit(stringify(value))})"
 
     def f_selector(self, f: Mapping[str, Any], field: str) -> str:
         return self.eq_value(self.dimension(f), f.get("value"))
@@ -284,12 +68,12 @@ class _FilterCompiler:
         """A literal of an ARRAY element type (``STRING``/``LONG``/``DOUBLE``); NULL stays NULL."""
         if value is None:
             return "NULL"
-        if element_type in _NUMERIC_TYPES:
-            n = _parse_number(value)
+        if element_type in NUMERIC_TYPES:
+            n = parse_number(value)
             if n is None:
                 raise FilterError(f"{value!r} is not a {element_type}", field)
-            return _num_literal(n)
-        return self.lit(_stringify(value))
+            return num_literal(n)
+        return self.lit(stringify(value))
 
     def whole_array(self, name: Any, field: str) -> str:
         """An ARRAY (or multi-value) column as one list, never one of its values."""
@@ -333,12 +117,12 @@ class _FilterCompiler:
         if mtype is None:
             raise FilterError("unsupported matchValueType", f"{field}.matchValueType")
         value = f["matchValue"]
-        if mtype in _NUMERIC_TYPES or c.type in _NUMERIC_TYPES:
-            n = _parse_number(value)
+        if mtype in NUMERIC_TYPES or c.type in NUMERIC_TYPES:
+            n = parse_number(value)
             if n is None:
                 return self.never(c)
-            return f"({self.as_double(c) if c.type not in _NUMERIC_TYPES else c.sql} = {_num_literal(n)})"
-        return f"({self.as_string(c)} = {self.lit(_stringify(value))})"
+            return f"({self.as_double(c) if c.type not in NUMERIC_TYPES else c.sql} = {num_literal(n)})"
+        return f"({self.as_string(c)} = {self.lit(stringify(value))})"
 
     def f_in(self, f: Mapping[str, Any], field: str) -> str:
         values = f.get("values")
@@ -347,12 +131,12 @@ class _FilterCompiler:
         c = self.dimension(f)
         has_null = any(v is None for v in values)
         parts: list[str] = []
-        if c.type in _NUMERIC_TYPES:
-            nums = {n for v in values if v is not None and (n := _parse_number(v)) is not None}
-            lits = [_num_literal(n) for n in sorted(nums, key=float)]
+        if c.type in NUMERIC_TYPES:
+            nums = {n for v in values if v is not None and (n := parse_number(v)) is not None}
+            lits = [num_literal(n) for n in sorted(nums, key=float)]
             col = c.sql
         else:
-            lits = [self.lit(s) for s in sorted({_stringify(v) for v in values if v is not None})]
+            lits = [self.lit(s) for s in sorted({stringify(v) for v in values if v is not None})]
             col = self.as_string(c)
         if lits:
             parts.append(f"({col} IN ({', '.join(lits)}))")
@@ -362,14 +146,14 @@ class _FilterCompiler:
             return self.never(c)
         return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
 
-    def cmp(self, c: _Col, op: str, value: Any, ordering: str, field: str) -> str:
+    def cmp(self, c: Col, op: str, value: Any, ordering: str, field: str) -> str:
         if ordering == "numeric":
-            n = _parse_number(value)
+            n = parse_number(value)
             if n is None:
                 raise FilterError(f"bound {value!r} is not a number", field)
-            return f"({self.as_double(c)} {op} {_num_literal(n)})"
+            return f"({self.as_double(c)} {op} {num_literal(n)})"
         v = self.as_string(c)
-        s = self.lit(_stringify(value))
+        s = self.lit(stringify(value))
         if ordering == "lexicographic":
             return f"({v} {op} {s})"
         if ordering == "strlen":
@@ -414,7 +198,7 @@ class _FilterCompiler:
         mtype = normalize_type(f.get("matchValueType") or "STRING")
         if mtype not in ("STRING", "LONG", "DOUBLE"):
             raise FilterError("unsupported matchValueType", f"{field}.matchValueType")
-        ordering = "numeric" if mtype in _NUMERIC_TYPES else "lexicographic"
+        ordering = "numeric" if mtype in NUMERIC_TYPES else "lexicographic"
         parts = []
         if f.get("lower") is not None:
             op = ">" if f.get("lowerOpen") else ">="
@@ -476,7 +260,7 @@ class _FilterCompiler:
         if not isinstance(ivs, list):
             raise FilterError("interval filter needs a list of 'intervals'", f"{field}.intervals")
         c = self.dimension({**f, "dimension": f.get("dimension") or "__time"})
-        ms = c.sql if c.type in _NUMERIC_TYPES else f"TRY_CAST({c.sql} AS BIGINT)"
+        ms = c.sql if c.type in NUMERIC_TYPES else f"TRY_CAST({c.sql} AS BIGINT)"
         parts = []
         for i, text in enumerate(ivs):
             try:
@@ -489,7 +273,7 @@ class _FilterCompiler:
         return parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")"
 
     def contains(self, v: str, needle: Any, case_sensitive: bool) -> str:
-        n = self.lit(_stringify(needle))
+        n = self.lit(stringify(needle))
         if not case_sensitive:
             v, n = f"lower({v})", f"lower({n})"
         if self.d == "spark":
@@ -549,68 +333,3 @@ class _FilterCompiler:
 
     def f_null(self, f: Mapping[str, Any], field: str) -> str:
         return f"({self.column(f.get('column'), f'{field}.column').sql} IS NULL)"
-
-
-def _stringify(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
-
-
-def filter_to_sql(
-    f: Mapping[str, Any] | None,
-    *,
-    dialect: str = "duckdb",
-    column_types: Mapping[str, str] | None = None,
-    multi_value_columns: frozenset[str] = frozenset(),
-) -> str:
-    """A Druid filter (JSON object) as a SQL boolean predicate (``TRUE`` for ``None``).
-    ``multi_value_columns``: columns holding lists of strings (DuckDB only), matched by any value.
-
-    Raises :class:`FilterError` (with ``.field``) for unknown types, bad fields and unsupported
-    extraction functions.
-    """
-    if f is None:
-        return "TRUE"
-    return _FilterCompiler(dialect, column_types, multi_value_columns).compile(f)
-
-
-def extraction_to_sql(
-    fn: Mapping[str, Any],
-    column: str,
-    *,
-    dialect: str = "duckdb",
-    column_types: Mapping[str, str] | None = None,
-) -> str:
-    """A Druid extraction function applied to ``column`` as a SQL string expression
-    (also used for DimensionSpecs with an ``extractionFn`` in the query engine)."""
-    comp = _FilterCompiler(dialect, column_types)
-    return comp.extraction(fn, comp.column(column, "dimension"), "extractionFn")
-
-
-def filter_columns(f: Mapping[str, Any] | None) -> set[str]:
-    """The column names a filter reads (for pruning the columns a scan must load)."""
-
-    out: set[str] = set()
-
-    def walk(x: Any) -> None:
-        if not isinstance(x, Mapping):
-            return
-        for key in ("dimension", "column"):
-            if isinstance(x.get(key), str):
-                out.add(x[key])
-        if x.get("type") == "interval" and not x.get("dimension"):
-            out.add("__time")
-        if x.get("type") == "expression" and isinstance(x.get("expression"), str):
-            out.update(required_columns(x["expression"]))
-        for d in x.get("dimensions") or []:
-            if isinstance(d, str):
-                out.add(d)
-            else:
-                walk(d)
-        for sub in x.get("fields") or []:
-            walk(sub)
-        walk(x.get("field"))
-
-    walk(f)
-    return out
