@@ -17,6 +17,14 @@ from serving.broker.sql.timeexpr import call
 Rule = Callable[[exp.Expression, TranslationContext], exp.Expression]
 #: meta key: a column reference that is a multi-value column passed on by a subquery or CTE (a list)
 MULTI_VALUE = "druid_multi_value"
+#: functions whose result is a multi-value string made on the fly (not an ARRAY, not a column's values)
+MULTI_VALUE_RESULTS = frozenset({"STRING_TO_MV", "ARRAY_TO_MV", "MV_APPEND", "MV_PREPEND", "MV_CONCAT", "MV_SLICE",
+                                 "MV_FILTER_ONLY", "MV_FILTER_NONE"})
+#: functions whose result is a list: those above, and the ARRAY-valued ones
+LIST_VALUED = MULTI_VALUE_RESULTS | frozenset(
+    {"MV_TO_ARRAY", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG"}
+    | {f"ARRAY_{op}" for op in ("APPEND", "PREPEND", "CONCAT", "SLICE", "FILTER_ONLY", "FILTER_NONE")})
+
 #: Array functions sqlglot parses into typed nodes: their Druid names (arguments in ``arg_types`` order).
 ARRAY_NODES: dict[type[exp.Expression], str] = {
     exp.ArraySize: "ARRAY_LENGTH", exp.ArrayContains: "ARRAY_CONTAINS", exp.ArrayToString: "ARRAY_TO_STRING",
@@ -127,3 +135,12 @@ def joined_elements(array: exp.Expression, separator: exp.Expression) -> exp.Exp
     var = exp.to_identifier("__joined")
     text = exp.Coalesce(this=exp.cast(exp.column(var), "VARCHAR"), expressions=[exp.Literal.string("null")])
     return call("ARRAY_TO_STRING", call("LIST_TRANSFORM", array, exp.Lambda(this=text, expressions=[var])), separator)
+
+
+def answers_the_query(select: exp.Select) -> bool:
+    """Whether the block's rows are the query's answer (the top SELECT, or a branch of a top UNION)."""
+    parent = select.parent
+    while isinstance(parent, exp.SetOperation | exp.Subquery) and not (
+            isinstance(parent, exp.Subquery) and parent.alias):
+        parent = parent.parent
+    return parent is None

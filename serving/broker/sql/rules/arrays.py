@@ -27,6 +27,7 @@ from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import ARRAY_NODES as TYPED
 from serving.broker.sql.rules import (
+    LIST_VALUED,
     MULTI_VALUE,
     anonymous_name,
     concatenated_arrays,
@@ -46,10 +47,6 @@ FUNCTIONS = frozenset({f"MV_{k}" for k in _ARITY} | {f"ARRAY_{k}" for k in _ARIT
 _VAR = "__array_value"
 _LIST = "druid_list"  # meta key: a node this rule wrote that is a list
 #: The functions of this rule whose result is an array (or a multi-value string, a list here).
-_LIST_VALUED = frozenset({f"{p}_{op}" for p in ("MV", "ARRAY") for op in ("TO_ARRAY", "APPEND", "PREPEND", "CONCAT",
-                                                                          "SLICE", "FILTER_ONLY", "FILTER_NONE")}
-                         | {"STRING_TO_MV", "STRING_TO_ARRAY", "ARRAY_CONCAT_AGG", "ARRAY_TO_MV"})
-
 
 def _anonymous(node: exp.Expression) -> exp.Expression:
     """A typed array node as the anonymous call of its Druid name."""
@@ -191,7 +188,7 @@ def arrays(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if name is None or name not in FUNCTIONS:
         return node
     out = _translate(name, list(node.expressions), ctx)
-    if name in _LIST_VALUED:
+    if name in LIST_VALUED:
         out.meta[_LIST] = True
     if name == "MV_TO_ARRAY":
         out.meta[_MV_VALUES] = True

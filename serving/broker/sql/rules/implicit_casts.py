@@ -26,7 +26,7 @@ from sqlglot import exp
 from radstack.time.sql import is_utc_zone
 from radstack.value_sql import numeric_cast_sql
 from serving.broker.sql.context import TranslationContext
-from serving.broker.sql.rules import anonymous_name, sql_around
+from serving.broker.sql.rules import MULTI_VALUE_RESULTS, anonymous_name, sql_around
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import (
     NUMERIC_FUNCTIONS,
@@ -49,15 +49,12 @@ _BITWISE_AGGREGATES = frozenset({"BIT_AND", "BIT_OR", "BIT_XOR"})
 
 
 #: functions whose result is a multi-value string made on the fly (Druid's SQL type VARCHAR)
-_MULTI_VALUE_FUNCTIONS = frozenset({"STRING_TO_MV", "MV_APPEND", "MV_PREPEND", "MV_CONCAT", "MV_SLICE",
-                                    "MV_FILTER_ONLY", "MV_FILTER_NONE", "ARRAY_TO_MV"})
-
 
 def _list_valued(e: exp.Expression) -> bool:
     """A multi-value string made on the fly, which ``||`` writes into its text as Druid does (Java's
     ``[A, B]``; DuckDB's list text is the same) — not an ARRAY (Druid refuses: "Parameters must be of the
     same type") nor a multi-value column (its values map one by one)."""
-    return anonymous_name(e) in _MULTI_VALUE_FUNCTIONS
+    return anonymous_name(e) in MULTI_VALUE_RESULTS
 
 
 def text_number(src: exp.Expression, integer: bool) -> exp.Expression:

@@ -25,7 +25,7 @@ from radstack.sql_text import ExpressionError
 from radstack.value_sql import array_sql
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
-from serving.broker.sql.rules import aggregates, anonymous_name, sql_around
+from serving.broker.sql.rules import aggregates, anonymous_name, answers_the_query, sql_around
 from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.type_rules import is_timestamp
 
@@ -98,13 +98,13 @@ def _array_value(doc: exp.Expression, path: exp.Expression, returning: exp.DataT
 
 
 def _in_scan_answer(node: exp.Expression) -> bool:
-    """Whether ``node`` is a column of the answer of a plain scan (the top SELECT, no grouping)."""
+    """Whether ``node`` is a column of the answer of a plain scan (a block whose rows are the answer, no grouping)."""
     child, parent = node, node.parent
     while parent is not None and not isinstance(parent, exp.Select):
         if not isinstance(parent, exp.Alias):
             return False
         child, parent = parent, parent.parent
-    if parent is None or parent.parent is not None or child.arg_key != "expressions":
+    if parent is None or not answers_the_query(parent) or child.arg_key != "expressions":
         return False
     return not aggregates(parent) and not parent.args.get("distinct")
 

@@ -32,8 +32,10 @@ from sqlglot import exp
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import (
     MULTI_VALUE,
+    MULTI_VALUE_RESULTS,
     aggregates,
     anonymous_name,
+    answers_the_query,
     block_nodes,
     is_aggregate,
     values_or_null,
@@ -46,8 +48,6 @@ _STRING_PREDICATES = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING"})
 #: MV_/ARRAY_ functions that read a multi-value column as a whole list (no per-value rewrite inside).
 _LIST_FUNCTION_PREFIXES = ("MV_", "ARRAY_", "STRING_TO_")
 #: MV_ functions whose result is a list of values (grouping by them explodes the result).
-_LIST_RESULTS = frozenset({"MV_FILTER_ONLY", "MV_FILTER_NONE", "MV_SLICE", "MV_APPEND", "MV_PREPEND", "MV_CONCAT",
-                           "STRING_TO_MV", "ARRAY_TO_MV"})
 _VALUE = "__mv_value"
 _EACH = "__mv_each"
 #: a meta key: this reference to a multi-value column reads the list whole (the rule wrote it)
@@ -83,7 +83,7 @@ def multi_value(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression
         if columns or _reads_list_results(select):
             _Block(select, table, columns).rewrite()
     for select in tree.find_all(exp.Select):
-        if _is_output(select):
+        if answers_the_query(select):
             _render_list_results(select)
     return tree
 
@@ -94,7 +94,7 @@ def _render_list_results(select: exp.Select) -> None:
     JSON array text, none as NULL) — also in blocks that join or unnest."""
     for p in select.expressions:
         target = p.this if isinstance(p, exp.Alias) else p
-        if anonymous_name(target) in _LIST_RESULTS:
+        if anonymous_name(target) in MULTI_VALUE_RESULTS:
             name = p.alias if isinstance(p, exp.Alias) else None
             rendered = _rendered(target)
             p.replace(exp.alias_(rendered, name, quoted=True) if name else rendered)
@@ -118,15 +118,6 @@ def _mark_passed_on(select: exp.Select, source: exp.Expression | None, ctes: dic
 _PASSED_ON = "druid_multi_value_out"
 
 
-def _is_output(select: exp.Select) -> bool:
-    """Whether the block's rows are the query's answer (the top SELECT, or a branch of a top UNION)."""
-    parent = select.parent
-    while isinstance(parent, exp.SetOperation | exp.Subquery) and not (
-            isinstance(parent, exp.Subquery) and parent.alias):
-        parent = parent.parent
-    return parent is None
-
-
 def _consumed(node: exp.Expression, top: exp.Expression, *, by_text: bool = True) -> bool:
     """Whether an ``MV_``/``ARRAY_`` function between ``node`` and ``top`` takes ``node``'s list whole
     (``MV_TO_STRING(MV_APPEND(s, 'x'), ',')`` groups by the joined text, not by each value) — or, with
@@ -147,7 +138,7 @@ def _consumed(node: exp.Expression, top: exp.Expression, *, by_text: bool = True
 def _reads_list_results(select: exp.Select) -> bool:
     """Whether the block calls an ``MV_`` function that makes a multi-value string of a plain one
     (``STRING_TO_MV``, ``MV_APPEND(s, 'x')`` …): grouped by, its values explode as a column's would."""
-    return any(anonymous_name(n) in _LIST_RESULTS for n in block_nodes(select, select))
+    return any(anonymous_name(n) in MULTI_VALUE_RESULTS for n in block_nodes(select, select))
 
 
 class _Block:
@@ -314,7 +305,7 @@ class _Block:
         if self.distinct_values() or self.select.args.get("distinct"):
             return
         groups = self.grouping()
-        if any(self._multi_in(g) or any(anonymous_name(n) in _LIST_RESULTS for n in g.walk()) for g in groups):
+        if any(self._multi_in(g) or any(anonymous_name(n) in MULTI_VALUE_RESULTS for n in g.walk()) for g in groups):
             return
         aliases = {p.alias: p.this for p in self.select.expressions if isinstance(p, exp.Alias)}
         groups = [aliases[g.name].copy() if isinstance(g, exp.Column) and not g.table and g.name in aliases
@@ -374,7 +365,7 @@ class _Block:
         lists: list[exp.Expression] = []  # MV_ functions to explode (replaced in the block by a column)
         cols: list[str] = list(dict.fromkeys([*self.distinct_values(), *also]))
         for g in self.grouping():
-            found = [n for n in g.walk() if anonymous_name(n) in _LIST_RESULTS and not _consumed(n, g)]
+            found = [n for n in g.walk() if anonymous_name(n) in MULTI_VALUE_RESULTS and not _consumed(n, g)]
             if found:
                 lists += [f for f in found if all(f.sql() != x.sql() for x in lists)]
                 continue
@@ -418,7 +409,7 @@ class _Block:
     def render_scan(self) -> None:
         """Values of a plain scan: one value as itself, several as their JSON array text — in the
         answer; a subquery or CTE passes its multi-value columns on as lists, marked for its reader."""
-        if not _is_output(self.select):
+        if not answers_the_query(self.select):
             passed = []
             for p in self.select.expressions:
                 target = p.this if isinstance(p, exp.Alias) else p
