@@ -33,7 +33,7 @@ import httpx
 
 from operations.processes import free_port
 from radstack import jvm
-from radstack.process_state import kill_group, stop_groups
+from radstack.process_state import kill_group, spawn_group, stop_groups
 
 __all__ = ["DruidError", "ServiceSpec", "LocalDruid", "ensure_druid_jars", "JAVA17_FLAGS", "SERVICES"]
 
@@ -285,12 +285,7 @@ class LocalDruid:
         return [*cmd, "-cp", classpath, *main]
 
     def _spawn(self, name: str, cmd: list[str]) -> None:
-        out = open(self.logs_dir / f"{name}.stdout.log", "ab")  # noqa: SIM115 - owned by the child
-        try:
-            self.procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                cwd=self.base_dir, start_new_session=True)
-        finally:
-            out.close()
+        self.procs[name] = spawn_group(cmd, self.logs_dir / f"{name}.stdout.log", cwd=self.base_dir)
 
     def start(self, timeout_s: float = 420.0) -> None:
         """Start ZooKeeper, then every Druid service; return when all answer /status/health."""

@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from radstack.process_state import pid_alive
+from radstack.process_state import pid_alive, spawn_group
 
 #: the address range the hosts live in: 198.18.0.0/15 is reserved for benchmarking networks
 SUBNET_PREFIX = "198.18.0."
@@ -256,9 +256,7 @@ class SimulatedHosts:
               cwd: Path | None = None) -> subprocess.Popen[bytes]:
         """Start ``argv`` on ``host`` in the background, in its own process group; output to ``log``
         (a path as the launcher sees it)."""
-        with open(log, "ab") as out:
-            proc = subprocess.Popen(self.command(host, argv), stdout=out, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True)  # fmt: skip
+        proc = spawn_group(self.command(host, argv), log, env=env, cwd=cwd)
         # returned once it is on the host (nsenter has entered the namespaces), so a kill_host right
         # after cannot miss it
         inode, deadline = _netns_inode(self.netns(host)), time.monotonic() + 10

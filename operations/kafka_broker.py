@@ -27,6 +27,7 @@ from typing import Any
 from operations.processes import port_in_use, port_open, stop_process_group, tail
 from radstack import jvm
 from radstack.config import Settings
+from radstack.process_state import spawn_group
 from realtime.topics import admin_client
 
 STORAGE_TOOL = "kafka.tools.StorageTool"  # what kafka-storage.sh runs in Kafka 4.1
@@ -270,15 +271,7 @@ class KafkaBroker:
         self.check_ports()
         self.prepare()
         self.out_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.out_file, "ab") as out:
-            self.process = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=self.kafka_dir,
-            )
+        self.process = spawn_group(self.command(), self.out_file, cwd=self.kafka_dir)
         return self.process
 
     def wait_ready(self, timeout: float = 90.0) -> None:

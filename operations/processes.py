@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from radstack.process_state import kill_group, proc_stat
+from radstack.process_state import kill_group, proc_stat, spawn_group
 
 
 def writes_to(stream: Any, path: Path) -> bool:
@@ -173,9 +173,7 @@ class NodeLaunch:
 
     def spawn(self) -> subprocess.Popen[bytes]:
         """Start the node again, in its own process group, appending to its log."""
-        with open(self.log, "ab") as out:
-            return subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env={**os.environ, **self.env}, cwd=self.cwd, start_new_session=True)  # fmt: skip
+        return spawn_group(self.argv, Path(self.log), env={**os.environ, **self.env}, cwd=self.cwd)
 
 
 @dataclass
@@ -214,6 +212,4 @@ class NodeGroup:
         if self.runner is not None:
             self._procs[name] = self.runner(name, cmd, log, env, cwd)
             return
-        with log.open("ab") as out:
-            self._procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                 env=env, cwd=cwd, start_new_session=True)  # fmt: skip
+        self._procs[name] = spawn_group(cmd, log, env=env, cwd=cwd)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,7 @@ from operations.processes import (
 )
 from radstack.config import Settings
 from radstack.datasources import load_catalog
-from radstack.process_state import pid_alive, process_start_time
+from radstack.process_state import pid_alive, process_start_time, spawn_group
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import archive_watermark
 from radstack.storage.replicas import MAX_REPLICAS
@@ -290,15 +289,8 @@ def start_one(settings: Settings, spec: ProcessSpec, say: Callable[[str], None] 
     with open(log, "ab") as out:
         out.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(argv)}\n".encode())
         out.flush()
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            cwd=str(settings.home),
-            env={**_child_env(settings), **(spec.env(settings) if spec.env is not None else {})},
-        )
+    proc = spawn_group(argv, log, cwd=settings.home,
+                       env={**_child_env(settings), **(spec.env(settings) if spec.env is not None else {})})
     PidRecord(spec.name, proc.pid, process_start_time(proc.pid), argv, port, time.time(), str(log)).write(pf)
     deadline = started + spec.ready_timeout(settings)
     while True:

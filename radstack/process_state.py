@@ -1,5 +1,5 @@
-"""Whether a process runs, read from ``/proc``, and stopping the process groups we started (one place for
-every layer: the stack's pid files, the broker's private cache files, the batch layer's in-flight job
+"""Whether a process runs, read from ``/proc``, and starting and stopping the process groups we start (one
+place for every layer: the stack's pid files, the broker's private cache files, the batch layer's in-flight job
 records, Druid's and HDFS's local nodes, the Overlord's Spark tasks)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 
@@ -34,6 +34,16 @@ def pid_alive(pid: int, start_time: int | None = None) -> bool:
     if f is None or f[0] in ("Z", "X"):
         return False
     return start_time is None or int(f[19]) == start_time
+
+
+def spawn_group(argv: Sequence[str], log: Path, *, env: Mapping[str, str] | None = None,
+                cwd: str | os.PathLike[str] | None = None) -> subprocess.Popen[bytes]:
+    """Start ``argv`` in a process group of its own (a new session: :func:`stop_groups` and
+    :func:`kill_group` reach its children too), stdin from /dev/null, stdout and stderr appended to ``log``.
+    ``env``: the whole environment (None: this process's)."""
+    with open(log, "ab") as out:
+        return subprocess.Popen(list(argv), stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True)
 
 
 def kill_group(proc: subprocess.Popen[bytes], wait_s: float = 10.0) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ import yaml
 
 from radstack.config import Settings
 from radstack.private_files import private_dir, write_private
-from radstack.process_state import stop_groups
+from radstack.process_state import spawn_group, stop_groups
 from radstack.storage.ingest_stats import IngestStats
 from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
@@ -84,12 +83,8 @@ def run_spark_task(runner: Any, state: Any, module: str) -> int:
     result = work / "result.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env["RADSTACK_CONFIG"] = str(work / "settings.yaml")
-    with log_path.open("ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", module, str(work / "task.json"), str(result)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            cwd=_REPO_ROOT, start_new_session=True,
-        )  # fmt: skip
+    proc = spawn_group([sys.executable, "-m", module, str(work / "task.json"), str(result)], log_path, env=env,
+                       cwd=_REPO_ROOT)
     try:
         while proc.poll() is None:
             if state.cancel.is_set():
