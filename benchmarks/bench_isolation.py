@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_query_guard import DASHBOARD_SQL as GUARD_SQL  # noqa: E402
 
-from serving.broker.memory_guard import INTERVAL_SECONDS, MemoryGuard, resident_bytes  # noqa: E402
-from serving.broker.query_manager import QueryManager  # noqa: E402
+from serving.broker.queries.memory_guard import INTERVAL_SECONDS, MemoryGuard, resident_bytes  # noqa: E402
+from serving.broker.queries.query_manager import QueryManager  # noqa: E402
 from serving.broker.sql import Catalog, ColumnInfo, translate  # noqa: E402
 
 #: the dashboard mix of bench_query_guard (no string built), and two statements that build strings

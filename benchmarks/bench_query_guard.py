@@ -64,7 +64,7 @@ def _load_child(mode: str, path: str) -> None:
     import duckdb
 
     from radstack.duckdb_sandbox import sandboxed_connection
-    from serving.broker.segment_cache import _copy_into
+    from serving.broker.store.segment_cache import _copy_into
 
     t = time.perf_counter()
     if mode == "baseline":
@@ -102,7 +102,7 @@ def bench_load(rows: int, repeat: int) -> dict[str, float]:
 def bench_planning(repeat: int) -> dict[str, float]:
     from sqlglot import exp
 
-    from serving.broker.relations import check_relations, cte_references
+    from serving.broker.queries.relations import check_relations, cte_references
     from serving.broker.sql.catalog import Catalog, ColumnInfo
     from serving.broker.sql.dialect import parse
     from serving.broker.sql.translate import translate
@@ -128,7 +128,7 @@ def bench_planning(repeat: int) -> dict[str, float]:
 
 def bench_native(repeat: int) -> dict[str, float]:
     from radstack.duckdb_sandbox import sandboxed_connection
-    from serving.broker.relations import check_statement
+    from serving.broker.queries.relations import check_statement
 
     con = sandboxed_connection()
     con.execute("CREATE TABLE bench AS SELECT range AS m1, range % 100 AS d1, TIMESTAMP '2026-01-01' AS __time "

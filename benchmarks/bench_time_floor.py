@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from radstack.time.floor import time_floor_sql  # noqa: E402  (after the path insert above)
-from serving.broker.sql.udfs import register  # noqa: E402
+from serving.broker.store.udfs import register  # noqa: E402
 
 CASES = [  # (period, origin, zone)
     ("PT1H", 1_704_069_000_000, "UTC"),  # an hour from :30

@@ -146,7 +146,7 @@ def scan_rates(settings: Settings, cores: int, repeat: int) -> list[dict[str, An
     from radstack.time.intervals import Interval
     from serving.broker.native import run_native_query
     from serving.broker.service import BrokerService
-    from serving.broker.views import time_range_sql
+    from serving.broker.store.views import time_range_sql
 
     md = MetadataStore.from_url(settings.metadata_url)
     svc = BrokerService(settings, md, open_deep_storage(settings))

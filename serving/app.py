@@ -48,8 +48,8 @@ from serving.overlord.api import router as overlord_router
 from serving.overlord.supervisors_api import router as supervisors_router
 from serving.overlord.tasks import TaskRunner
 from serving.request_log import RequestLogMiddleware
-from serving.subscriptions import SubscriptionHub
-from serving.subscriptions_api import router as subscriptions_router
+from serving.subscriptions.api import router as subscriptions_router
+from serving.subscriptions.hub import SubscriptionHub
 
 log = logging.getLogger(__name__)
 

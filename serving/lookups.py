@@ -72,7 +72,7 @@ class LoadedLookup:
 
     @property
     def tables(self) -> tuple[str, ...]:
-        """Every DuckDB table a statement reading this lookup may read (serving/broker/relations.py)."""
+        """Every DuckDB table a statement reading this lookup may read (serving/broker/queries/relations.py)."""
         return (self.table, self.ranges_table) if self.ranges else (self.table,)
 
 

@@ -95,7 +95,7 @@ def single_coupons(blobs: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The coupon of every image that is a compact list of exactly one coupon (a per-row sketch of data
     ingested without rollup), as int64; null for any other image. A union adds such an image's coupon
     and nothing else, so the coupon alone merges it (``merge_hll_lists(singles=…)``): the broker keeps it
-    in an integer column beside the sketch (:mod:`serving.broker.segment_cache`), which DuckDB collects
+    in an integer column beside the sketch (:mod:`serving.broker.store.segment_cache`), which DuckDB collects
     many times faster than the images."""
     blobs = one_array(blobs)
     data, offs = buffers(blobs)

@@ -63,7 +63,7 @@ def single_hashes(blobs: pa.Array | pa.ChunkedArray) -> pa.Array:
     """The hash of every image that is a compact single-hash sketch of the default seed (a per-row sketch
     of data ingested without rollup), as int64; null for any other image. Such a sketch is exact (theta
     1.0), so its hash alone merges it (``merge_theta_lists(singles=…)``): the broker keeps it in an
-    integer column beside the sketch (:mod:`serving.broker.segment_cache`)."""
+    integer column beside the sketch (:mod:`serving.broker.store.segment_cache`)."""
     blobs = one_array(blobs)
     data, offs = buffers(blobs)
     start, length = offs[:-1], np.diff(offs)

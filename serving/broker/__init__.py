@@ -3,7 +3,7 @@
 Druid SQL lives in :mod:`serving.broker.sql` on top of :class:`BrokerService`.
 """
 
-from serving.broker.query_manager import QueryManager, RunningQuery
+from serving.broker.queries.query_manager import QueryManager, RunningQuery
 from serving.broker.service import BrokerService
 
 __all__ = ["BrokerService", "QueryManager", "RunningQuery"]

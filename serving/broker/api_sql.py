@@ -16,12 +16,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from radstack.config import ServerSettings
-from serving.auth import User, query_canceller, request_user
-from serving.broker.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
-from serving.broker.projections import projection_header
+from serving.auth import query_canceller, request_user
 from serving.broker.sql.engine import ServerInfo, execute
+from serving.broker.sql.request import authorizer, context_and_parameters, reader, stringify_arrays
 from serving.broker.sql.result_formats import ResultWriter, check_format
-from serving.broker.sql.translate import Translation
+from serving.broker.store.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
+from serving.broker.store.projections import projection_header
 from serving.errors import DruidError, not_found, query_error
 
 router = APIRouter()
@@ -57,26 +57,6 @@ async def parse_request(request: Request) -> dict[str, Any]:
             raise DruidError("The SQL query is not valid UTF-8") from e
         return {"query": text}
     raise DruidError(f"Unsupported Content-Type: {ctype}", status=415)
-
-
-def context_and_parameters(body: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The ``context`` object and ``parameters`` array of a SQL request (400 when of the wrong type)."""
-    context = body.get("context")
-    if context is None:
-        context = {}
-    if not isinstance(context, dict):
-        raise DruidError("'context' must be a JSON object")
-    parameters = body.get("parameters")
-    if parameters is None:
-        parameters = []
-    if not isinstance(parameters, list):
-        raise DruidError("'parameters' must be a JSON array")
-    return context, parameters
-
-
-def stringify_arrays(context: dict[str, Any]) -> bool:
-    """Druid's ``sqlStringifyArrays`` (default true): arrays in results written as JSON strings."""
-    return context.get("sqlStringifyArrays", True) not in (False, "false")
 
 
 def _broker(request: Request) -> Any:
@@ -169,24 +149,6 @@ def server_info(ctx: Any, broker: Any) -> ServerInfo:
     header, which the client chooses)."""
     server = _server_settings(ctx, broker)
     return ServerInfo(server.host, server.port, getattr(ctx, "started_ms", None))
-
-
-def authorizer(user: User | None) -> Any:
-    """READ on every datasource, lookup and ``sys`` table the statement reads (nothing to check without auth)."""
-    if user is None:
-        return None
-
-    def check(tr: Translation) -> None:
-        user.require("DATASOURCE", tr.datasources, "READ")
-        user.require("LOOKUP", tr.lookups, "READ")
-        user.require("SYSTEM_TABLE", {f"{schema}.{table}" for schema, table in tr.system_tables
-                                      if schema.lower() == "sys"}, "READ")
-
-    return check
-
-
-def reader(user: User | None) -> Any:
-    return None if user is None else (lambda ds: user.can("DATASOURCE", ds, "READ"))
 
 
 def _checked(batches: Any, running: Any) -> Any:

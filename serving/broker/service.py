@@ -4,8 +4,8 @@ It polls the metadata store (``coordinator.metadata_poll_seconds``; :meth:`Broke
 at once), builds a :class:`VersionedIntervalTimeline` per datasource, loads every visible segment into
 the :class:`SegmentCache` and then, in one DuckDB transaction, replaces each datasource's VIEW (named
 after the datasource) with the UNION ALL of its visible segments, each clipped to its visible interval
-(:mod:`serving.broker.views`), together with the views of its aggregate projections
-(:mod:`serving.broker.projections`). Segments that stopped being visible are dropped afterwards; statements already running keep reading
+(:mod:`serving.broker.store.views`), together with the views of its aggregate projections
+(:mod:`serving.broker.store.projections`). Segments that stopped being visible are dropped afterwards; statements already running keep reading
 their snapshot (DuckDB MVCC), so a query never sees two versions of one interval.
 """
 
@@ -15,7 +15,6 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import duckdb
@@ -30,77 +29,27 @@ from radstack.storage.replicas import choose_replicas, realtime_replicas, serve_
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval, format_instant
-from serving.broker.cache_database import close_cache_database, open_cache_database
-from serving.broker.memory_guard import MemoryGuard
-from serving.broker.projections import ProjectionView, datasource_projections, projection_view_sql, store_sql
-from serving.broker.query_manager import QueryManager
-from serving.broker.segment_cache import SINGLE_PREFIX, SegmentCache, SegmentLoadError
-from serving.broker.sql import udfs
-from serving.broker.views import Chunk, ColumnInfo, single_columns, singles_view_sql, union_columns, view_sql
-from serving.lookups import LoadedLookup, LookupChanges, LookupRegistry
+from serving.broker.queries.memory_guard import MemoryGuard
+from serving.broker.queries.query_manager import QueryManager
+from serving.broker.store import udfs
+from serving.broker.store.cache_database import close_cache_database, open_cache_database
+from serving.broker.store.projections import (
+    datasource_projections,
+    projection_view_sql,
+    store_sql,
+)
+from serving.broker.store.segment_cache import SegmentCache, SegmentLoadError
+from serving.broker.store.state import BrokerState, DatasourceState
+from serving.broker.store.views import (
+    Chunk,
+    union_columns,
+    view_sql,
+)
+from serving.lookups import LookupChanges, LookupRegistry
 
 log = logging.getLogger(__name__)
 
 _GEN_TABLE = "__rs_generation"
-
-
-@dataclass(frozen=True)
-class DatasourceState:
-    name: str
-    chunks: tuple[Chunk, ...]
-    columns: tuple[ColumnInfo, ...]
-    timeline: VersionedIntervalTimeline = field(compare=False)
-    projections: tuple[ProjectionView, ...] = ()
-    #: datasource table → the segment numbers it held when this state was built (views.select_sqls)
-    members: dict[str, tuple[int, ...]] = field(default_factory=dict, compare=False)
-
-    @property
-    def view(self) -> str:
-        return quote_ident(self.name)
-
-    @property
-    def sketch_view_name(self) -> str:
-        """The view of the datasource's rows with the integer columns beside its sketch columns
-        (:func:`serving.broker.views.singles_view_sql`; only SQL sketch merges read it)."""
-        return f"__sketches__{self.name}"
-
-    def sketch_view_sql(self) -> str | None:
-        return singles_view_sql(self.chunks, self.columns, self.members)
-
-    @property
-    def singles(self) -> dict[str, str]:
-        """Sketch column → the sketch view's integer column beside it (for the columns some of whose
-        rows have one)."""
-        return {c.name[len(SINGLE_PREFIX):]: c.name for c in single_columns(self.chunks, self.columns)}
-
-    @property
-    def whole_singles(self) -> frozenset[str]:
-        """The sketch columns every visible row of which has its one value beside it."""
-        sets = [set(c.loaded.whole_singles) for c in self.chunks]
-        return frozenset(set.intersection(*sets) if sets else set())
-
-    def column(self, name: str) -> ColumnInfo | None:
-        for c in self.columns:
-            if c.name == name:
-                return c
-        return None
-
-    @property
-    def dimensions(self) -> list[str]:
-        return [c.name for c in self.columns if c.kind == "dimension"]
-
-    @property
-    def metrics(self) -> list[str]:
-        return [c.name for c in self.columns if c.kind == "metric"]
-
-
-@dataclass(frozen=True)
-class BrokerState:
-    generation: int
-    datasources: dict[str, DatasourceState]
-    segments: tuple[DataSegment, ...]  # every used segment from the metadata store
-    overshadowed: frozenset[str]
-    lookups: dict[str, LoadedLookup] = field(default_factory=dict)  # name → its table (serving/lookups.py)
 
 
 class BrokerService:

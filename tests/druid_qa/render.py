@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from serving.broker.sql.result_formats import java_double, java_float
+from radstack.java_numbers import java_double, java_float
 
 
 def _timestamp(v: Any) -> str:

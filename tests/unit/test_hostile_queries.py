@@ -1,7 +1,7 @@
 """Queries a hostile or careless client sends get Druid's 4xx error JSON, quickly, never a 500.
 
 Every case here answered 500 (RecursionError, TypeError, AttributeError, a DuckDB error) or ran for
-tens of seconds before the limits in serving/broker/limits.py and the string-size rule existed."""
+tens of seconds before the limits in serving/broker/queries/limits.py and the string-size rule existed."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from operations.server import create_server_app
 from radstack.spec import parse_data_schema
 from radstack.storage.indexer import index_partition
 from radstack.storage.publish import publish
-from serving.broker.limits import json_depth, sql_depth
+from serving.broker.queries.limits import json_depth, sql_depth
 from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
 from tests.fixtures.server import server_settings
 

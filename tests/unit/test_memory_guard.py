@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 import time
 
-from serving.broker.memory_guard import MemoryGuard, resident_bytes
-from serving.broker.query_manager import QueryManager
+from serving.broker.queries.memory_guard import MemoryGuard, resident_bytes
+from serving.broker.queries.query_manager import QueryManager
 from serving.errors import DruidError
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from serving.broker.native import run_native_query
-from serving.broker.query_manager import QueryManager
+from serving.broker.queries.query_manager import QueryManager
 from serving.errors import DruidError
 from tests.fixtures.broker import WIKI_SCHEMA, wiki_table
 

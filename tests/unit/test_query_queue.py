@@ -10,7 +10,7 @@ from typing import Any
 import duckdb
 import pytest
 
-from serving.broker.query_manager import QueryManager
+from serving.broker.queries.query_manager import QueryManager
 from serving.errors import DruidError
 
 
@@ -297,7 +297,7 @@ def test_under_a_stream_of_big_queries_a_small_one_tries_again_after_each_until_
     for t in holders:
         t.join(5)
     # a budget spent: DuckDB's error, not a wait forever
-    monkeypatch.setattr("serving.broker.query_manager.OOM_WAIT_SECONDS", 0.2)
+    monkeypatch.setattr("serving.broker.queries.query_manager.OOM_WAIT_SECONDS", 0.2)
     release, order = threading.Event(), []
     holder = _hold(qm, "hog", release, order)
     _wait_for(lambda: order == ["hog"])

@@ -1,4 +1,4 @@
-"""The broker's segment cache on local disk (serving/broker/segment_cache.py): segments are held once, in
+"""The broker's segment cache on local disk (serving/broker/store/segment_cache.py): segments are held once, in
 DuckDB's format under ``{home}/segment-cache``, and a restarted broker serves them without fetching."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import pytest
 
 from radstack.config import Settings
 from radstack.storage.metadata import MetadataStore
-from serving.broker.cache_database import CACHE_FILE, close_cache_database, open_cache_database
-from serving.broker.segment_cache import SEGMENT_COLUMN
 from serving.broker.service import BrokerService
+from serving.broker.store.cache_database import CACHE_FILE, close_cache_database, open_cache_database
+from serving.broker.store.segment_cache import SEGMENT_COLUMN
 from tests.fixtures.broker import WIKI_SCHEMA, index_and_publish, open_test_deep_storage, wiki_table
 
 COUNT = 'SELECT COUNT(*), SUM("added") FROM wiki'
@@ -200,7 +200,7 @@ def test_segments_share_their_datasource_table_unless_a_type_differs(home: tuple
 
 
 def test_segment_ranges_never_cover_a_segment_that_is_not_wanted() -> None:
-    from serving.broker.views import _runs
+    from serving.broker.store.views import _runs
 
     # 4 is held (overshadowed, not dropped yet) but not visible: it splits the ranges
     assert _runs((1, 2, 3, 4, 5, 9), {1, 2, 3, 5, 9}) == [(1, 3), (5, 9)]

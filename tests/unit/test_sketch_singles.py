@@ -1,5 +1,5 @@
 """Merges of per-row sketches read the integer column beside them (serving/broker/sql/rules/sketch_singles.py,
-serving/broker/segment_cache.py): every answer equals the same merge over the sketch images (a merge over
+serving/broker/store/segment_cache.py): every answer equals the same merge over the sketch images (a merge over
 a subquery reads the images), and the integer columns stay out of reach: no ``*``, no column list, no name
 a query can use shows them."""
 
@@ -11,10 +11,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from serving.broker import segment_cache
 from serving.broker.service import BrokerService
 from serving.broker.sql.engine import catalog_of
 from serving.broker.sql.translate import translate
+from serving.broker.store import segment_cache
 from serving.errors import DruidError
 from tests.unit.test_sql_execution import run
 

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from radstack.java_numbers import java_double, java_float
 from serving.broker.sql.engine import execute
-from serving.broker.sql.result_formats import ResultWriter, java_double, java_float
-from serving.broker.sql.udfs import chop_bytes
+from serving.broker.sql.result_formats import ResultWriter
+from serving.broker.store.udfs import chop_bytes
 from serving.errors import DruidError
 
 

@@ -233,7 +233,7 @@ def test_ctes_reach_duckdb_under_private_names_in_their_scope_only() -> None:
 def test_the_relation_check_refuses_what_a_rule_could_let_through() -> None:
     import sqlglot
 
-    from serving.broker.relations import check_relations
+    from serving.broker.queries.relations import check_relations
 
     allowed = CATALOG.relations({"wiki"})
     check_relations(sqlglot.parse_one('WITH x AS (SELECT 1) SELECT * FROM "wiki", x', dialect="duckdb"), allowed)

@@ -7,7 +7,7 @@ import pytest
 
 from serving.auth import User
 from serving.errors import DruidError
-from serving.subscriptions import Subscription
+from serving.subscriptions.hub import Subscription
 
 
 def test_validation_errors_are_400s() -> None:

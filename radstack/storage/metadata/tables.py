@@ -192,7 +192,7 @@ def define_tables(md: sa.MetaData) -> dict[str, sa.Table]:
         _col("updated", sa.String(255), nullable=False),
     )
     subscriptions = (
-        sa.Table(  # radstack: live queries whose answers the server pushes (serving/subscriptions.py)
+        sa.Table(  # radstack: live queries whose answers the server pushes (serving/subscriptions/hub.py)
             "radstack_subscriptions",
             md,
             _col("id", sa.String(255), primary_key=True),

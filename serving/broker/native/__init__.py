@@ -10,14 +10,13 @@ import contextlib
 import logging
 import re
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import duckdb
 import orjson
 
 from radstack.expressions.compiler import VALUE_LIMIT
 from serving.auth import User
-from serving.broker.limits import check_json_depth, planning_guard, resource_limit
 from serving.broker.native.context import QueryContext
 from serving.broker.native.groupby import run_groupby
 from serving.broker.native.scan import iter_scan, run_scan
@@ -26,11 +25,10 @@ from serving.broker.native.segment_metadata import run_segment_metadata
 from serving.broker.native.time_boundary import run_datasource_metadata, run_time_boundary
 from serving.broker.native.timeseries import run_timeseries
 from serving.broker.native.topn import run_topn
-from serving.broker.query_manager import QueryManager
+from serving.broker.queries.limits import check_json_depth, planning_guard, resource_limit
+from serving.broker.queries.query_manager import QueryManager
+from serving.broker.store.state import QueryableBroker
 from serving.errors import DruidError, engine_refusal, internal_error, invalid_input, user_message
-
-if TYPE_CHECKING:
-    from serving.broker.service import BrokerService
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +98,7 @@ def lookup_names(query: Any) -> set[str]:
     return names
 
 
-def run_native_query(service: BrokerService, query: Any, *, query_id: str | None = None,
+def run_native_query(service: QueryableBroker, query: Any, *, query_id: str | None = None,
                      user: User | None = None, used_projections: dict[str, str] | None = None,
                      client: str | None = None, encode: Callable[[list[dict[str, Any]]], Any] | None = None,
                      stream: bool = False) -> Any:
@@ -137,7 +135,7 @@ def run_native_query(service: BrokerService, query: Any, *, query_id: str | None
         VALUE_LIMIT.reset(value_limit)
 
 
-def _run(service: BrokerService, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
+def _run(service: QueryableBroker, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
          needs_intervals: bool, default_gran: Any, user: User | None,
          used_projections: dict[str, str] | None, client: str | None,
          encode: Callable[[list[dict[str, Any]]], Any] | None, stream: bool) -> Any:

@@ -162,7 +162,7 @@ def parse_aggregator(spec: Any, ctx: QueryContext) -> Aggregator:
         if ctx.col_type(x or "") != "STRING":
             col = f"CAST({col} AS VARCHAR)"
         max_bytes = int(spec.get("maxStringBytes", 1024))
-        # cut to maxStringBytes of UTF-8, never splitting a character (the UDF serving/broker/sql/udfs.py
+        # cut to maxStringBytes of UTF-8, never splitting a character (the UDF serving/broker/store/udfs.py
         # registers for native queries too)
         if typ == "stringAny":
             return Aggregator(name, f"DRUID_CHOP_BYTES(any_value({col}), {max_bytes})", "STRING", None, spec)

@@ -29,11 +29,11 @@ from serving.broker.native.granularity_sql import (
 )
 from serving.broker.native.projections import choose_projection
 from serving.broker.native.virtual_columns import parse_virtual_columns
-from serving.broker.projections import ProjectionView
-from serving.broker.query_manager import RunningQuery
-from serving.broker.relations import check_statement
-from serving.broker.service import BrokerState, DatasourceState
-from serving.broker.views import Chunk, quote_ident, select_sqls, single_infos, time_range_sql
+from serving.broker.queries.query_manager import RunningQuery
+from serving.broker.queries.relations import check_statement
+from serving.broker.store.projections import ProjectionView
+from serving.broker.store.state import BrokerState, DatasourceState
+from serving.broker.store.views import Chunk, quote_ident, select_sqls, single_infos, time_range_sql
 from serving.errors import DruidError, invalid_input, unsupported
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE"}
@@ -212,7 +212,7 @@ class QueryContext:
     # ---- SQL ----------------------------------------------------------------------------------
     def run(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
         """Run one statement built for this query, after checking that it reads only this query's
-        datasources (:func:`serving.broker.relations.check_statement`)."""
+        datasources (:func:`serving.broker.queries.relations.check_statement`)."""
         check_statement(sql, self.relations)
         return self.rq.execute(self.cursor, sql, params)
 

@@ -19,7 +19,7 @@ import orjson
 
 from serving.broker.native.context import QueryContext, q, sql_str
 from serving.broker.native.results import render
-from serving.broker.views import chunk_select_sql
+from serving.broker.store.views import chunk_select_sql
 from serving.errors import invalid_input
 
 #: rows read from DuckDB at a time at most …

@@ -12,7 +12,7 @@ from typing import Any
 
 from serving.broker.native.aggregation import BUCKET, AggregationPlan
 from serving.broker.native.context import QueryContext, q
-from serving.broker.query_manager import native_flag
+from serving.broker.queries.query_manager import native_flag
 from serving.errors import invalid_input
 
 

@@ -69,7 +69,7 @@ class Catalog:
     """Datasources visible to SQL (``druid`` schema), each with its columns in table order."""
 
     datasources: dict[str, list[ColumnInfo]] = field(default_factory=dict)
-    #: datasource → its aggregate projections (:class:`serving.broker.projections.ProjectionView`);
+    #: datasource → its aggregate projections (:class:`serving.broker.store.projections.ProjectionView`);
     #: their views are queryable only through the projections rule, never listed in INFORMATION_SCHEMA
     projections: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: lookup name → :class:`serving.lookups.LoadedLookup` (its table has columns ``k``, ``v``): the
@@ -102,7 +102,7 @@ class Catalog:
 
     def relations(self, datasources: Any = (), system_tables: Any = (), lookups: Any = ()) -> frozenset[str]:
         """The DuckDB relation names a statement reading ``datasources``, ``system_tables`` (keys of
-        :data:`SYSTEM_TABLES`) and ``lookups`` may use: :func:`serving.broker.relations.check_relations`."""
+        :data:`SYSTEM_TABLES`) and ``lookups`` may use: :func:`serving.broker.queries.relations.check_relations`."""
         names: set[str] = set()
         for ds in datasources:
             if ds in self.datasources:

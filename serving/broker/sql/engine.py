@@ -9,24 +9,25 @@ import re
 import threading
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 
-from radstack.config import ServerSettings, Settings
+from radstack.config import ServerSettings
 from radstack.druid_types import JSON_COLUMN, native_type, sql_type_of_arrow
 from radstack.sketches import family_of
 from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
-from serving.broker.limits import check_sql_text, resource_limit
-from serving.broker.sql import explain, information_schema, sys_tables, udfs
+from serving.broker.queries.limits import check_sql_text, resource_limit
+from serving.broker.sql import explain, information_schema, sys_tables
 from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
 from serving.broker.sql.result_formats import Column
 from serving.broker.sql.translate import Translation, translate
+from serving.broker.store import udfs
+from serving.broker.store.state import QueryableBroker
 from serving.errors import DruidError, cancelled, engine_refusal, internal_error, user_message
 
 BATCH_ROWS = 4096
@@ -118,33 +119,14 @@ def next_batch(reader: pa.RecordBatchReader) -> pa.RecordBatch:
         raise
 
 
-class SqlBroker(Protocol):
-    """What a statement needs of the broker (:class:`serving.broker.service.BrokerService`): a snapshot
-    of its views with the state they were made from (an optimistic one, outside a transaction, with a
-    check that nothing was committed meanwhile), a connection to register UDFs on, its settings and
-    the segments ``sys.segments`` lists."""
-
-    settings: Settings
-    udf_key: object
-
-    def snapshot(self) -> AbstractContextManager[tuple[duckdb.DuckDBPyConnection, Any]]: ...
-
-    def optimistic_snapshot(self) -> AbstractContextManager[
-            tuple[duckdb.DuckDBPyConnection, Any, Callable[[], bool]]]: ...
-
-    def connection(self) -> duckdb.DuckDBPyConnection: ...
-
-    def segment_states(self) -> list[dict[str, Any]]: ...
-
-
 #: broker → (its last state, the catalog made from it): one catalog per broker generation, so what a
 #: catalog memoizes (sqlglot schemas, translations) lives as long as the generation (and no longer than
 #: the broker)
-_CATALOGS: weakref.WeakKeyDictionary[SqlBroker, tuple[Any, Catalog]] = weakref.WeakKeyDictionary()
+_CATALOGS: weakref.WeakKeyDictionary[QueryableBroker, tuple[Any, Catalog]] = weakref.WeakKeyDictionary()
 _CATALOGS_LOCK = threading.Lock()
 
 
-def catalog_of(broker: SqlBroker, state: Any) -> Catalog:
+def catalog_of(broker: QueryableBroker, state: Any) -> Catalog:
     """The SQL catalog of a broker state snapshot (memoized per state)."""
     with _CATALOGS_LOCK:
         hit = _CATALOGS.get(broker)
@@ -161,7 +143,7 @@ def catalog_of(broker: SqlBroker, state: Any) -> Catalog:
     return catalog
 
 
-def _system_table(key: tuple[str, str], catalog: Catalog, broker: SqlBroker, metadata: MetadataStore,
+def _system_table(key: tuple[str, str], catalog: Catalog, broker: QueryableBroker, metadata: MetadataStore,
                   server: ServerInfo) -> pa.Table:
     schema, table = key
     if schema == "INFORMATION_SCHEMA":
@@ -278,7 +260,7 @@ def _close_reader(reader: Any, cur: Any) -> None:
 
 
 def execute(
-    broker: SqlBroker,
+    broker: QueryableBroker,
     sql: str,
     *,
     context: dict[str, Any] | None = None,
@@ -292,7 +274,7 @@ def execute(
 ) -> SqlResult:
     """Start one query; raises :class:`DruidError` before any row when it cannot run.
 
-    ``running`` is the :class:`serving.broker.query_manager.RunningQuery` (timeouts, cancellation);
+    ``running`` is the :class:`serving.broker.queries.query_manager.RunningQuery` (timeouts, cancellation);
     ``authorize`` sees the translation (datasources, system tables) and raises to refuse it;
     ``can_read`` hides the rows of system tables about datasources the user may not read;
     the caller must :meth:`SqlResult.close` the result (it holds the snapshot cursor)."""
@@ -341,7 +323,7 @@ class _ViewsChanged(Exception):
     """New views were committed while a statement ran outside a transaction: run it again in one."""
 
 
-def _execute(broker: SqlBroker, sql: str, *, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
+def _execute(broker: QueryableBroker, sql: str, *, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
              metadata: MetadataStore, running: Any, server: ServerInfo, batch_rows: int,
              authorize: Callable[[Translation], None] | None, can_read: Callable[[str], bool] | None,
              limits: ServerSettings, optimistic: bool) -> SqlResult:

@@ -15,7 +15,7 @@ from serving.broker.sql.errors import unknown_function, unsupported, validation_
 from serving.broker.sql.function_reference import FUNCTIONS as DRUID_REFERENCE
 from serving.broker.sql.rule_registry import ACCEPTED, EMITTED, EMITTED_CLASSES
 from serving.broker.sql.rules import ARRAY_NODES as ARRAY_CLASSES
-from serving.broker.sql.udfs import UDFS
+from serving.broker.store.udfs import UDFS
 
 ALLOWED_CLASSES: tuple[type[exp.Expression], ...] = (
     # numeric

@@ -10,14 +10,13 @@ import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from decimal import Decimal
 from typing import Any
 
-import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.java_numbers import java_double, java_float
 from radstack.time.joda import zone
 from radstack.time.sql import is_utc_zone
 from serving.errors import DruidError
@@ -38,44 +37,6 @@ def check_format(name: str | None) -> str:
         if f.lower() == str(fmt).lower():
             return f
     raise DruidError(f"Unsupported resultFormat [{fmt}], use one of {', '.join(FORMATS)}")
-
-
-# ---- Java number rendering ---------------------------------------------------------------------------
-
-
-def _java_from_digits(text: str, negative_zero: bool = False) -> str:
-    d = Decimal(text)
-    if d.is_zero():
-        return "-0.0" if negative_zero else "0.0"
-    sign, digits, exponent = d.as_tuple()
-    ds = "".join(map(str, digits)).rstrip("0") or "0"
-    e10 = int(exponent) + len(digits) - 1  # exponent of the first digit
-    neg = "-" if sign else ""
-    if -3 <= e10 < 7:
-        if e10 >= 0:
-            whole = ds[: e10 + 1].ljust(e10 + 1, "0")
-            frac = ds[e10 + 1:] or "0"
-        else:
-            whole, frac = "0", "0" * (-e10 - 1) + ds
-        return f"{neg}{whole}.{frac}"
-    mant = ds[0] + "." + (ds[1:] or "0")
-    return f"{neg}{mant}E{e10}"
-
-
-def java_double(x: float) -> str:
-    """``Double.toString``: shortest digits, plain between 1e-3 and 1e7, else ``d.dddE±n``."""
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    return _java_from_digits(repr(float(x)), negative_zero=math.copysign(1.0, x) < 0)
-
-
-def java_float(x: float) -> str:
-    """``Float.toString`` for a FLOAT column value (shortest float32 digits)."""
-    if math.isnan(x) or math.isinf(x):
-        return java_double(x)
-    return _java_from_digits(str(np.float32(x)), negative_zero=math.copysign(1.0, x) < 0)
 
 
 # ---- columns -----------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from typing import Any
 
 from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
 from radstack.time.clock import now_millis
-from serving.broker.limits import planning_guard
-from serving.broker.relations import check_relations
+from serving.broker.queries.limits import planning_guard
+from serving.broker.queries.relations import check_relations
 from serving.broker.sql import functions, guard, planning_pool
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.context import TranslationContext, planning_context

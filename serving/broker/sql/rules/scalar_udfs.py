@@ -1,4 +1,4 @@
-"""Druid's scalar functions that run as Python UDFs (serving/broker/sql/udfs.py), one line each:
+"""Druid's scalar functions that run as Python UDFs (serving/broker/store/udfs.py), one line each:
 
 | Druid | UDF |
 | --- | --- |

@@ -2,7 +2,7 @@
 
 A datasource ingested without rollup holds one sketch per row, and each such HLL or theta sketch is one
 value (an HLL coupon, a theta hash). The broker keeps that value in an integer column beside the sketch
-column (:data:`serving.broker.segment_cache.SINGLE_PREFIX`; null for every other sketch), reachable only
+column (:data:`serving.broker.store.segment_cache.SINGLE_PREFIX`; null for every other sketch), reachable only
 through the datasource's sketch view (``__sketches__<datasource>``: the datasource's columns, then
 those). DuckDB collects a million integers in 5.5–11 ms, a million sketch images in 35–39 ms
 (docs/benchmarks.md), so a merge over a datasource's own view becomes::
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.relations import scopes_of
+from serving.broker.queries.relations import scopes_of
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.timeexpr import call
 

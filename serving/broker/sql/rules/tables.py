@@ -6,13 +6,13 @@ the datasource view, ``INFORMATION_SCHEMA.*`` and ``sys.*`` → the per-query sy
 Scopes come from sqlglot's :mod:`sqlglot.optimizer.scope`. Every CTE is renamed to a private name
 (``__rs_cte_N``) together with exactly the references its scope resolves to it, so the DuckDB statement
 never carries a user's name that DuckDB could resolve differently (a path, a glob, an internal table):
-:mod:`serving.broker.relations` checks the translated statement against that allow-list again."""
+:mod:`serving.broker.queries.relations` checks the translated statement against that allow-list again."""
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.relations import cte_references
+from serving.broker.queries.relations import cte_references
 from serving.broker.sql.catalog import SYSTEM_TABLES
 from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import unsupported, validation_error

@@ -1,5 +1,5 @@
 """No function builds a value larger than ``server.max_string_bytes``: the per-value part of a query's
-memory budget (the process-wide part is :mod:`serving.broker.memory_guard`).
+memory budget (the process-wide part is :mod:`serving.broker.queries.memory_guard`).
 
 A function whose result can outgrow its arguments gets a check *before* DuckDB builds the value: the
 largest size its arguments allow is compared with the limit, and past it DuckDB's ``error()`` fails the

@@ -1,4 +1,4 @@
-"""``/radstack/v1/subscriptions``: live queries over HTTP (the hub is :mod:`serving.subscriptions`).
+"""``/radstack/v1/subscriptions``: live queries over HTTP (the hub is :mod:`serving.subscriptions.hub`).
 
 - ``POST /radstack/v1/subscriptions`` — body ``{"query": "<Druid SQL>", "context": {…}, "parameters": […],
   "resultFormat": "object"|"array"}`` or ``{"nativeQuery": {…}}``; the query runs once (its error is
@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from serving.auth import request_user
 from serving.errors import DruidError, invalid_input, not_found, query_error
-from serving.subscriptions import Subscription, SubscriptionHub
+from serving.subscriptions.hub import Subscription, SubscriptionHub
 
 router = APIRouter()
 PREFIX = "/radstack/v1/subscriptions"

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from radstack.druid_types import native_type_of_duckdb
 from radstack.sql_text import quote_identifier as quote_ident
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval, format_instant
-from serving.broker.segment_cache import SEGMENT_COLUMN, LoadedSegment, single_column
+from serving.broker.store.segment_cache import SEGMENT_COLUMN, LoadedSegment, single_column
 
 
 def ts_literal(ms: int) -> str:

@@ -39,7 +39,7 @@ from radstack.storage.deep_storage import fetch_load_spec
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.segment_format import ARRAY_KEY, COMPLEX_KEY
 from radstack.storage.segments import DataSegment, segment_path
-from serving.broker.cache_database import CacheDatabase
+from serving.broker.store.cache_database import CacheDatabase
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ _SINGLE_VALUES = {"HLLSketch": single_coupons, "thetaSketch": single_hashes}
 @dataclass(frozen=True)
 class LoadedProjection:
     """One projection file of a loaded segment, on local disk (the broker copies the files of all
-    segments into one table per projection: :mod:`serving.broker.projections`)."""
+    segments into one table per projection: :mod:`serving.broker.store.projections`)."""
 
     name: str
     spec: dict[str, Any]  # the projection's JSON, as the indexer recorded it

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from radstack import metrics
-from serving.broker.limits import too_large
+from serving.broker.queries.limits import too_large
 from serving.errors import DruidError, cancelled, capacity_exceeded, timeout
 
 T = TypeVar("T")

@@ -30,8 +30,8 @@ from radstack.sql_text import quote_identifier as quote_ident
 from radstack.storage.projections import projection_columns, projection_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START
-from serving.broker.segment_cache import LoadedProjection
-from serving.broker.views import Chunk, ColumnInfo, chunk_select_sql, norm_type, time_range_sql
+from serving.broker.store.segment_cache import LoadedProjection
+from serving.broker.store.views import Chunk, ColumnInfo, chunk_select_sql, norm_type, time_range_sql
 
 log = logging.getLogger(__name__)
 

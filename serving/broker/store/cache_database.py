@@ -1,4 +1,4 @@
-"""The broker's DuckDB database under ``{home}/segment-cache`` (:mod:`serving.broker.segment_cache` fills
+"""The broker's DuckDB database under ``{home}/segment-cache`` (:mod:`serving.broker.store.segment_cache` fills
 it): opened locked and bounded, shared by the home's broker and private to any second broker on the same
 home (removed when it closes, or by the next broker when its process is gone); a file DuckDB cannot read
 is a cache miss."""

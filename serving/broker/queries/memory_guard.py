@@ -23,7 +23,7 @@ import threading
 import time
 
 from radstack import metrics
-from serving.broker.query_manager import QueryManager
+from serving.broker.queries.query_manager import QueryManager
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from radstack.java_numbers import java_double, java_float
 from radstack.sketches import (
     SketchParams,
     aggregate,
@@ -30,7 +31,6 @@ from radstack.sketches.theta_merge import merge_theta_lists
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import datetime_to_ms, ms_to_datetime
 from radstack.time.joda import format_millis, parse_to_millis, zone
-from serving.broker.sql.result_formats import java_double, java_float
 
 _lock = threading.Lock()
 _registered: set[tuple[object, str]] = set()

@@ -23,20 +23,20 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
 from radstack.storage.metadata import MetadataStore
 from serving.auth import User
-from serving.broker.api_sql import authorizer, context_and_parameters, reader, stringify_arrays
 from serving.broker.native import datasource_names, run_native_query
-from serving.broker.service import BrokerService
 from serving.broker.sql.engine import execute
+from serving.broker.sql.request import authorizer, context_and_parameters, reader, stringify_arrays
 from serving.broker.sql.result_formats import ResultWriter
+from serving.broker.store.state import BrokerState, QueryableBroker
 from serving.errors import DruidError, internal_error, invalid_input, query_error
 
 log = logging.getLogger(__name__)
@@ -155,10 +155,19 @@ class _Group:
     next_tick: float = 0.0
 
 
+class LiveBroker(QueryableBroker, Protocol):
+    """The broker as the hub needs it: queryable, its current state, and a call after every swap of its views."""
+
+    @property
+    def state(self) -> BrokerState: ...
+
+    def on_change(self, listener: Callable[[], None]) -> None: ...
+
+
 class SubscriptionHub:
     """The subscriptions of one server: storage, evaluation thread, listeners."""
 
-    def __init__(self, broker: BrokerService, metadata: MetadataStore, users: Mapping[str, User] | None = None,
+    def __init__(self, broker: LiveBroker, metadata: MetadataStore, users: Mapping[str, User] | None = None,
                  max_subscriptions: int = 1000, tick_ms: int = 1000, threads: int = 2, *,
                  per_user: int = 100, streams_per_user: int = 20, max_answer_bytes: int = 16 * 1024 * 1024) -> None:
         self.broker = broker
