@@ -4,7 +4,7 @@ Reads the planned input segments' Parquet files straight from deep storage (``fi
 ``s3a://`` URIs), keeps each file's rows inside the clip where the timeline shows it, conforms them to
 one schema (``__time`` as millis, the output dimensions, the metric columns), hash-partitions on the
 dimensions (every ``(time bucket, dims)`` group lands in one partition, so rollup is perfect) and hands
-each Arrow partition to the shared indexer (:func:`radstack.pipeline.segments.index_dataframe`,
+each Arrow partition to the shared indexer (:func:`radstack.pipeline.indexing.index_dataframe`,
 ``mapInArrow``) with the combining aggregators. The partitions become one core set
 (:func:`radstack.storage.indexer.renumber_core`). Nothing is published here: :func:`radstack.storage.compaction.run_compaction`
 checks totals and publishes.
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from batch.storage_conf import storage_spark_conf
 from radstack.config import Settings
-from radstack.pipeline.segments import index_dataframe
+from radstack.pipeline.indexing import index_dataframe
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.private_files import private_dir
 from radstack.spec import TIME_COLUMN, DataSchema, MetricSpec

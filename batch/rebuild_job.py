@@ -13,7 +13,7 @@ Steps (the job's start time is its version):
    on the rollup key, so every row of one rolled-up (time, dims) group lands in one partition —
    perfect rollup — and every copy of a re-sent event meets its original there, where the exact
    dedup on the event id drops it), sorted per partition; the executors turn the sorted runs into
-   rolled-up rows and write them as segment files (:func:`radstack.pipeline.segments.write_segments`),
+   rolled-up rows and write them as segment files (:func:`radstack.pipeline.indexing.write_segments`),
    each partition numbering its segments in its own range;
 5. renumber each chunk's segments into one core set ``0..N-1`` (``partitions = N``), add a tombstone for
    every chunk without rows, and publish everything in ONE metadata transaction — nothing is visible
@@ -50,9 +50,9 @@ from batch.tombstones import with_tombstones
 from radstack.config import load_settings
 from radstack.druid_cluster.json_export import write_json_lines
 from radstack.pipeline.batch import BatchRows, batch_rows
+from radstack.pipeline.indexing import write_segments
 from radstack.pipeline.input_schema import join_options
 from radstack.pipeline.rollup import rollup_rows
-from radstack.pipeline.segments import write_segments
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.corrections import ChunkCounts, corrections, realtime_served
@@ -180,7 +180,7 @@ def index_chunks(
     """Keep the rows of ``chunks``, roll them up in Spark — one shuffle on the rollup key that also
     drops the copies of re-sent events (:func:`radstack.pipeline.rollup.rollup_rows`) — and write
     each of the ``partitions`` Spark partitions' rows of each chunk as one segment file of
-    ``version`` on the executors (:func:`radstack.pipeline.segments.write_segments`), each partition
+    ``version`` on the executors (:func:`radstack.pipeline.indexing.write_segments`), each partition
     in its own number range, to be renumbered with :func:`radstack.storage.indexer.renumber_core`;
     nothing is published here. Returns the segments, the stats and, per chunk start, the rows the
     writers got and the events they kept (:class:`radstack.storage.corrections.ChunkCounts`)."""

@@ -17,7 +17,7 @@ datasource's query granularity), or absent (the segment granularity).
 
 This module holds the spec and the granularity arithmetic a broker needs to decide whether a query can
 be answered from a projection; building and reading projection files is in
-:mod:`radstack.storage.projections`.
+:mod:`radstack.storage.projection_files`.
 """
 
 from __future__ import annotations

@@ -37,7 +37,6 @@ from serving.broker.api_sql import router as sql_router
 from serving.broker.service import BrokerService
 from serving.broker.sql import planning_pool
 from serving.console import router as console_router
-from serving.context import ServerContext
 from serving.coordinator.api import router as coordinator_router
 from serving.coordinator.loop import CoordinatorLoop
 from serving.errors import DruidError, error_response, install_error_handlers, internal_error, send_error
@@ -48,6 +47,7 @@ from serving.overlord.api import router as overlord_router
 from serving.overlord.supervisors_api import router as supervisors_router
 from serving.overlord.tasks import TaskRunner
 from serving.request_log import RequestLogMiddleware
+from serving.server_context import ServerContext
 from serving.subscriptions.api import router as subscriptions_router
 from serving.subscriptions.hub import SubscriptionHub
 

@@ -104,7 +104,7 @@ def run_batch_pipeline(
     joined: dict[str, DataFrame] | None = None,
 ) -> DataFrame:
     """Raw events (a ``value`` column of JSON bytes/strings, e.g. the raw archive or a Kafka batch
-    read) → pipeline rows ready for :func:`radstack.pipeline.segments.index_dataframe`.
+    read) → pipeline rows ready for :func:`radstack.pipeline.indexing.index_dataframe`.
 
     ``joined``: for each stream join of the spec (``processing.joins`` with ``type: stream``), the
     raw DataFrame of the joined topic by join name (e.g. ``{"clicks": raw_clicks}``); the full join

@@ -42,7 +42,7 @@ from radstack.spec import TIME_COLUMN, DataSchema, DimensionSchema, MetricSpec
 from radstack.sql_text import quote_identifier as _q
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.ingest_stats import DEFAULT_MAX_SAMPLES, IngestStats
-from radstack.storage.projections import write_projection_files
+from radstack.storage.projection_files import write_projection_files
 from radstack.storage.segment_format import (
     projection_data_key,
     segment_data_key,

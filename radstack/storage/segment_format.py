@@ -7,7 +7,7 @@ the dimensions in ``dimensionsSpec`` order (``string`` dictionary-encoded in Par
 the dimensions; compression is ZSTD.
 
 Deep-storage keys: ``segments/{segment_path(id)}/data.parquet``, ``…/descriptor.json`` and, for each
-aggregate projection, ``…/projections/{name}.parquet`` (same format, see :mod:`radstack.storage.projections`).
+aggregate projection, ``…/projections/{name}.parquet`` (same format, see :mod:`radstack.storage.projection_files`).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from radstack.pipeline.segments import interval_start_version
+from radstack.pipeline.indexing import interval_start_version
 from radstack.pipeline.window import interval_closed
 from radstack.spec import TIME_COLUMN, DatasourceSpec, TimestampSpec
 from radstack.storage.deep_storage.base import DeepStorage

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.pipeline.indexing import index_table, interval_start_version
 from radstack.pipeline.parse import OFFSET_COLUMN, PARTITION_COLUMN, RAW_COLUMN, REASON_COLUMN, TOPIC_COLUMN
-from radstack.pipeline.segments import index_table, interval_start_version
 from radstack.pipeline.window import late_mask
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.deep_storage import open_deep_storage

@@ -21,7 +21,7 @@ from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.request import authorizer, context_and_parameters, reader, stringify_arrays
 from serving.broker.sql.result_formats import ResultWriter, check_format
 from serving.broker.store.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
-from serving.broker.store.projections import projection_header
+from serving.broker.store.projection_views import projection_header
 from serving.errors import DruidError, not_found, query_error
 
 router = APIRouter()

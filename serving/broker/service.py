@@ -5,7 +5,7 @@ at once), builds a :class:`VersionedIntervalTimeline` per datasource, loads ever
 the :class:`SegmentCache` and then, in one DuckDB transaction, replaces each datasource's VIEW (named
 after the datasource) with the UNION ALL of its visible segments, each clipped to its visible interval
 (:mod:`serving.broker.store.views`), together with the views of its aggregate projections
-(:mod:`serving.broker.store.projections`). Segments that stopped being visible are dropped afterwards; statements already running keep reading
+(:mod:`serving.broker.store.projection_views`). Segments that stopped being visible are dropped afterwards; statements already running keep reading
 their snapshot (DuckDB MVCC), so a query never sees two versions of one interval.
 """
 
@@ -33,7 +33,7 @@ from serving.broker.queries.memory_guard import MemoryGuard
 from serving.broker.queries.query_manager import QueryManager
 from serving.broker.store import udfs
 from serving.broker.store.cache_database import close_cache_database, open_cache_database
-from serving.broker.store.projections import (
+from serving.broker.store.projection_views import (
     datasource_projections,
     projection_view_sql,
     store_sql,

@@ -98,7 +98,7 @@ def test_streaming_and_batch_give_identical_rolled_up_rows(
     import pyarrow.parquet as pq
 
     from radstack.pipeline.batch import run_batch_pipeline
-    from radstack.pipeline.segments import index_dataframe
+    from radstack.pipeline.indexing import index_dataframe
 
     produce_ads(kafka_bootstrap, ads_topics, tmp_path / "gen", events=2500, sim_rate=0.5, seed=11)
     spec = ads_spec(ads_topics["impressions"])

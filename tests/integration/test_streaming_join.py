@@ -34,7 +34,7 @@ def test_stream_join_matches_batch_join_where_the_watermark_has_passed(
     import pyarrow.parquet as pq
 
     from radstack.pipeline.batch import run_batch_pipeline
-    from radstack.pipeline.segments import index_dataframe
+    from radstack.pipeline.indexing import index_dataframe
     from realtime.streaming.job import StreamingJob, stream_options
     from realtime.streaming.sink import state_key
 

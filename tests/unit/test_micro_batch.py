@@ -115,7 +115,7 @@ def test_outcome_sums_partitions() -> None:
 
 
 def test_more_pieces_than_the_stride_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import radstack.pipeline.segments as pipeline_segments
+    import radstack.pipeline.indexing as pipeline_segments
 
     real = pipeline_segments.index_partition
     monkeypatch.setattr(pipeline_segments, "index_partition", lambda *a, **k: real(*a, **{**k, "max_rows_per_segment": 1}))

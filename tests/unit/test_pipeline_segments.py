@@ -47,7 +47,7 @@ def _rows(table: list[dict[str, Any]]) -> pa.Table:
 
 
 def test_index_dataframe_versions_by_interval_start_and_numbers_partitions(stream_spark: Any, env: Any) -> None:
-    from radstack.pipeline.segments import index_dataframe
+    from radstack.pipeline.indexing import index_dataframe
 
     _, _, cfg = env
     spec = load_datasource_spec(SPEC)
@@ -68,7 +68,7 @@ def test_index_dataframe_versions_by_interval_start_and_numbers_partitions(strea
 
 
 def _publish_realtime(md: Any, ds: Any, spec: Any, batches: list[list[dict[str, Any]]], replica: int = 0) -> list[Any]:
-    from radstack.pipeline.segments import index_table
+    from radstack.pipeline.indexing import index_table
     from radstack.storage.publish import publish
     from radstack.storage.replicas import partition_range
 

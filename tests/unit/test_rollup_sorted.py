@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from radstack.pipeline import segments
+from radstack.pipeline import indexing as segments
+from radstack.pipeline.indexing import _PartitionWriter, indexer_schema
 from radstack.pipeline.rollup import BYTES, DEDUP, ERRORS, SEGMENT_START
-from radstack.pipeline.segments import _PartitionWriter, indexer_schema
 from radstack.spec import TIME_COLUMN, DataSchema, parse_data_schema
 from radstack.storage.deep_storage.local import LocalDeepStorage
 from radstack.storage.indexer import build_segment_tables

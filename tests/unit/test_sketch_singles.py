@@ -189,7 +189,7 @@ def test_native_merges_read_the_integer_columns_where_every_row_has_one(
         broker_env: Any, monkeypatch: pytest.MonkeyPatch, query: dict[str, Any]) -> None:
     from serving.broker.native import run_native_query
     from serving.broker.native.aggregators import merged_sketch_columns
-    from serving.broker.native.context import QueryContext
+    from serving.broker.native.query_context import QueryContext
 
     no_rollup = {**SCHEMA, "granularitySpec": {**SCHEMA["granularitySpec"], "rollup": False}}
     broker_env.index(events(0), no_rollup, version="2024-02-01T00:00:00.000Z")

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 from radstack.storage.metadata.corrections import CorrectionTable
 from radstack.storage.metadata.key_values import KeyValueTables
 from radstack.storage.metadata.rules import RuleTable
-from radstack.storage.metadata.segments import SegmentTable
+from radstack.storage.metadata.segment_table import SegmentTable
 from radstack.storage.metadata.tables import (
     DEFAULT_RULES,
     DEFAULT_RULES_DS,

@@ -17,8 +17,8 @@ import orjson
 
 from radstack.expressions.compiler import VALUE_LIMIT
 from serving.auth import User
-from serving.broker.native.context import QueryContext
 from serving.broker.native.groupby import run_groupby
+from serving.broker.native.query_context import QueryContext
 from serving.broker.native.scan import iter_scan, run_scan
 from serving.broker.native.search import run_search
 from serving.broker.native.segment_metadata import run_segment_metadata

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from serving.broker.native.aggregators import Aggregator, merged_sketch_columns, parse_aggregator
-from serving.broker.native.context import QueryContext, q
 from serving.broker.native.dimensions import DimensionSpec, kept_values_lambda
 from serving.broker.native.postaggregators import PostAggregator, parse_post_aggregators
+from serving.broker.native.query_context import QueryContext, q
 from serving.broker.native.results import render
 from serving.errors import invalid_input
 

@@ -19,7 +19,7 @@ from serving.broker.native.dimensions import parse_dimension
 from serving.errors import invalid_input, unsupported
 
 if TYPE_CHECKING:
-    from serving.broker.native.context import QueryContext
+    from serving.broker.native.query_context import QueryContext
 
 
 @dataclass(frozen=True)

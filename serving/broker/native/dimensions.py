@@ -20,7 +20,7 @@ from serving.errors import invalid_input, unsupported
 from serving.lookups import value_sql
 
 if TYPE_CHECKING:
-    from serving.broker.native.context import QueryContext
+    from serving.broker.native.query_context import QueryContext
 
 SQL_TYPES = {"STRING": "VARCHAR", "LONG": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE",
              # grouping an ARRAY column by whole arrays, as Druid does with an ARRAY outputType

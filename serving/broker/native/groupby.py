@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from serving.broker.native.aggregation import BUCKET, AggregationPlan
-from serving.broker.native.context import QueryContext, q
 from serving.broker.native.dimensions import DimensionSpec, parse_dimension
 from serving.broker.native.having import having_sql
+from serving.broker.native.query_context import QueryContext, q
 from serving.broker.native.topn import order_expr
 from serving.errors import invalid_input, unsupported
 

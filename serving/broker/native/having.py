@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from serving.broker.native.context import q
 from serving.broker.native.dimensions import extraction_sql
+from serving.broker.native.query_context import q
 from serving.errors import invalid_input, unsupported
 
 if TYPE_CHECKING:
-    from serving.broker.native.context import QueryContext
+    from serving.broker.native.query_context import QueryContext
 
 
 def having_sql(spec: Any, row_types: dict[str, str], ctx: QueryContext) -> str:

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from serving.broker.native.aggregators import QUANTILES
-from serving.broker.native.context import q
+from serving.broker.native.query_context import q
 from serving.errors import invalid_input, unsupported
 
 if TYPE_CHECKING:
-    from serving.broker.native.context import QueryContext
+    from serving.broker.native.query_context import QueryContext
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from serving.broker.native.context import QueryContext, q, sql_str
+from serving.broker.native.query_context import QueryContext, q, sql_str
 from serving.broker.native.results import render
 from serving.broker.store.views import chunk_select_sql
 from serving.errors import invalid_input

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from serving.broker.native.context import QueryContext, sql_str
 from serving.broker.native.dimensions import parse_dimension, search_match_sql
+from serving.broker.native.query_context import QueryContext, sql_str
 from serving.broker.native.topn import order_expr
 from serving.errors import invalid_input
 

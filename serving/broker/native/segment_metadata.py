@@ -16,7 +16,7 @@ from typing import Any
 from radstack.druid_types import native_type_of_duckdb
 from radstack.storage.segments import merged_segment_id
 from radstack.time.intervals import Interval, Period, condense, datetime_to_ms, ms_to_datetime
-from serving.broker.native.context import QueryContext, parse_intervals, q
+from serving.broker.native.query_context import QueryContext, parse_intervals, q
 from serving.errors import invalid_input
 
 DEFAULT_ANALYSES = ["cardinality", "interval", "minmax"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from radstack.time.intervals import format_instant
-from serving.broker.native.context import QueryContext
+from serving.broker.native.query_context import QueryContext
 from serving.errors import invalid_input
 
 

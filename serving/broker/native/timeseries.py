@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from serving.broker.native.aggregation import BUCKET, AggregationPlan
-from serving.broker.native.context import QueryContext, q
+from serving.broker.native.query_context import QueryContext, q
 from serving.broker.queries.query_manager import native_flag
 from serving.errors import invalid_input
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from serving.broker.native.aggregation import BUCKET, AggregationPlan
-from serving.broker.native.context import QueryContext, q, sql_str
 from serving.broker.native.dimensions import parse_dimension
+from serving.broker.native.query_context import QueryContext, q, sql_str
 from serving.errors import invalid_input
 
 

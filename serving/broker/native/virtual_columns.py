@@ -11,7 +11,7 @@ from serving.errors import invalid_input, unsupported
 
 
 class ExpressionScope(Protocol):
-    """What a virtual column needs of the query it belongs to (a :class:`~serving.broker.native.context.QueryContext`)."""
+    """What a virtual column needs of the query it belongs to (a :class:`~serving.broker.native.query_context.QueryContext`)."""
 
     column_types: dict[str, str]
 

@@ -69,7 +69,7 @@ class Catalog:
     """Datasources visible to SQL (``druid`` schema), each with its columns in table order."""
 
     datasources: dict[str, list[ColumnInfo]] = field(default_factory=dict)
-    #: datasource → its aggregate projections (:class:`serving.broker.store.projections.ProjectionView`);
+    #: datasource → its aggregate projections (:class:`serving.broker.store.projection_views.ProjectionView`);
     #: their views are queryable only through the projections rule, never listed in INFORMATION_SCHEMA
     projections: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     #: lookup name → :class:`serving.lookups.LoadedLookup` (its table has columns ``k``, ``v``): the

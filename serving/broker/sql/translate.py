@@ -15,7 +15,6 @@ from serving.broker.queries.limits import planning_guard
 from serving.broker.queries.relations import check_relations
 from serving.broker.sql import functions, guard, planning_pool
 from serving.broker.sql.catalog import Catalog
-from serving.broker.sql.context import TranslationContext, planning_context
 from serving.broker.sql.dialect import parse
 from serving.broker.sql.parameters import bind_parameters
 from serving.broker.sql.rule_registry import FUNCTION_RULES
@@ -30,7 +29,7 @@ from serving.broker.sql.rules.multi_value import multi_value
 from serving.broker.sql.rules.null_ordering import check_null_ordering
 from serving.broker.sql.rules.operand_types import operand_types
 from serving.broker.sql.rules.output_names import name_projections
-from serving.broker.sql.rules.projections import use_projections
+from serving.broker.sql.rules.projection_answers import use_projections
 from serving.broker.sql.rules.result_types import result_types
 from serving.broker.sql.rules.scan_order import check_scan_order
 from serving.broker.sql.rules.sketch_singles import sketch_singles
@@ -38,6 +37,7 @@ from serving.broker.sql.rules.string_min_max import string_min_max
 from serving.broker.sql.rules.tables import resolve_tables
 from serving.broker.sql.rules.typing import annotate
 from serving.broker.sql.system_schema import SYSTEM_SCHEMA
+from serving.broker.sql.translation_context import TranslationContext, planning_context
 
 # sqlglot warns when it falls back to a generic Command; the guard refuses those anyway.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)

@@ -68,7 +68,7 @@ _SINGLE_VALUES = {"HLLSketch": single_coupons, "thetaSketch": single_hashes}
 @dataclass(frozen=True)
 class LoadedProjection:
     """One projection file of a loaded segment, on local disk (the broker copies the files of all
-    segments into one table per projection: :mod:`serving.broker.store.projections`)."""
+    segments into one table per projection: :mod:`serving.broker.store.projection_views`)."""
 
     name: str
     spec: dict[str, Any]  # the projection's JSON, as the indexer recorded it

@@ -16,7 +16,7 @@ from radstack.sql_text import quote_identifier as quote_ident
 from radstack.storage.segments import DataSegment
 from radstack.storage.timeline import VersionedIntervalTimeline
 from serving.broker.queries.query_manager import QueryManager
-from serving.broker.store.projections import ProjectionView
+from serving.broker.store.projection_views import ProjectionView
 from serving.broker.store.segment_cache import SINGLE_PREFIX
 from serving.broker.store.views import Chunk, ColumnInfo, single_columns, singles_view_sql
 from serving.lookups import LoadedLookup

@@ -10,9 +10,9 @@ from collections.abc import Callable, Iterator
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 Rule = Callable[[exp.Expression, TranslationContext], exp.Expression]
 #: meta key: a column reference that is a multi-value column passed on by a subquery or CTE (a list)

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.dialect import MAX_SIZE_BYTES
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import is_floating, is_integer
 
 DEFAULT_MAX_SIZE_BYTES = 1024

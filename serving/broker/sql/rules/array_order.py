@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 _ORDERING = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between)
 _VAR = "__e"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import ARRAY_NODES as TYPED
 from serving.broker.sql.rules import (
@@ -35,6 +34,7 @@ from serving.broker.sql.rules import (
     values_or_null,
 )
 from serving.broker.sql.timeexpr import call, to_millis
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import druid_type, is_timestamp
 
 _ARITY: dict[str, tuple[int, ...]] = {

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import anonymous_name, call_args
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def _long(e: exp.Expression) -> exp.Expression:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def _is(e: exp.Expression | None, value: int) -> bool:

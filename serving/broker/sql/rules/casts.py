@@ -11,9 +11,9 @@ from sqlglot import exp
 
 from radstack.time.joda import zone
 from radstack.time.sql import is_utc_zone
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules.implicit_casts import text_number, value_text
 from serving.broker.sql.timeexpr import from_millis, to_millis, ts_literal
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import (
     FLOATING,
     INTEGER,

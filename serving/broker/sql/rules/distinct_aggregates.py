@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import anonymous_name, concatenated_arrays
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def _sorted(distinct: exp.Distinct) -> exp.Order:

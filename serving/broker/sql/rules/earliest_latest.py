@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, joined_elements
 from serving.broker.sql.rules.arrays import is_multi_value_column
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import is_floating, is_integer
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import column_not_found
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def _window_keys(select: exp.Select) -> list[exp.Expression]:

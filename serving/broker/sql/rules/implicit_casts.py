@@ -25,9 +25,9 @@ from sqlglot import exp
 
 from radstack.time.sql import is_utc_zone
 from radstack.value_sql import numeric_cast_sql
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import MULTI_VALUE_RESULTS, anonymous_name, sql_around
 from serving.broker.sql.timeexpr import call, to_millis
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import (
     NUMERIC_FUNCTIONS,
     is_floating,

@@ -23,10 +23,10 @@ from sqlglot import exp
 from radstack.expressions.json_path import duckdb_json_path, path_key
 from radstack.sql_text import ExpressionError
 from radstack.value_sql import array_sql
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import aggregates, anonymous_name, answers_the_query, sql_around
 from serving.broker.sql.timeexpr import call, to_millis
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import is_timestamp
 
 

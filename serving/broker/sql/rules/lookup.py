@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, sql_around
 from serving.broker.sql.timeexpr import literal_string
+from serving.broker.sql.translation_context import TranslationContext
 from serving.lookups import value_sql
 
 

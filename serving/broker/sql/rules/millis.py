@@ -6,10 +6,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from radstack.time.granularity import Granularity
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import from_millis, to_millis, ts_literal
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def millis(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:

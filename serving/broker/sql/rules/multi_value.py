@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import (
     MULTI_VALUE,
     MULTI_VALUE_RESULTS,
@@ -41,6 +40,7 @@ from serving.broker.sql.rules import (
     values_or_null,
 )
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 _PREDICATES = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.In, exp.Between,
                exp.RegexpLike, exp.NullSafeEQ, exp.NullSafeNEQ)

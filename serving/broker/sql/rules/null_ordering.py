@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def check_null_ordering(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, druid_function_name
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import NUMERIC_FUNCTIONS, is_text, native_array_type
 
 _STRING_FUNCTIONS = (exp.Length, exp.Upper, exp.Lower, exp.Trim, exp.Like, exp.ILike, exp.Substring, exp.Left,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def name_projections(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:

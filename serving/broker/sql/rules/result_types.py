@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.function_reference import FUNCTIONS
 from serving.broker.sql.rules import anonymous_name
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import (
     DECIMAL_RESULT,
     integer_arithmetic,

@@ -17,10 +17,10 @@ import re
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import is_integer, is_text
 
 #: Druid name → (UDF, argument counts, how each argument is passed)

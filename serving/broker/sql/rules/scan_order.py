@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import aggregates, block_nodes
+from serving.broker.sql.translation_context import TranslationContext
 from serving.errors import DruidError
 
 

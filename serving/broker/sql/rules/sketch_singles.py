@@ -24,8 +24,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from serving.broker.queries.relations import scopes_of
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 #: a merge of sketch images → the same merge with the one-value sketches given as their values
 MERGES = {"DRUID_HLL_MERGE": "DRUID_HLL_MERGE_SINGLES", "DRUID_THETA_MERGE": "DRUID_THETA_MERGE_SINGLES"}

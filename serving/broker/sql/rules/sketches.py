@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 AGGREGATES = frozenset({"APPROX_COUNT_DISTINCT_DS_HLL", "DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "DS_THETA",
                         "APPROX_QUANTILE_DS", "DS_QUANTILES_SKETCH"})

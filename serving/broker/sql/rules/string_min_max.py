@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import native_array_type
 
 _TEXT = {exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT, exp.DataType.Type.CHAR, exp.DataType.Type.NCHAR,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:

@@ -14,8 +14,8 @@ from sqlglot import exp
 
 from serving.broker.queries.relations import cte_references
 from serving.broker.sql.catalog import SYSTEM_TABLES
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import unsupported, validation_error
+from serving.broker.sql.translation_context import TranslationContext
 from serving.errors import object_not_found
 
 _SCHEMAS = {"INFORMATION_SCHEMA": "INFORMATION_SCHEMA", "SYS": "sys"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from radstack.time.sql import is_utc_zone
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import literal_string, optional_string, to_local, to_millis
+from serving.broker.sql.translation_context import TranslationContext
 
 _PLAIN = {"SECOND": "second", "MINUTE": "minute", "HOUR": "hour", "DAY": "day", "DOW": "isodow",
           "ISODOW": "isodow", "DOY": "doy", "WEEK": "week", "MONTH": "month", "QUARTER": "quarter",

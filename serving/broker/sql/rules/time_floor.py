@@ -15,7 +15,6 @@ from radstack.time.floor import time_ceil_sql, timestamp_floor_sql
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import TimeParseError, parse_instant
 from radstack.time.sql import check_zone, is_utc_zone
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import (
@@ -28,6 +27,7 @@ from serving.broker.sql.timeexpr import (
     str_or_null,
     to_millis,
 )
+from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import is_timestamp
 
 # FLOOR/CEIL(ts TO unit) is TIME_FLOOR/TIME_CEIL with the unit's period (MILLISECOND floors nothing).

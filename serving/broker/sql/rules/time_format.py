@@ -7,10 +7,10 @@ from sqlglot import exp
 
 from radstack.time.joda import joda_to_strftime, tokenize
 from radstack.time.sql import is_utc_zone
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call, optional_string, str_or_null, to_millis
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def time_format(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:

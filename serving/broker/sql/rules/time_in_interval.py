@@ -10,10 +10,10 @@ from sqlglot import exp
 from radstack.time.intervals import Interval, TimeParseError
 from radstack.time.joda import zone
 from radstack.time.sql import is_utc_zone
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import literal_string, ts_literal
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def time_in_interval(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from sqlglot import exp
 
 from radstack.time.joda import parse_to_millis
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call, from_millis, optional_string, str_or_null, ts_literal
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def time_parse(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from radstack.time.sql import is_utc_zone
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import (
@@ -21,6 +20,7 @@ from serving.broker.sql.timeexpr import (
     to_millis,
     unit_interval,
 )
+from serving.broker.sql.translation_context import TranslationContext
 
 UNITS = {"MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"}
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.rules.time_shift import time_unit
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 
 def timestamp_diff(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:

@@ -11,8 +11,8 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.dialect import DruidSql
+from serving.broker.sql.translation_context import TranslationContext
 
 log = logging.getLogger(__name__)
 

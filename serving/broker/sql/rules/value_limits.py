@@ -34,9 +34,9 @@ from __future__ import annotations
 from sqlglot import exp
 
 from radstack.sql_text import value_limit_message
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.timeexpr import call
+from serving.broker.sql.translation_context import TranslationContext
 
 #: meta key: the SQL of the largest size a checked node's value can have (what its check compared)
 _BOUND = "value_bytes"

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.translation_context import TranslationContext
 
 _CURRENT = "CURRENT ROW"
 _UNBOUNDED = "UNBOUNDED"

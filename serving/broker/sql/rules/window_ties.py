@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from serving.broker.sql.context import TranslationContext
 from serving.broker.sql.errors import validation_error
+from serving.broker.sql.translation_context import TranslationContext
 
 _ORDERED_VALUES = (exp.FirstValue, exp.LastValue, exp.NthValue, exp.Lag, exp.Lead, exp.RowNumber, exp.Ntile)
 _PEER_BASED = (exp.Rank, exp.DenseRank, exp.PercentRank, exp.CumeDist)

@@ -27,11 +27,11 @@ from serving.broker.native.granularity_sql import (
     fill_buckets,
     format_bucket,
 )
-from serving.broker.native.projections import choose_projection
+from serving.broker.native.projection_choice import choose_projection
 from serving.broker.native.virtual_columns import parse_virtual_columns
 from serving.broker.queries.query_manager import RunningQuery
 from serving.broker.queries.relations import check_statement
-from serving.broker.store.projections import ProjectionView
+from serving.broker.store.projection_views import ProjectionView
 from serving.broker.store.state import BrokerState, DatasourceState
 from serving.broker.store.views import Chunk, quote_ident, select_sqls, single_infos, time_range_sql
 from serving.errors import DruidError, invalid_input, unsupported

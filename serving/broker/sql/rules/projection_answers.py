@@ -28,10 +28,10 @@ from radstack.projections import ROWS_COLUMN, granularity_covers, is_aligned_ins
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import TimeParseError, parse_instant
 from radstack.time.sql import is_utc_zone
-from serving.broker.sql.context import TranslationContext, truthy
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import aggregates, anonymous_name, block_nodes, is_aggregate
-from serving.broker.store.projections import ProjectionView
+from serving.broker.sql.translation_context import TranslationContext, truthy
+from serving.broker.store.projection_views import ProjectionView
 
 #: Aggregates whose answer depends only on the set of values they see.
 _SET_AGGREGATES = frozenset({"APPROX_COUNT_DISTINCT_DS_HLL", "APPROX_COUNT_DISTINCT_DS_THETA", "BIT_AND", "BIT_OR"})

@@ -19,7 +19,7 @@ from radstack.projections import granularity_covers, is_aligned_instant
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START, Interval
 from serving.broker.queries.query_manager import native_flag
-from serving.broker.store.projections import ProjectionView
+from serving.broker.store.projection_views import ProjectionView
 from serving.errors import invalid_input
 
 _AGG_RE = re.compile(r"^(long|double|float)(Sum|Min|Max)$")

@@ -5,9 +5,9 @@ view is the ``UNION ALL`` over *all* visible chunks of the projection's rows: a 
 the projection file (with the same spec) reads that file's table — clipped to the chunk's visible
 interval, which is exact when the clip falls on the projection's bucket boundaries — and any other chunk
 (real-time segments, segments built before the projection was declared, clips inside a bucket) is
-aggregated from its base rows on the fly by :func:`radstack.storage.projections.projection_sql`. So a
+aggregated from its base rows on the fly by :func:`radstack.storage.projection_files.projection_sql`. So a
 projection view always holds exactly what the datasource view holds, re-aggregated; the planners
-(:mod:`serving.broker.sql.rules.projections`, :mod:`serving.broker.native.projections`) decide whether a
+(:mod:`serving.broker.sql.rules.projection_answers`, :mod:`serving.broker.native.projection_choice`) decide whether a
 query can read it instead.
 """
 
@@ -27,7 +27,7 @@ from radstack.projections import (
     parse_projection,
 )
 from radstack.sql_text import quote_identifier as quote_ident
-from radstack.storage.projections import projection_columns, projection_sql
+from radstack.storage.projection_files import projection_columns, projection_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import ETERNITY_END, ETERNITY_START
 from serving.broker.store.segment_cache import LoadedProjection
