@@ -19,7 +19,6 @@ import getpass
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from xml.sax.saxutils import escape
 
 from hdfs import HdfsError, InsecureClient
 
-from operations.processes import NodeGroup, free_ports
+from operations.processes import NodeGroup, free_ports, run_until_signal
 from radstack import jvm
 from radstack.process_state import stop_groups
 
@@ -430,20 +429,10 @@ class HdfsCluster(NodeGroup):
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    base = Path(args[0]).resolve() if args else None
-    cluster = HdfsCluster(base_dir=base)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    cluster.start()
-    print(f"HDFS up in {cluster.start_seconds:.1f}s")
-    print(f"  fs.defaultFS  {cluster.fs_url}")
-    print(f"  WebHDFS       {cluster.webhdfs_url}/webhdfs/v1")
-    print(f"  conf / logs   {cluster.conf_dir} / {cluster.logs_dir}")
-    print("Ctrl-C stops it.", flush=True)
-    try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
-    finally:
-        cluster.stop()
-    return 0
+    cluster = HdfsCluster(base_dir=Path(args[0]).resolve() if args else None)
+    return run_until_signal(cluster.start, cluster.stop, lambda: [
+        f"HDFS up in {cluster.start_seconds:.1f}s", f"  fs.defaultFS  {cluster.fs_url}",
+        f"  WebHDFS       {cluster.webhdfs_url}/webhdfs/v1", f"  conf / logs   {cluster.conf_dir} / {cluster.logs_dir}"])
 
 
 if __name__ == "__main__":

@@ -213,3 +213,16 @@ class NodeGroup:
             self._procs[name] = self.runner(name, cmd, log, env, cwd)
             return
         self._procs[name] = spawn_group(cmd, log, env=env, cwd=cwd)
+
+
+def run_until_signal(start: Callable[[], object], stop: Callable[[], None], describe: Callable[[], list[str]]) -> int:
+    """A local cluster in the foreground (``python -m operations.…``): start it, print ``describe()``, and
+    stop it at SIGINT or SIGTERM (blocked first, so neither can land between the start and the wait)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    start()
+    print("\n".join([*describe(), "Ctrl-C stops it."]), flush=True)
+    try:
+        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+    finally:
+        stop()
+    return 0

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations.processes import NodeGroup, free_port, stop_process_group
+from operations.processes import NodeGroup, free_port, run_until_signal, stop_process_group
 from radstack import jvm
 
 MASTER_MAIN = "org.apache.spark.deploy.master.Master"
@@ -193,15 +192,8 @@ class SparkStandalone(NodeGroup):
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     cluster = SparkStandalone(base_dir=Path(args[0]).resolve() if args else None)
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    cluster.start()
-    print(f"Spark standalone up in {cluster.start_seconds:.1f}s: {cluster.master_url} (UI {cluster.web_url})")
-    print("Ctrl-C stops it.", flush=True)
-    try:
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
-    finally:
-        cluster.stop()
-    return 0
+    return run_until_signal(cluster.start, cluster.stop, lambda: [
+        f"Spark standalone up in {cluster.start_seconds:.1f}s: {cluster.master_url} (UI {cluster.web_url})"])
 
 
 if __name__ == "__main__":

@@ -39,7 +39,14 @@ from serving.broker.sql import planning_pool
 from serving.console import router as console_router
 from serving.coordinator.api import router as coordinator_router
 from serving.coordinator.loop import CoordinatorLoop
-from serving.errors import DruidError, error_response, install_error_handlers, internal_error, send_error
+from serving.errors import (
+    DruidError,
+    StartWatch,
+    error_response,
+    install_error_handlers,
+    internal_error,
+    send_error,
+)
 from serving.jobs import BatchJobs
 from serving.lookups_api import router as lookups_router
 from serving.metrics_api import install as install_metrics
@@ -102,7 +109,7 @@ class BodySizeLimitMiddleware:
                     await send_error(send, self._error())
                     return
         seen = 0
-        started = False
+        watch = StartWatch(send)
 
         async def limited_receive() -> Message:
             nonlocal seen
@@ -113,16 +120,10 @@ class BodySizeLimitMiddleware:
                     raise _BodyTooLarge()
             return msg
 
-        async def tracking_send(msg: Message) -> None:
-            nonlocal started
-            if msg["type"] == "http.response.start":
-                started = True
-            await send(msg)
-
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, limited_receive, watch)
         except _BodyTooLarge:
-            if not started:
+            if not watch.started:
                 await send_error(send, self._error())
 
 
@@ -136,21 +137,14 @@ class CatchAllMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(msg: Message) -> None:
-            nonlocal started
-            if msg["type"] == "http.response.start":
-                started = True
-            await send(msg)
-
+        watch = StartWatch(send)
         try:
-            await self.app(scope, receive, tracking_send)
+            await self.app(scope, receive, watch)
         except _BodyTooLarge:
             raise
         except Exception as e:  # noqa: BLE001
             log.warning("unhandled error in %s %s", scope.get("method"), scope.get("path"))
-            if not started:
+            if not watch.started:
                 await send_error(send, internal_error(e))
 
 

@@ -24,7 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
-from starlette.types import Send
+from starlette.types import Message, Send
 
 from radstack.druid_errors import CATEGORY_STATUS, INTERNAL_CATEGORIES, DruidError, category_of_status
 
@@ -64,6 +64,19 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected_error(_request: Request, exc: Exception) -> Response:
         return error_response(internal_error(exc))
+
+
+class StartWatch:
+    """An ASGI ``send`` that remembers whether the response has started (after that, no error can be sent)."""
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    async def __call__(self, msg: Message) -> None:
+        if msg["type"] == "http.response.start":
+            self.started = True
+        await self.send(msg)
 
 
 async def send_error(send: Send, err: DruidError, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
