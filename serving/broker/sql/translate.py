@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from sqlglot import exp
 
 from radstack.sql_text import DEFAULT_MAX_VALUE_BYTES
 from radstack.time.clock import now_millis
@@ -44,6 +47,63 @@ logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 #: Rules that read the annotated types (run first, before nodes are replaced).
 TYPED_RULES = [operand_types, implicit_casts, arithmetic, casts, string_min_max, array_order, result_types]
+
+Pass = Callable[[exp.Expression, TranslationContext], exp.Expression]
+
+
+def _balanced(tree: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+    return balance_connectors(tree)
+
+
+def _bound(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    return bind_parameters(tree, ctx.parameters)
+
+
+def _input_checked(tree: exp.Expression, _ctx: TranslationContext) -> exp.Expression:
+    functions.check_input(tree)
+    return tree
+
+
+def _annotated(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    return annotate(tree, ctx, SYSTEM_SCHEMA if ctx.system_schema is None else ctx.system_schema)
+
+
+def _typed_rules(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    return apply_bottom_up(tree, TYPED_RULES, ctx)
+
+
+def _function_rules(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    return apply_bottom_up(tree, FUNCTION_RULES, ctx)  # declared by the rule modules (rule_registry.py)
+
+
+def _output_checked(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    functions.check_output(tree)
+    guard.check_read_only([tree])
+    check_relations(tree, ctx.catalog.relations(ctx.datasources, ctx.system_tables, ctx.lookups))
+    return tree
+
+
+#: The translation, pass by pass, in order: each takes the tree and the statement's context and returns
+#: the tree (a check returns it unchanged or raises). A new structural pass is a function and its line here.
+PASSES: tuple[Pass, ...] = (
+    _balanced,
+    check_null_ordering,
+    _bound,
+    _input_checked,
+    resolve_tables,
+    check_scan_order,
+    check_group_by_aliases,
+    name_projections,
+    multi_value,
+    use_projections,
+    _annotated,
+    _typed_rules,
+    _function_rules,
+    sketch_singles,
+    _output_checked,
+)
+
+
 @dataclass
 class Translation:
     """The DuckDB statement for one Druid SQL query, and what must be registered to run it."""
@@ -107,26 +167,11 @@ def _translate_now(sql: str, catalog: Catalog, context: dict[str, Any] | None, p
 
 def _translate(sql: str, ctx: TranslationContext, parameters: list[dict[str, Any]] | None,
                system_schema: dict[str, dict[str, str]] | None) -> Translation:
-    tree = balance_connectors(guard.check_read_only(parse(sql)))
-    tree = check_null_ordering(tree, ctx)
-    tree = bind_parameters(tree, parameters or [])
-    functions.check_input(tree)
-    tree = resolve_tables(tree, ctx)
-    tree = check_scan_order(tree, ctx)
-    tree = check_group_by_aliases(tree, ctx)
-    tree = name_projections(tree, ctx)
-    tree = multi_value(tree, ctx)
-    tree = use_projections(tree, ctx)
-    if system_schema is None:
-
-        system_schema = SYSTEM_SCHEMA
-    tree = annotate(tree, ctx, system_schema)
-    tree = apply_bottom_up(tree, TYPED_RULES, ctx)
-    tree = apply_bottom_up(tree, FUNCTION_RULES, ctx)  # declared by the rule modules
-    tree = sketch_singles(tree, ctx)
-    functions.check_output(tree)
-    guard.check_read_only([tree])
-    check_relations(tree, ctx.catalog.relations(ctx.datasources, ctx.system_tables, ctx.lookups))
+    ctx.parameters = parameters or []
+    ctx.system_schema = system_schema
+    tree = guard.check_read_only(parse(sql))
+    for step in PASSES:
+        tree = step(tree, ctx)
     return Translation(
         sql=tree.sql(dialect="duckdb"),
         udfs=set(ctx.udfs),

@@ -40,6 +40,8 @@ class TranslationContext:
     cte_names: set[str] = field(default_factory=set)
     projections: dict[str, str] = field(default_factory=dict)  # datasource → projection that answered
     max_string_bytes: int = DEFAULT_MAX_VALUE_BYTES  # server.max_string_bytes (rules/value_limits.py)
+    parameters: list[dict[str, Any]] = field(default_factory=list)  # the request's dynamic parameters
+    system_schema: dict[str, dict[str, str]] | None = None  # sys/INFORMATION_SCHEMA columns (None: SYSTEM_SCHEMA)
 
     @property
     def time_zone(self) -> str:
