@@ -20,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from radstack.lookups import LookupSpecError, check_name, parse_config, parse_container, replaces
 from radstack.sql_text import quote_identifier
+from radstack.storage.metadata import MetadataStore
 from serving.lookups import CONFIG_KEY, read_config
 
 router = APIRouter()
@@ -48,7 +49,7 @@ async def _body(request: Request) -> Any:
         raise LookupSpecError("body", f"not valid JSON: {e}") from None
 
 
-def _update(metadata: Any, update: dict[str, dict[str, Any]]) -> None:
+def _update(metadata: MetadataStore, update: dict[str, dict[str, Any]]) -> None:
     """Merge ``update`` into the stored configuration (Druid's ``updateLookups``): nothing is deleted,
     and a lookup that exists must get a higher version."""
     parsed = parse_config(update)
@@ -73,7 +74,7 @@ def _update(metadata: Any, update: dict[str, dict[str, Any]]) -> None:
         metadata.set_config(CONFIG_KEY, merged)
 
 
-def _delete(metadata: Any, tier: str, name: str | None) -> bool:
+def _delete(metadata: MetadataStore, tier: str, name: str | None) -> bool:
     with _write_lock:
         current = read_config(metadata)
         if current is None or tier not in current:

@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from radstack import metrics
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.timeline import TimelineConflictError, timelines_by_data_source
+from serving.server_context import ServerContext
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def segment_state_counts(metadata: MetadataStore) -> dict[str, dict[str, int]]:
     return dict(counts)
 
 
-def refresh_state_gauges(ctx: Any) -> None:
+def refresh_state_gauges(ctx: ServerContext) -> None:
     """Set the state gauges from the metadata store and the broker (best effort)."""
     try:
         metrics.set_segment_counts(segment_state_counts(ctx.metadata))

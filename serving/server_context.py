@@ -34,7 +34,7 @@ class TaskSpecLike(Protocol):
 
 
 class LiveTask(Protocol):
-    """An active task as the runner holds it (:class:`serving.overlord.tasks.TaskState`)."""
+    """An active task as the runner holds it (:class:`serving.overlord.task_state.TaskState`)."""
 
     @property
     def spec(self) -> TaskSpecLike: ...

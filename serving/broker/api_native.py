@@ -16,9 +16,9 @@ from fastapi import APIRouter, Request, Response
 
 from radstack.time.intervals import Interval, Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from serving.auth import datasource_reader, query_canceller, request_user
+from serving.broker.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
 from serving.broker.native import StreamedAnswer, query_id_of, run_native_query
 from serving.broker.service import BrokerService
-from serving.broker.store.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
 from serving.broker.store.projection_views import projection_header
 from serving.errors import DruidError, invalid_input, query_error
 

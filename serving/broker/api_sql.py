@@ -17,12 +17,15 @@ from fastapi.responses import Response
 
 from radstack.config import ServerSettings
 from serving.auth import query_canceller, request_user
+from serving.broker.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
+from serving.broker.queries.query_manager import RunningQuery
 from serving.broker.sql.engine import ServerInfo, execute
 from serving.broker.sql.request import authorizer, context_and_parameters, reader, stringify_arrays
 from serving.broker.sql.result_formats import ResultWriter, check_format
-from serving.broker.store.connection import WatchedStream, client_key, run_until_disconnect, write_deadline
 from serving.broker.store.projection_views import projection_header
+from serving.broker.store.state import QueryableBroker
 from serving.errors import DruidError, not_found, query_error
+from serving.server_context import ServerContext
 
 router = APIRouter()
 
@@ -88,7 +91,7 @@ async def post_sql(request: Request) -> Response:
                                       header, types_header, sql_types_header, context, parameters)
 
 
-def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, types_header: bool,
+def _run(request: Request, broker: QueryableBroker, query: str, fmt: str, header: bool, types_header: bool,
          sql_types_header: bool, context: dict[str, Any], parameters: list[Any]) -> Response:
     ctx = request.app.state.ctx
     manager = broker.queries
@@ -139,19 +142,19 @@ def _run(request: Request, broker: Any, query: str, fmt: str, header: bool, type
                          media_type=writer.content_type, headers=headers)
 
 
-def _server_settings(ctx: Any, broker: Any) -> ServerSettings:
+def _server_settings(ctx: ServerContext, broker: QueryableBroker) -> ServerSettings:
     settings = getattr(ctx, "settings", None) or getattr(broker, "settings", None)
     return settings.server if settings is not None else ServerSettings()
 
 
-def server_info(ctx: Any, broker: Any) -> ServerInfo:
+def server_info(ctx: ServerContext, broker: QueryableBroker) -> ServerInfo:
     """What ``sys.servers`` reports: the configured bind address and port (never the request's Host
     header, which the client chooses)."""
     server = _server_settings(ctx, broker)
     return ServerInfo(server.host, server.port, getattr(ctx, "started_ms", None))
 
 
-def _checked(batches: Any, running: Any) -> Any:
+def _checked(batches: Any, running: RunningQuery) -> Any:
     """Stop between batches once cancelled or timed out (the first batch was checked before the
     response started; a stop after that truncates the body, as Druid's does)."""
     for i, b in enumerate(batches):

@@ -21,6 +21,7 @@ from radstack.storage.timeline import timelines_by_data_source
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
 from serving.console.timeline_view import segment_kind
+from serving.server_context import ServerContext
 
 RATE_WINDOW_MS = 5 * 60 * 1000
 PREFIXES = ("streaming.", "archiver.stats.", "archiver.watermark.")
@@ -56,7 +57,7 @@ def _task_counters(report: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def task_summaries(ctx: Any, limit: int = 50) -> list[dict[str, Any]]:
+def task_summaries(ctx: ServerContext, limit: int = 50) -> list[dict[str, Any]]:
     """The newest tasks with status and row counters (live ones from the running task)."""
     out = []
     for row in ctx.metadata.list_tasks(limit=limit):
@@ -77,7 +78,7 @@ def task_summaries(ctx: Any, limit: int = 50) -> list[dict[str, Any]]:
     return out
 
 
-def ingestion_view(ctx: Any) -> dict[str, Any]:
+def ingestion_view(ctx: ServerContext) -> dict[str, Any]:
     now = now_millis()
     streaming, stats, watermarks = [], [], []
     for e in state_entries(ctx.metadata):

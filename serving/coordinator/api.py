@@ -24,6 +24,7 @@ from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, format_instant
 from serving.auth import datasource_reader
 from serving.errors import invalid_input, not_found
+from serving.server_context import ServerContext
 
 router = APIRouter(prefix="/druid/coordinator/v1")
 
@@ -53,7 +54,7 @@ def _interval(text: str) -> Interval:
         raise invalid_input(f"invalid interval {text!r}: {e}") from e
 
 
-def _served(ctx: Any, data_source: str | None = None) -> dict[str, list[DataSegment]]:
+def _served(ctx: ServerContext, data_source: str | None = None) -> dict[str, list[DataSegment]]:
     """Used, non-overshadowed segments by datasource, in Druid's segment order."""
     used = ctx.metadata.segments(data_source, used=True)
     out: dict[str, list[DataSegment]] = {}
@@ -69,7 +70,7 @@ def _no_content() -> Response:
     return Response(status_code=204)
 
 
-def _host(ctx: Any) -> str:
+def _host(ctx: ServerContext) -> str:
     return f"{ctx.settings.server.host}:{ctx.settings.server.port}"
 
 
@@ -118,7 +119,7 @@ def datasource(data_source: str, request: Request) -> Any:
     return _full(data_source, segs) if _flag(request, "full") else _simple(segs)
 
 
-def _per_interval(ctx: Any, segs: list[DataSegment], full: bool, keep: Any) -> dict[str, Any]:
+def _per_interval(ctx: ServerContext, segs: list[DataSegment], full: bool, keep: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for iv in _intervals_desc(segs):
         if not keep(iv):
@@ -229,7 +230,7 @@ async def mark_unused(data_source: str, request: Request) -> Any:
     return await run_in_threadpool(run)
 
 
-def _mark_used_non_overshadowed(ctx: Any, data_source: str, candidates: list[DataSegment]) -> int:
+def _mark_used_non_overshadowed(ctx: ServerContext, data_source: str, candidates: list[DataSegment]) -> int:
     used = ctx.metadata.segments(data_source, used=True)
     tl = VersionedIntervalTimeline.from_segments([*used, *candidates])
     over = tl.overshadowed()
@@ -259,7 +260,7 @@ def mark_all_used(data_source: str, request: Request) -> dict[str, int]:
     return {"numChangedSegments": _mark_used_non_overshadowed(ctx, data_source, unused)}
 
 
-def _kill(ctx: Any, data_source: str, interval: Interval) -> int:
+def _kill(ctx: ServerContext, data_source: str, interval: Interval) -> int:
     """Delete unused segments inside ``interval`` from the metadata store and deep storage
     (:func:`serving.coordinator.duties.kill.kill_unused_segments`: never a used segment or files a used one needs)."""
 
@@ -352,7 +353,7 @@ def metadata_segments(request: Request) -> Any:
 # -- rules ---------------------------------------------------------------------------------------
 
 
-def _rules_of(ctx: Any, ds: str) -> list[dict[str, Any]]:
+def _rules_of(ctx: ServerContext, ds: str) -> list[dict[str, Any]]:
     rules = ctx.metadata.get_rules(ds)
     if ds == "_default" and not rules:
         return [dict(r) for r in DEFAULT_RULES]

@@ -10,18 +10,20 @@ from fastapi import APIRouter, Request
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
+from radstack.config import Settings
 from radstack.datasources import case_twin, case_twin_message
-from radstack.storage.metadata import TaskExistsError
+from radstack.storage.metadata import MetadataStore, TaskExistsError
 from radstack.storage.raw_archive import input_topics
 from radstack.storage.supervisors import datasource_catalog
 from radstack.time.clock import now_millis
 from radstack.time.intervals import format_instant
-from serving.auth import datasource_reader, request_user
+from serving.auth import User, datasource_reader, request_user
 from serving.errors import DruidError, invalid_input, not_found
 from serving.input_policy import InputForbidden
 from serving.overlord.input_sources import check_input_source
 from serving.overlord.task_spec import TaskSpecError
 from serving.overlord.task_types import parse_any_task
+from serving.server_context import ServerContext
 
 router = APIRouter(prefix="/druid/indexer/v1")
 
@@ -74,7 +76,8 @@ async def submit_task(request: Request) -> dict[str, str]:
     return {"task": spec.id}
 
 
-def _authorize_input(user: Any, source: dict[str, Any], data_source: str, settings: Any, metadata: Any) -> None:
+def _authorize_input(user: User | None, source: dict[str, Any], data_source: str, settings: Settings,
+                     metadata: MetadataStore) -> None:
     """What reading ``source`` needs, besides WRITE on the task's datasource. As Druid's input-source
     security: READ on ``EXTERNAL`` named like the type, except ``inline`` (nothing) and the two that read
     radstack's own data — ``druid`` (READ on the datasource it re-indexes) and ``archive`` (READ on each
@@ -95,7 +98,7 @@ def _authorize_input(user: Any, source: dict[str, Any], data_source: str, settin
     user.require("EXTERNAL", [typ], "READ")
 
 
-def _status_json(ctx: Any, row: Any) -> dict[str, Any]:
+def _status_json(ctx: ServerContext, row: Any) -> dict[str, Any]:
     live = ctx.task_runner.get(row.id)
     if live is not None:
         runner_status = live.runner_status
@@ -126,7 +129,7 @@ def _status_json(ctx: Any, row: Any) -> dict[str, Any]:
     }
 
 
-def _task_row(ctx: Any, task_id: str, request: Request) -> Any:
+def _task_row(ctx: ServerContext, task_id: str, request: Request) -> Any:
     """The task's row; with auth, READ on its datasource is needed to see it (Druid's TaskResourceFilter)."""
     row = ctx.metadata.get_task(task_id)
     if row is None:

@@ -21,6 +21,7 @@ from radstack.time.clock import now_millis
 from radstack.time.intervals import Interval, Period, TimeParseError
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.task_spec import TaskSpecError, new_task_id
+from serving.overlord.task_state import TaskHost, TaskState
 
 __all__ = ["CompactTaskSpec", "parse_compact_task"]
 
@@ -53,7 +54,7 @@ class CompactTaskSpec:
         raw["skipOffsetFromLatest"] = "PT0S"
         return CompactionConfig.from_json(raw)
 
-    def run(self, runner: Any, state: Any) -> int:
+    def run(self, runner: TaskHost, state: TaskState) -> int:
         cfg = self.config(runner.metadata)
         now = now_millis()
         segments = runner.metadata.segments(self.data_source, used=True)

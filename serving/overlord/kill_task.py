@@ -10,6 +10,7 @@ from typing import Any
 from radstack.storage.kill import KillError, kill_unused_segments
 from radstack.time.intervals import Interval, TimeParseError, parse_instant
 from serving.overlord.task_spec import TaskSpecError, new_task_id
+from serving.overlord.task_state import TaskHost, TaskState
 from serving.overlord.tasks import TaskCancelled
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class KillTaskSpec:
     max_parse_exceptions: int = 0
     max_saved_parse_exceptions: int = 0
 
-    def run(self, runner: Any, state: Any) -> int:
+    def run(self, runner: TaskHost, state: TaskState) -> int:
         if state.cancel.is_set():
 
             raise TaskCancelled()

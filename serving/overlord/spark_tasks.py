@@ -26,6 +26,7 @@ from radstack.storage.ingest_stats import IngestStats
 from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_sources import SOURCES, resolve_input_source, source_of
+from serving.overlord.task_state import TaskHost, TaskState
 
 __all__ = ["runs_on_spark", "run_spark_task"]
 
@@ -62,7 +63,7 @@ def runs_on_spark(spec: Any, settings: Settings) -> bool:
     return _input_bytes(spec, settings) >= threshold
 
 
-def run_spark_task(runner: Any, state: Any, module: str) -> int:
+def run_spark_task(runner: TaskHost, state: TaskState, module: str) -> int:
     """Run ``state.spec`` as a Spark job in a child process; returns the number of segments published."""
     spec = state.spec
     settings = runner.settings

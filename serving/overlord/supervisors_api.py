@@ -41,6 +41,7 @@ from radstack.time.intervals import format_instant
 from serving.auth import datasource_reader, request_user
 from serving.errors import DruidError, not_found
 from serving.overlord.api import read_json
+from serving.server_context import ServerContext
 
 router = APIRouter(prefix="/druid/indexer/v1")
 
@@ -49,7 +50,7 @@ def _ctx(request: Request) -> Any:
     return request.app.state.ctx
 
 
-def _record(ctx: Any, supervisor_id: str, request: Request | None = None) -> SupervisorRecord:
+def _record(ctx: ServerContext, supervisor_id: str, request: Request | None = None) -> SupervisorRecord:
     """The supervisor; with ``request`` (a read), READ on its datasource is needed to see it at all."""
     rec = load_supervisors(ctx.metadata).get(supervisor_id)
     if rec is None:
@@ -70,7 +71,7 @@ def _spec_out(rec: SupervisorRecord) -> dict[str, Any]:
     return {**rec.shown_spec(), "suspended": rec.suspended}
 
 
-def status_payload(ctx: Any, rec: SupervisorRecord) -> dict[str, Any]:
+def status_payload(ctx: ServerContext, rec: SupervisorRecord) -> dict[str, Any]:
     """Druid's supervisor status, from the query's committed state and its last progress."""
     committed_state = ctx.metadata.get_state(state_key(rec.id)) or {}
     progress = ctx.metadata.get_state(progress_key(rec.id)) or {}
@@ -102,7 +103,7 @@ def status_payload(ctx: Any, rec: SupervisorRecord) -> dict[str, Any]:
     }
 
 
-def _state_row(ctx: Any, rec: SupervisorRecord) -> dict[str, Any]:
+def _state_row(ctx: ServerContext, rec: SupervisorRecord) -> dict[str, Any]:
     st = status_payload(ctx, rec)
     return {"id": rec.id, "state": st["state"], "detailedState": st["detailedState"], "healthy": st["healthy"],
             "suspended": rec.suspended}

@@ -25,8 +25,7 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import pyarrow as pa
 
@@ -48,6 +47,7 @@ from serving.overlord.reports import ingestion_report
 from serving.overlord.spark_tasks import run_spark_task, runs_on_spark
 from serving.overlord.staging import StagedInput
 from serving.overlord.task_spec import IndexTaskSpec
+from serving.overlord.task_state import TaskState
 
 log = logging.getLogger(__name__)
 
@@ -57,22 +57,6 @@ SHUTDOWN_MSG = "Shutdown request from user"
 class AppendError(RuntimeError):
     """appendToExisting cannot place the new data next to the existing segments."""
 
-
-
-@dataclass
-class TaskState:
-    """What the runner knows about an active task (the metadata store has the rest)."""
-
-    spec: IndexTaskSpec
-    stats: IngestStats
-    created_ms: int
-    cancel: threading.Event = field(default_factory=threading.Event)
-    runner_status: str = "WAITING"  # WAITING | RUNNING
-    ingestion_state: str = "NOT_STARTED"  # NOT_STARTED | BUILD_SEGMENTS | COMPLETED
-    started_ms: int | None = None
-
-    def live_report(self) -> dict[str, Any]:
-        return ingestion_report(self.spec.id, self.stats, state=self.ingestion_state, error_msg=None)
 
 
 class TaskRunner:

@@ -1,6 +1,6 @@
 """A SQL answer larger than one batch, and a native ``scan``, are streamed (chunked, no Content-Length) and
 arrive whole; a streamed answer holds its query's slot until the last chunk is taken, and a client that
-leaves mid-answer frees it (serving/broker/store/connection.py, serving/broker/native/__init__.py)."""
+leaves mid-answer frees it (serving/broker/connection.py, serving/broker/native/__init__.py)."""
 
 from __future__ import annotations
 

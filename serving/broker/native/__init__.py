@@ -26,7 +26,7 @@ from serving.broker.native.time_boundary import run_datasource_metadata, run_tim
 from serving.broker.native.timeseries import run_timeseries
 from serving.broker.native.topn import run_topn
 from serving.broker.queries.limits import check_json_depth, planning_guard, resource_limit
-from serving.broker.queries.query_manager import QueryManager
+from serving.broker.queries.query_manager import QueryManager, RunningQuery
 from serving.broker.store.state import QueryableBroker
 from serving.errors import DruidError, engine_refusal, internal_error, invalid_input, user_message
 
@@ -135,7 +135,7 @@ def run_native_query(service: QueryableBroker, query: Any, *, query_id: str | No
         VALUE_LIMIT.reset(value_limit)
 
 
-def _run(service: QueryableBroker, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Any,
+def _run(service: QueryableBroker, query: dict[str, Any], qid: str, context: dict[str, Any], runner: Callable[[QueryContext], Any],
          needs_intervals: bool, default_gran: Any, user: User | None,
          used_projections: dict[str, str] | None, client: str | None,
          encode: Callable[[list[dict[str, Any]]], Any] | None, stream: bool) -> Any:
@@ -190,7 +190,7 @@ class StreamedAnswer:
     response starts, so a failure there is still Druid's error JSON), then ``rest`` (each further batch,
     then ``]``). It holds the query's slot and snapshot until ``rest`` ends or is closed."""
 
-    def __init__(self, first: bytes, rest: Iterator[bytes], running: Any) -> None:
+    def __init__(self, first: bytes, rest: Iterator[bytes], running: RunningQuery) -> None:
         self.first, self.rest, self.running = first, rest, running
 
     @classmethod

@@ -21,6 +21,7 @@ from radstack.sketches import family_of
 from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
 from serving.broker.queries.limits import check_sql_text, resource_limit
+from serving.broker.queries.query_manager import RunningQuery
 from serving.broker.sql import explain, information_schema, sys_tables
 from serving.broker.sql.catalog import SYSTEM_TABLES, Catalog, ColumnInfo
 from serving.broker.sql.errors import column_not_found, validation_error
@@ -53,7 +54,7 @@ class SqlResult:
     _stack: contextlib.ExitStack = field(repr=False, default_factory=contextlib.ExitStack)
     _ahead: list[pa.RecordBatch] = field(repr=False, default_factory=list)
     _done: bool = field(repr=False, default=False)
-    running: Any = field(repr=False, default=None)  # its RunningQuery: why a read was interrupted
+    running: RunningQuery | None = field(repr=False, default=None)  # its RunningQuery: why a read was interrupted
     _looked: bool = field(repr=False, default=False)
 
     def _read(self) -> pa.RecordBatch:
@@ -266,7 +267,7 @@ def execute(
     context: dict[str, Any] | None = None,
     parameters: list[dict[str, Any]] | None = None,
     metadata: MetadataStore = None,
-    running: Any = None,
+    running: RunningQuery | None = None,
     server: ServerInfo | None = None,
     batch_rows: int = BATCH_ROWS,
     authorize: Callable[[Translation], None] | None = None,
@@ -324,7 +325,7 @@ class _ViewsChanged(Exception):
 
 
 def _execute(broker: QueryableBroker, sql: str, *, context: dict[str, Any] | None, parameters: list[dict[str, Any]] | None,
-             metadata: MetadataStore, running: Any, server: ServerInfo, batch_rows: int,
+             metadata: MetadataStore, running: RunningQuery | None, server: ServerInfo, batch_rows: int,
              authorize: Callable[[Translation], None] | None, can_read: Callable[[str], bool] | None,
              limits: ServerSettings, optimistic: bool) -> SqlResult:
     stack = contextlib.ExitStack()

@@ -11,6 +11,7 @@ import pyarrow as pa
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.supervisors import load_supervisors
 from radstack.time.intervals import format_instant
+from serving.broker.store.state import QueryableBroker
 
 S, L = pa.string(), pa.int64()
 
@@ -90,7 +91,7 @@ def segment_rows(states: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def segments_table(broker: Any) -> pa.Table:
+def segments_table(broker: QueryableBroker) -> pa.Table:
     return pa.Table.from_pylist(segment_rows(broker.segment_states()), schema=SEGMENTS)
 
 
@@ -107,13 +108,13 @@ def _server_rows(host: str, port: int, started_ms: int | None, curr_size: int) -
     return rows
 
 
-def servers_table(broker: Any, host: str, port: int, started_ms: int | None) -> pa.Table:
+def servers_table(broker: QueryableBroker | None, host: str, port: int, started_ms: int | None) -> pa.Table:
     states = broker.segment_states() if broker is not None else []
     size = sum(int(s.get("size") or 0) for s in states if s.get("is_available"))
     return pa.Table.from_pylist(_server_rows(host, port, started_ms, size), schema=SERVERS)
 
 
-def server_segments_table(broker: Any, host: str, port: int) -> pa.Table:
+def server_segments_table(broker: QueryableBroker | None, host: str, port: int) -> pa.Table:
     states = broker.segment_states() if broker is not None else []
     rows = [{"server": f"{host}:{port}", "segment_id": s["segment_id"]} for s in states if s.get("is_available")]
     return pa.Table.from_pylist(rows, schema=SERVER_SEGMENTS)

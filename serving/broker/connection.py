@@ -23,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from serving.broker.queries.query_manager import RunningQuery
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -59,7 +61,7 @@ async def run_until_disconnect(request: Request, cancel: Callable[[], Any], fn: 
             await watch
 
 
-def write_deadline(write_timeout_seconds: float, running: Any) -> Callable[[], float]:
+def write_deadline(write_timeout_seconds: float, running: RunningQuery | None) -> Callable[[], float]:
     """How long one write of a streamed answer may wait for its client: ``server.write_timeout_seconds``,
     never past the query's own timeout (``running``: its :class:`RunningQuery`)."""
     limit = float(write_timeout_seconds)
