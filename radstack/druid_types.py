@@ -22,6 +22,8 @@ NATIVE_OF_SQL: dict[str, str] = {
 #: Result columns DuckDB types as JSON (nested columns, JSON_QUERY, PARSE_JSON, JSON_OBJECT): Druid's
 #: ``COMPLEX<json>``, sent as JSON values, not strings.
 JSON_COLUMN = ("OTHER", "COMPLEX<json>")
+#: Result columns DuckDB types as a list of JSON (``JSON_QUERY_ARRAY``): an array of JSON values.
+JSON_ARRAY = ("ARRAY", "ARRAY<COMPLEX<json>>")
 
 
 def sql_type_of_arrow(t: pa.DataType) -> str:

@@ -256,3 +256,65 @@ def test_json_value_of_an_array_of_scalars_is_a_multi_value_string_in_a_scan(env
     assert rows(env, "SELECT id, JSON_VALUE(attrs, '$.arr') FROM mixed WHERE id IN ('A', 'B', 'C') "
                      "ORDER BY __time") == [("A", '["1","2","3"]'), ("B", "4"), ("C", None)]
     assert rows(env, "SELECT JSON_VALUE(attrs, '$.arr') AS v, COUNT(*) FROM mixed GROUP BY 1") == [(None, 5)]
+
+
+# ---- checked against a local Druid 33 (this stop's probes of the kinds #48 names) ----
+
+
+def test_decimal_arithmetic_is_computed_in_doubles_as_druid_does(env: Any) -> None:
+    import json
+
+    from tests.unit.test_sql_execution import body
+
+    answer = json.loads(body(env, "SELECT 0.1 + 0.2 AS x, 1.1 * 3 AS y, 0.1 * 0.1 AS w, 1 - 0.9 AS v, "
+                                  "10 / 4.0 AS z, 0.1 + 0.2 = 0.3 AS same FROM mixed LIMIT 1", "object"))
+    assert answer == [{"x": 0.30000000000000004, "y": 3.3000000000000003, "w": 0.010000000000000002,
+                       "v": 0.09999999999999998, "z": 2.5, "same": False}]
+    res_types = json.loads(body(env, "SELECT 0.1 + 0.2 AS x FROM mixed LIMIT 1", "array", header=True,
+                                sql_types_header=True))[1]
+    assert res_types == ["DECIMAL"]  # typed as Calcite types it, computed as Druid computes it
+
+
+def test_a_boolean_casts_to_text_as_a_long_and_not_to_a_number(env: Any) -> None:
+    assert rows(env, "SELECT CAST(id = 'A' AS VARCHAR) AS t, COUNT(*) FROM mixed GROUP BY 1 ORDER BY 1") == [
+        ("0", 4), ("1", 1)]
+    for target in ("INTEGER", "BIGINT", "DOUBLE"):
+        with pytest.raises(DruidError, match=f"Cast function cannot convert value of type BOOLEAN to type {target}"):
+            rows(env, f"SELECT CAST(id = 'A' AS {target}) FROM mixed")
+
+
+def test_lpad_and_rpad_of_length_zero_are_null_and_an_empty_pad_leaves_the_string(env: Any) -> None:
+    assert rows(env, "SELECT LPAD(id, 0, 'x'), RPAD(id, 0, 'x'), RPAD(id, 0), LPAD(id, -1, 'x'), LPAD('', 3, 'x'), "
+                     "LPAD(id, 3, ''), RPAD(id || 'yz', 2, ''), LPAD(id, 3, 'xy') FROM mixed WHERE id = 'A'") == [
+        (None, None, None, "", "xxx", "A", "Ay", "xyA")]
+
+
+def test_json_query_array_answers_json_values_and_null_for_an_object(env: Any) -> None:
+    import json
+
+    from tests.unit.test_sql_execution import body
+
+    sql = ("SELECT JSON_QUERY_ARRAY(attrs, '$.arr') AS a, JSON_QUERY_ARRAY(attrs, '$') AS o, "
+           "JSON_QUERY_ARRAY(attrs, '$.flag') AS f FROM mixed WHERE id = 'A'")
+    assert json.loads(body(env, sql, "object")) == [{"a": "[1,2,3]", "o": None, "f": "[true]"}]
+    assert json.loads(body(env, sql, "object", stringify_arrays=False)) == [{"a": [1, 2, 3], "o": None, "f": [True]}]
+
+
+def test_array_quantile_interpolates_the_sorted_numbers_as_druid_does(env: Any) -> None:
+    assert rows(env, "SELECT ARRAY_QUANTILE(ARRAY[4, 1, 3, 2], 0.5), ARRAY_QUANTILE(ARRAY[1, 2, 3, 4], 0.25), "
+                     "ARRAY_QUANTILE(ARRAY[5], 0.9), ARRAY_QUANTILE(ARRAY[1.5, NULL, 3.5], 0.5), "
+                     "ARRAY_QUANTILE(ARRAY[1, 2], 0), ARRAY_QUANTILE(ARRAY[1, 2], 1), "
+                     "ARRAY_QUANTILE(ARRAY['a', 'b'], 0.5) FROM mixed WHERE id = 'A'") == [
+        (2.5, 1.75, 5.0, 2.5, 1.0, 2.0, None)]
+    assert rows(env, "SELECT ARRAY_QUANTILE(JSON_VALUE(attrs, '$.arr' RETURNING BIGINT ARRAY), 0.5) FROM mixed "
+                     "WHERE id = 'A'") == [(2.0,)]
+    with pytest.raises(DruidError, match="must be a literal"):
+        rows(env, "SELECT ARRAY_QUANTILE(ARRAY[1, 2], LENGTH(id)) FROM mixed")
+    with pytest.raises(DruidError, match="outside"):
+        rows(env, "SELECT ARRAY_QUANTILE(ARRAY[1, 2], 1.5) FROM mixed")
+
+
+def test_decode_base64_utf8_reads_as_java_does(env: Any) -> None:
+    assert rows(env, "SELECT DECODE_BASE64_UTF8('aGVsbG8='), DECODE_BASE64_UTF8('aGVsbG8'), DECODE_BASE64_UTF8('/w=='), "
+                     "DECODE_BASE64_UTF8(''), DECODE_BASE64_UTF8(id || 'S') FROM mixed WHERE id = 'A'") == [
+        ("hello", "hello", "\ufffd", "", "\x01")]

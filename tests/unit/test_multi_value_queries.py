@@ -130,8 +130,8 @@ def test_unknown_mv_function_is_unsupported(env: Any) -> None:
     assert e.value.status == 400 and "No match found for function signature MV_NOSUCH" in e.value.message
     # a Druid function this broker refuses: 501 naming it
     with pytest.raises(DruidError) as e:
-        rows(env, "SELECT ARRAY_QUANTILE(MV_TO_ARRAY(tags), 0.5) FROM pages")
-    assert e.value.status == 501 and "ARRAY_QUANTILE" in e.value.message
+        rows(env, "SELECT TDIGEST_QUANTILE(MV_TO_ARRAY(tags), 0.5) FROM pages")
+    assert e.value.status == 501 and "TDIGEST_QUANTILE" in e.value.message
 
 
 # ---- native -------------------------------------------------------------------------------------

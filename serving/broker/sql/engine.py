@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 
 from radstack.config import ServerSettings
-from radstack.druid_types import JSON_COLUMN, native_type, sql_type_of_arrow
+from radstack.druid_types import JSON_ARRAY, JSON_COLUMN, native_type, sql_type_of_arrow
 from radstack.sketches import family_of
 from radstack.sql_text import quote_identifier
 from radstack.storage.metadata import MetadataStore
@@ -215,13 +215,13 @@ def visible_rows(table: pa.Table, can_read: Callable[[str], bool],
     return table.filter(pa.array(keep, type=pa.bool_()))
 
 
-def _columns(schema: pa.Schema, json_columns: set[int], first: pa.RecordBatch | None = None) -> list[Column]:
+def _columns(schema: pa.Schema, json_columns: dict[int, str], first: pa.RecordBatch | None = None) -> list[Column]:
     """The result columns; ``json_columns``: the positions DuckDB types as JSON (``COMPLEX<json>``);
     binary columns are sketches, ``COMPLEX<family>`` after the first value of ``first``."""
     out = []
     for i, f in enumerate(schema):
         if i in json_columns:
-            out.append(Column(f.name, *JSON_COLUMN))
+            out.append(Column(f.name, *(JSON_COLUMN if json_columns[i] == "JSON" else JSON_ARRAY)))
             continue
         if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type):
             values = [v for v in (first.column(i).to_pylist() if first is not None else []) if v is not None]
@@ -360,7 +360,7 @@ def _execute(broker: QueryableBroker, sql: str, *, context: dict[str, Any] | Non
             running.attach(cur)
         try:
             rel = as_druid_numbers(cur.sql(tr.sql))
-            json_columns = {i for i, t in enumerate(rel.types) if str(t).upper() == "JSON"}
+            json_columns = {i: str(t).upper() for i, t in enumerate(rel.types) if str(t).upper() in ("JSON", "JSON[]")}
             if explained is not None:  # plan the statement (no rows) for its signature; answer the plan
                 planned = _columns(rel.limit(0).to_arrow_table().schema, json_columns)
                 if not unchanged():

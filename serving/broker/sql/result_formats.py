@@ -16,6 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from radstack.druid_types import JSON_ARRAY
 from radstack.java_numbers import java_double, java_float
 from radstack.time.joda import zone
 from radstack.time.sql import is_utc_zone
@@ -82,6 +83,8 @@ def _python_column(arr: pa.Array, col: Column, stringify_arrays: bool, tz: tzinf
     values = arr.to_pylist()
     if col.native_type == "COMPLEX<json>":  # Druid 33 answers a JSON value as its compact JSON text
         return [_json_text(v) for v in values]
+    if col.native_type == JSON_ARRAY[1]:  # an array of JSON values (JSON_QUERY_ARRAY): its elements as JSON
+        values = [None if v is None else [None if e is None else orjson.loads(e) for e in v] for v in values]
     if (pa.types.is_list(t) or pa.types.is_large_list(t)) and stringify_arrays:
         return [None if v is None else orjson.dumps(v, default=str).decode() for v in values]
     return values

@@ -4,6 +4,8 @@ sizes, double ↔ long bits). Registered once per database."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import json
 import re
@@ -322,6 +324,20 @@ def string_format(pattern: str | None, args_json: str | None) -> str | None:
     return _JAVA_CONVERSION.sub(one, pattern)
 
 
+def decode_base64_utf8(text: str | None) -> str | None:
+    """DECODE_BASE64_UTF8: Java's basic Base64 decoder (padding optional, any other character refused) and
+    ``new String(bytes, UTF_8)`` (a byte sequence that is not UTF-8 becomes U+FFFD)."""
+    if text is None:
+        return None
+    if len(text) % 4 == 1:
+        raise ValueError("Last unit does not have enough valid bits")
+    try:
+        data = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except binascii.Error as e:
+        raise ValueError(f"Illegal base64 input: {e}") from None
+    return data.decode("utf-8", errors="replace")
+
+
 def double_text(x: float | None) -> str | None:
     """CAST(double AS VARCHAR) as Java writes a double (``2.434E8``, ``1.0``)."""
     return None if x is None else java_double(x)
@@ -358,6 +374,7 @@ UDFS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "DRUID_HUMAN_READABLE": (human_readable, [B, "INTEGER", V], V),
     "DRUID_PARSE_LONG": (parse_long, [V, "INTEGER"], B),
     "DRUID_DOUBLE_TEXT": (double_text, ["DOUBLE"], V),
+    "DRUID_DECODE_BASE64_UTF8": (decode_base64_utf8, [V], V),
     "DRUID_FLOAT_TEXT": (float_text, ["FLOAT"], V),
     "DRUID_STRING_FORMAT": (string_format, [V, V], V),
     "DRUID_DOUBLE_TO_LONG_BITS": (double_to_long_bits, ["DOUBLE"], B),

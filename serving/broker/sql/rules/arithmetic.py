@@ -1,5 +1,6 @@
 """Integer arithmetic as in Druid (Calcite), by the rules of :mod:`serving.broker.sql.type_rules`:
-``BIGINT / BIGINT`` truncates (DuckDB's ``//``), ``DIV(a, b)`` is integer division, and
+``BIGINT / BIGINT`` truncates (DuckDB's ``//``), arithmetic typed DECIMAL is computed in doubles as Druid
+does (and typed DECIMAL), ``DIV(a, b)`` is integer division, and
 ``SAFE_DIVIDE`` over two LONGs is a LONG (NULL when the divisor is 0; over DOUBLEs 0 / 0 is 0); ``ROUND``
 of a DOUBLE rounds its decimal text half up, as Java's ``BigDecimal`` does."""
 
@@ -22,6 +23,8 @@ from serving.broker.sql.type_rules import (
 def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     if isinstance(node, exp.Div) and integer_arithmetic(node.this, node.expression):
         return exp.IntDiv(this=node.this, expression=node.expression)
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div) and decimal_operands(node.this, node.expression):
+        return _decimal_as_double(node)
     if isinstance(node, exp.SafeDivide):
         x, y = exp.paren(node.this.copy(), copy=False), exp.paren(node.expression.copy(), copy=False)
         zero = exp.EQ(this=y.copy(), expression=exp.Literal.number(0))
@@ -44,6 +47,26 @@ def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         a, b = node.expressions
         return exp.paren(exp.IntDiv(this=a, expression=b), copy=False)
     return node
+
+
+def _decimal_as_double(node: exp.Binary) -> exp.Expression:
+    """Arithmetic Calcite types DECIMAL (decimal literals and integers) computed as Druid computes it, in
+    doubles (``0.1 + 0.2`` is 0.30000000000000004, not DuckDB's exact 0.3), and typed DECIMAL again."""
+    as_double = node.__class__(this=exp.cast(exp.paren(node.this.copy(), copy=False), "DOUBLE"),
+                               expression=exp.cast(exp.paren(node.expression.copy(), copy=False), "DOUBLE"))
+    return decimal_of_double(as_double)
+
+
+def decimal_of_double(x: exp.Expression) -> exp.Expression:
+    """A double as a DECIMAL result that writes the same double: through its shortest text where that
+    fits the scale (DuckDB's DOUBLE → DECIMAL cast is off in the last digits: 3.3000000000000003 would
+    come back 3.3000000000000007), else the plain cast."""
+    x = exp.paren(x, copy=False)
+    fits = exp.and_(exp.LT(this=exp.Abs(this=x.copy()), expression=exp.Literal.number("1e19")),
+                    exp.or_(exp.EQ(this=x.copy(), expression=exp.Literal.number(0)),
+                            exp.GTE(this=exp.Abs(this=x.copy()), expression=exp.Literal.number("1e-3"))))
+    via_text = exp.cast(exp.cast(x.copy(), "VARCHAR"), DECIMAL_RESULT)
+    return exp.Case(ifs=[exp.If(this=fits, true=via_text)], default=exp.cast(x.copy(), DECIMAL_RESULT))
 
 
 def _round_half_up(node: exp.Round) -> exp.Expression:

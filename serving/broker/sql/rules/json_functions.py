@@ -201,16 +201,18 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
         # a JSON null there is SQL NULL, as in Druid 33 (JSON_QUERY(c, '$.a_null') IS NULL)
         return exp.Nullif(this=call("JSON_EXTRACT", _document(args[0]), path),
                           expression=exp.cast(_lit("null"), "JSON"))
-    if name == "JSON_QUERY_ARRAY":  # the array at path as an array of JSON; any other value wrapped in one,
-        # a missing value or a JSON null is NULL (as Druid 33 answers: the differential corpus)
+    if name == "JSON_QUERY_ARRAY":  # the array at path as an array of JSON; a scalar wrapped in one; an
+        # object, a missing value or a JSON null is NULL (as Druid 33 answers: the differential corpus)
         if len(args) != 2:
             raise validation_error("JSON_QUERY_ARRAY takes 2 arguments: JSON_QUERY_ARRAY(expr, path)")
         value = call("JSON_EXTRACT", args[0], _lit(_path_text(args[1], name)))
         is_array = exp.EQ(this=call("JSON_TYPE", value.copy()), expression=_lit("ARRAY"))
         listed = exp.FromJson(this=value.copy(), expression=_lit('["JSON"]'))
         is_json_null = exp.EQ(this=call("JSON_TYPE", value.copy()), expression=_lit("NULL"))  # {"k": null}: NULL
+        is_object = exp.EQ(this=call("JSON_TYPE", value.copy()), expression=_lit("OBJECT"))
         return exp.Case(ifs=[exp.If(this=exp.Is(this=value.copy(), expression=exp.Null()), true=exp.Null()),
                              exp.If(this=is_json_null, true=exp.Null()),
+                             exp.If(this=is_object, true=exp.Null()),
                              exp.If(this=is_array, true=listed)],
                         default=exp.Array(expressions=[value]))
     if name == "JSON_PATHS":

@@ -8,6 +8,7 @@
 | ``HUMAN_READABLE_BINARY_BYTE_FORMAT`` / ``…_DECIMAL_BYTE_FORMAT`` / ``…_DECIMAL_FORMAT(value[, precision])`` | ``DRUID_HUMAN_READABLE`` |
 | ``BITWISE_CONVERT_DOUBLE_TO_LONG_BITS(x)`` / ``BITWISE_CONVERT_LONG_BITS_TO_DOUBLE(x)`` | ``DRUID_DOUBLE_TO_LONG_BITS`` / ``DRUID_LONG_BITS_TO_DOUBLE`` |
 | ``STRING_FORMAT(pattern, args…)`` | ``DRUID_STRING_FORMAT`` (Java's String.format; arguments passed as a JSON array) |
+| ``DECODE_BASE64_UTF8(s)`` | ``DRUID_DECODE_BASE64_UTF8`` (Java's Base64 decoder: padding optional; bytes that are not UTF-8 become U+FFFD) |
 | ``PARSE_LONG(s, radix)`` | ``DRUID_PARSE_LONG`` (Java's Long.parseLong; base 10 stays ``TRY_CAST``, rules/strings.py) |
 """
 
@@ -31,6 +32,7 @@ _SIMPLE = {
     "IPV6_MATCH": ("DRUID_IPV6_MATCH", (2,), ("VARCHAR", "VARCHAR")),
     "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS": ("DRUID_DOUBLE_TO_LONG_BITS", (1,), ("DOUBLE",)),
     "BITWISE_CONVERT_LONG_BITS_TO_DOUBLE": ("DRUID_LONG_BITS_TO_DOUBLE", (1,), ("BIGINT",)),
+    "DECODE_BASE64_UTF8": ("DRUID_DECODE_BASE64_UTF8", (1,), ("VARCHAR",)),
 }
 _PLAIN_PATTERN = re.compile(r"(?:[^%]|%s|%%)*")
 _HUMAN = {"HUMAN_READABLE_BINARY_BYTE_FORMAT": "binary", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "decimal_byte",

@@ -37,6 +37,17 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         below_one = exp.LT(this=times.copy(), expression=exp.Literal.number(1))
         node.set("times", exp.Case(ifs=[exp.If(this=below_one, true=exp.null())], default=times.copy()))
         return node
+    if isinstance(node, exp.Pad) and not node.meta.get("druid_pad"):
+        # Druid's LPAD/RPAD: a length of 0 is NULL (below 0 ''), an empty pad leaves the string as it is
+        # (cut to the length); the node stays, so rules/value_limits.py bounds it
+        node.meta["druid_pad"] = True
+        n, fill = node.expression, node.args.get("fill_pattern")
+        ifs = [exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), true=exp.null())]
+        if fill is not None:
+            shorter = exp.Least(this=n.copy(), expressions=[call("LENGTH", node.this.copy())])
+            ifs.append(exp.If(this=exp.EQ(this=fill.copy(), expression=exp.Literal.string("")), true=shorter))
+        node.set("expression", exp.cast(exp.Case(ifs=ifs, default=n.copy()), "INTEGER"))
+        return node
     if isinstance(node, exp.RegexpReplace):
         replacement = node.args.get("replacement")
         if isinstance(replacement, exp.Literal) and replacement.is_string:
