@@ -318,3 +318,13 @@ def test_decode_base64_utf8_reads_as_java_does(env: Any) -> None:
     assert rows(env, "SELECT DECODE_BASE64_UTF8('aGVsbG8='), DECODE_BASE64_UTF8('aGVsbG8'), DECODE_BASE64_UTF8('/w=='), "
                      "DECODE_BASE64_UTF8(''), DECODE_BASE64_UTF8(id || 'S') FROM mixed WHERE id = 'A'") == [
         ("hello", "hello", "\ufffd", "", "\x01")]
+
+
+def test_segment_metadata_sizes_are_druids_estimates(env: Any) -> None:
+    [answer] = run_native_query(env.service, {"queryType": "segmentMetadata", "dataSource": "mixed",
+                                              "intervals": ["2024-01-01/2024-01-02"], "analysisTypes": ["size"]})
+    sizes = {c: v["size"] for c, v in answer["columns"].items()}
+    # __time 10 bytes a row; a string its values' UTF-8 bytes; a multi-value value once per row holding it
+    # (A ["a","b"], D [NULL,"b"]: a, b, b); nested JSON no estimate; a long 8 bytes a row
+    assert sizes == {"__time": 50, "id": 5, "tags": 4, "attrs": 0, "ip": 8 + 10 + 11 + 9, "count": 40}
+    assert answer["size"] == sum(sizes.values()) + 5 * len(sizes)  # and a byte per row and column

@@ -73,11 +73,12 @@ def _included(name: str, include: dict[str, Any]) -> bool:
 
 def _column_analysis(col: str, dtype: str, multi: bool) -> list[str]:
     """SQL aggregates of one column after ``count(col)``: for a string column its cardinality,
-    min, max and bytes (over the values of a multi-value one, plus whether a row has several)."""
+    min, max and bytes (over the distinct values of each row of a multi-value one, as Druid counts a
+    value once per row that holds it, plus whether a row has several)."""
     if multi:
         values = f"flatten(list({col}))"
         return [f"len(list_distinct({values}))", f"list_min({values})", f"list_max({values})",
-                f"coalesce(sum(list_sum(list_transform({col}, lambda __v: strlen(__v)))), 0)",
+                f"coalesce(sum(list_sum(list_transform(list_distinct({col}), lambda __v: strlen(__v)))), 0)",
                 f"coalesce(max(len({col})), 0) > 1"]
     if dtype == "STRING":
         return [f"count(DISTINCT {col})", f"min({col})", f"max({col})", f"coalesce(sum(strlen({col})), 0)"]
@@ -111,18 +112,24 @@ def _analyse(ctx: QueryContext, loaded: Any, include: dict[str, Any], analyses: 
             i += 4
             if non_null < n:  # as in Druid: NULL is one more value in the dictionary, and the smallest
                 card, lo = card + 1, None
-            size = strbytes + 4 * n
+            size = strbytes  # Druid: each value's UTF-8 length times the rows that hold it
             if multi:
                 has_multiple = bool(row[i])
                 i += 1
         elif dtype.startswith("ARRAY<"):
             size = 8 * int(row[i]) + 4 * n
             i += 1
+        elif name == "__time":
+            size = 10 * n  # Druid's estimate of a timestamp's bytes
+        elif dtype == "FLOAT":
+            size = 4 * n
+        elif dtype.startswith("COMPLEX<json"):
+            size = 0  # no size estimate for nested JSON in Druid 33
         else:
             size = 8 * n
         if "size" not in analyses:
             size = 0
-        total += size
+        total += size + (n if "size" in analyses else 0)  # Druid's segment size adds a byte per row and column
         columns[name] = {
             "typeSignature": dtype,
             # Druid names a complex column's type by its complex type alone ("json", "HLLSketch")
