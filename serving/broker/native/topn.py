@@ -32,6 +32,17 @@ def order_expr(col: str, ordering: str | None, col_type: str = "STRING") -> list
     return [col]
 
 
+def _filtered_without_null(spec: Any) -> bool:
+    """A dimension spec that keeps only the values it names or matches (a listFiltered allow-list without
+    NULL, a regexFiltered, a prefixFiltered): its topN has no NULL group, as in Druid 33. (A deny-list keeps
+    the NULL group, as a plain topN does.)"""
+    if not isinstance(spec, dict) or spec.get("type") not in ("listFiltered", "regexFiltered", "prefixFiltered"):
+        return False
+    if spec.get("type") == "listFiltered":
+        return bool(spec.get("isWhitelist", True)) and None not in (spec.get("values") or [])
+    return True
+
+
 def run_topn(ctx: QueryContext) -> list[dict[str, Any]]:
     if not ctx.exists:
         return []
@@ -73,6 +84,9 @@ def run_topn(ctx: QueryContext) -> list[dict[str, Any]]:
                 extra = f"CAST({d} AS VARCHAR) {cmp} {sql_str(stop)}"
     else:
         raise invalid_input(f"Unsupported topN metric spec {metric!r}")
+    if _filtered_without_null(q_["dimension"]):
+        # a filtered dimension spec's topN ranks the values it lets through: no NULL group (Druid 33)
+        extra = f"({extra}) AND {d} IS NOT NULL"
     with_bucket = not ctx.granularity.is_all
     inner = plan.post_sql(plan.aggregate_sql(with_bucket=with_bucket))
     part = f"PARTITION BY {BUCKET} " if with_bucket else ""
