@@ -273,6 +273,9 @@ def test_decimal_arithmetic_is_computed_in_doubles_as_druid_does(env: Any) -> No
     res_types = json.loads(body(env, "SELECT 0.1 + 0.2 AS x FROM mixed LIMIT 1", "array", header=True,
                                 sql_types_header=True))[1]
     assert res_types == ["DECIMAL"]  # typed as Calcite types it, computed as Druid computes it
+    ceil = json.loads(body(env, "SELECT CEIL(LENGTH(id) * 0.5) AS c FROM mixed LIMIT 1", "array", header=True,
+                           sql_types_header=True))
+    assert ceil == [["c"], ["DECIMAL"], [1.0]]  # CEIL of DECIMAL arithmetic stays DECIMAL (Calcite)
 
 
 def test_a_boolean_casts_to_text_as_a_long_and_not_to_a_number(env: Any) -> None:

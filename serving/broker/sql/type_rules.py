@@ -54,12 +54,18 @@ def is_timestamp(node: exp.Expression | None) -> bool:
     return _type(node) in TIMESTAMPS
 
 
+#: meta key: this node is DECIMAL arithmetic already computed in doubles (rules/arithmetic.py)
+DECIMAL_ARITHMETIC = "druid_decimal_arithmetic"
+
+
 def is_decimal(node: exp.Expression | None) -> bool:
     """Whether Calcite types ``node`` DECIMAL: a decimal literal (``0.5``), or arithmetic over decimal
     literals and integers (``added * 0.5``); a DOUBLE column or CAST makes it DOUBLE. (sqlglot annotates
     all of these DOUBLE; DuckDB, like Calcite, computes them as DECIMAL.)"""
     if isinstance(node, exp.Paren):
         return is_decimal(node.this)
+    if node is not None and node.meta.get(DECIMAL_ARITHMETIC):  # already rewritten (rules/arithmetic.py)
+        return True
     if isinstance(node, exp.Literal):
         return not node.is_string and not node.is_int
     if isinstance(node, exp.Neg):

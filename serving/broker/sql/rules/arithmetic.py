@@ -12,6 +12,7 @@ from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name
 from serving.broker.sql.translation_context import TranslationContext
 from serving.broker.sql.type_rules import (
+    DECIMAL_ARITHMETIC,
     DECIMAL_RESULT,
     decimal_operands,
     integer_arithmetic,
@@ -54,7 +55,9 @@ def _decimal_as_double(node: exp.Binary) -> exp.Expression:
     doubles (``0.1 + 0.2`` is 0.30000000000000004, not DuckDB's exact 0.3), and typed DECIMAL again."""
     as_double = node.__class__(this=exp.cast(exp.paren(node.this.copy(), copy=False), "DOUBLE"),
                                expression=exp.cast(exp.paren(node.expression.copy(), copy=False), "DOUBLE"))
-    return decimal_of_double(as_double)
+    out = decimal_of_double(as_double)
+    out.meta[DECIMAL_ARITHMETIC] = True  # still DECIMAL for the rules of its parents (CEIL, ROUND …)
+    return out
 
 
 def decimal_of_double(x: exp.Expression) -> exp.Expression:
