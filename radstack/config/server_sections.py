@@ -123,6 +123,12 @@ class CompactionSettings(Section):
     max_intervals_per_run: int = Field(4, description="intervals compacted per datasource and pass")
 
 
+class KillTaskLogsSettings(Section):
+    on: bool = Field(False, description="delete the logs of finished tasks after duration_to_retain (off by default)")
+    period_seconds: float = Field(3600, description="seconds between passes of the task-log cleaner")
+    duration_to_retain: str = Field("P7D", description="keep the log of a task that finished less than this long ago")
+
+
 class KillSettings(Section):
     on: bool = Field(False, description="delete unused segments automatically (off by default)")
     period_seconds: float = Field(3600, description="seconds between kill passes")
@@ -149,6 +155,7 @@ class CoordinatorSettings(Section):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     compaction: CompactionSettings = Field(default_factory=CompactionSettings)
     kill: KillSettings = Field(default_factory=KillSettings)
+    kill_task_logs: KillTaskLogsSettings = Field(default_factory=KillTaskLogsSettings)
     self_metrics: SelfMetricsSettings = Field(default_factory=SelfMetricsSettings)
 
 

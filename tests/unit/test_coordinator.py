@@ -142,3 +142,32 @@ def test_run_duties_reports(store: MetadataStore, settings) -> None:  # type: ig
     assert "mark_overshadowed_unused" not in broken
     assert broken.errors[0].startswith("mark_overshadowed_unused:")
     assert [e.split(":")[0] for e in broken.errors[1:]] == ["retention"]  # the next duty ran, and failed too
+
+
+def test_the_task_log_cleaner_deletes_only_old_finished_tasks_logs(store: MetadataStore, settings) -> None:  # type: ignore[no-untyped-def]
+    from radstack.storage.task_records import task_log_path
+    from serving.coordinator.duties.base import DutyContext
+    from serving.coordinator.duties.task_logs import DUTY
+
+    on = settings.with_overrides({"coordinator": {"kill_task_logs": {"on": True, "duration_to_retain": "P1D"}}})
+    logs = {}
+    for task_id, status in (("old_done", "SUCCESS"), ("old_failed", "FAILED"), ("old_running", "RUNNING"),
+                            ("young_done", "SUCCESS")):
+        store.insert_task(task_id, type="index_parallel", datasource="wiki", payload={}, status="RUNNING")
+        if status != "RUNNING":  # young_done ran for 3 days: it finished after the retention's start
+            store.update_task(task_id, status=status, duration_ms=3 * 86_400_000 if task_id == "young_done" else 1000)
+        logs[task_id] = task_log_path(on, task_id)
+        logs[task_id].parent.mkdir(parents=True, exist_ok=True)
+        logs[task_id].write_text("log\n")
+    spark_log = on.logs_dir / "task-old_done.log"  # an Overlord Spark task's output
+    spark_log.write_text("spark\n")
+    two_days_on = int(time.time() * 1000) + 2 * 86_400_000
+    stats = DUTY.run(DutyContext(store, None, on, now_ms=two_days_on))
+    assert stats == {"deleted": 3}  # old_done's two logs, old_failed's; never a running or a recent task's
+    assert not logs["old_done"].exists() and not spark_log.exists() and not logs["old_failed"].exists()
+    assert logs["old_running"].exists() and logs["young_done"].exists()
+    assert store.get_task("old_done") is not None  # the row stays
+    # once per period: a second pass right after does nothing
+    assert DUTY.run(DutyContext(store, None, on, now_ms=two_days_on + 1000)) == {"deleted": 0}
+    off = DUTY.run(DutyContext(store, None, settings, now_ms=two_days_on + 10**9))
+    assert off == {"deleted": 0}

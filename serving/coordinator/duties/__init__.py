@@ -9,6 +9,7 @@ from serving.coordinator.duties import (
     overshadowed,
     retention,
     self_metrics,
+    task_logs,
 )
 from serving.coordinator.duties.base import Duty
 
@@ -18,6 +19,7 @@ DUTIES: tuple[Duty, ...] = (
     retention.DUTY,  # RunRules: drop rules mark segments unused
     compaction.DUTY,  # CompactSegments
     kill.DUTY,  # KillUnusedSegments
+    task_logs.DUTY,  # the task log cleaner (druid.indexer.logs.kill)
     self_metrics.DUTY,  # the platform's own metrics as a datasource
     druid_sync.DUTY,  # a Druid cluster's supervisors, rules, compaction and failed re-indexes
 )
