@@ -6,9 +6,10 @@ what it emits too.
 
 The registries are explicit tuples (as sqlglot's ``RULES``): :data:`FUNCTION_RULE_MODULES` in the order the
 rewrites run (children before parents, so a rule sees its arguments already translated), and
-:data:`RULE_MODULES`, every module of ``rules/``. A new Druid SQL function is one new module in ``rules/``,
-one line in each tuple, its test and its row in docs/druid-sql.md (``tests/unit/test_rule_registry.py``
-fails on a module listed in neither).
+:data:`RULE_MODULES`, every module of ``rules/`` (those and the passes and typed rules ``translate.py`` runs).
+A new Druid SQL function is one new module in ``rules/`` and one line in :data:`FUNCTION_RULE_MODULES`
+(``rules/array_quantile.py`` is one), its test and its row in docs/druid-sql.md
+(``tests/unit/test_rule_registry.py`` fails on a module listed nowhere).
 """
 
 from __future__ import annotations
