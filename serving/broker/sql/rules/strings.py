@@ -42,10 +42,15 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         # (cut to the length); the node stays, so rules/value_limits.py bounds it
         node.meta["druid_pad"] = True
         n, fill = node.expression, node.args.get("fill_pattern")
-        ifs = [exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), true=exp.null())]
-        if fill is not None:
+        literal_n = isinstance(n, exp.Literal) and not n.is_string
+        ifs = [] if literal_n and float(n.this) != 0 else [
+            exp.If(this=exp.EQ(this=n.copy(), expression=exp.Literal.number(0)), true=exp.null())]
+        if fill is not None and not (isinstance(fill, exp.Literal) and fill.is_string and str(fill.this) != ""):
+            # only where the pad may be empty: the string is measured (a copy of it, an aggregate even)
             shorter = exp.Least(this=n.copy(), expressions=[call("LENGTH", node.this.copy())])
             ifs.append(exp.If(this=exp.EQ(this=fill.copy(), expression=exp.Literal.string("")), true=shorter))
+        if not ifs:
+            return node
         node.set("expression", exp.cast(exp.Case(ifs=ifs, default=n.copy()), "INTEGER"))
         return node
     if isinstance(node, exp.RegexpReplace):
