@@ -321,7 +321,7 @@ def test_local_backfill_one_job_per_group_of_chunks(web, batch_spark, monkeypatc
 
 def test_chunk_summaries_match_chunk_summary(web, batch_spark) -> None:  # type: ignore[no-untyped-def]
     """The per-group summary equals the per-chunk one, and empty chunks read no segment file."""
-    import batch.backfill as bf
+    import batch.backfill.summaries as bf  # where chunk_summaries reads each segment (_segment_times)
     from batch.rebuild_job import rebuild
     from radstack.datasources import get_spec
 
