@@ -25,6 +25,11 @@ def task_log_path(settings: Settings, task_id: str) -> Path:
     return settings.logs_dir / "tasks" / f"{task_id.replace(':', '_').replace('/', '_')}.log"
 
 
+def spark_task_log_path(settings: Settings, task_id: str) -> Path:
+    """Where an Overlord task run as a Spark job writes its output (serving/overlord/spark_tasks.py)."""
+    return settings.logs_dir / f"task-{task_id}.log"
+
+
 class TaskRecord:
     """One task's row and log; :meth:`finish` records the outcome (the row stays RUNNING until then)."""
 

@@ -23,6 +23,7 @@ from radstack.config import Settings
 from radstack.private_files import private_dir, write_private
 from radstack.process_state import spawn_group, stop_groups
 from radstack.storage.ingest_stats import IngestStats
+from radstack.storage.task_records import spark_task_log_path
 from radstack.time.intervals import parse_instant
 from serving.overlord.cancel import TaskCancelled
 from serving.overlord.input_sources import SOURCES, resolve_input_source, source_of
@@ -79,7 +80,7 @@ def run_spark_task(runner: TaskHost, state: TaskState, module: str) -> int:
     write_private(work / "settings.yaml", yaml.safe_dump(settings.to_dict()))
     uris = source_of(spec.input_source).spark_uris(spec.input_source, settings)
     write_private(work / "task.json", json.dumps({"payload": spec.payload, "min_version": floor, "spark_uris": uris}))
-    log_path = settings.logs_dir / f"task-{spec.id}.log"
+    log_path = spark_task_log_path(settings, spec.id)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     result = work / "result.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}

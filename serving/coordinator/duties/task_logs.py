@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from radstack.storage.task_records import task_log_path
+from radstack.storage.task_records import spark_task_log_path, task_log_path
 from radstack.time.intervals import Period, TimeParseError, datetime_to_ms, ms_to_datetime
 from serving.coordinator.duties.base import Duty, DutyContext
 
@@ -20,7 +20,7 @@ STATE_KEY = "coordinator.kill_task_logs.last_run"
 def _logs_of(ctx: DutyContext, task_id: str) -> list[Path]:
     """Where a task's log may be: a recorded task's (radstack/storage/task_records.py) or an Overlord
     Spark task's output (serving/overlord/spark_tasks.py)."""
-    return [task_log_path(ctx.settings, task_id), ctx.settings.logs_dir / f"task-{task_id}.log"]
+    return [task_log_path(ctx.settings, task_id), spark_task_log_path(ctx.settings, task_id)]
 
 
 def _run(ctx: DutyContext) -> dict[str, int]:

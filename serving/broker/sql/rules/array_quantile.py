@@ -10,16 +10,10 @@ from sqlglot import exp
 
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args, sql_around
+from serving.broker.sql.rules.arrays import element_kind
 from serving.broker.sql.translation_context import TranslationContext
 
 _NAME = "ARRAY_QUANTILE"
-
-
-def _element_is_text(node: exp.Expression) -> bool:
-    t = getattr(node, "type", None)
-    if isinstance(t, exp.DataType) and t.is_type(exp.DataType.Type.ARRAY) and t.expressions:
-        return t.expressions[0].is_type(*exp.DataType.TEXT_TYPES)
-    return False
 
 
 def array_quantile(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
@@ -32,7 +26,7 @@ def array_quantile(node: exp.Expression, ctx: TranslationContext) -> exp.Express
     r = -float(literal.this) if isinstance(rank, exp.Neg) else float(literal.this)
     if not 0 <= r <= 1:
         raise validation_error(f"{_NAME} rank [{r}] is outside [0, 1]: the quantile is NaN, which is not a DOUBLE value")
-    if _element_is_text(array):
+    if element_kind(array) == "STRING":
         return exp.cast(exp.null(), "DOUBLE")
 
     def quantile(a: str) -> str:

@@ -130,7 +130,7 @@ def _slice(a: exp.Expression, start: exp.Expression, end: exp.Expression | None)
     return exp.Case(ifs=[exp.If(this=bad, true=exp.null())], default=sliced)
 
 
-def _element_kind(node: exp.Expression) -> str | None:
+def element_kind(node: exp.Expression) -> str | None:
     """LONG, DOUBLE or STRING: the element type of an annotated array (a multi-value string's: STRING)."""
     t = getattr(node, "type", None)
     if isinstance(t, exp.DataType) and t.is_type(exp.DataType.Type.ARRAY) and t.expressions:
@@ -157,7 +157,7 @@ def _as_elements_of(array: exp.Expression, needle: exp.Expression) -> exp.Expres
     """The value (or array of values) sought in ``array``, converted to its element type as Druid does:
     ``ARRAY_CONTAINS(a_str, 1)`` looks for ``'1'``, ``ARRAY_CONTAINS(a_long, '1')`` for 1 (DuckDB refuses
     both: it cannot pick the list's type)."""
-    want, have = _element_kind(array), _element_kind(needle)
+    want, have = element_kind(array), element_kind(needle)
     if want in ("LONG", "TIMESTAMP") and is_timestamp(needle):  # arrays hold a TIMESTAMP as its millis (ARRAY_AGG(__time))
         return to_millis(needle)
     if want in (None, "TIMESTAMP") or have is None or want == have or (want != "STRING" and have != "STRING"):
@@ -223,7 +223,7 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
         raise validation_error(f"{name} takes {' or '.join(map(str, _ARITY[op]))} arguments")
     mv = name.startswith("MV_")
     if op in ("OFFSET_OF", "ORDINAL_OF"):
-        want, have = _element_kind(args[0]), _element_kind(args[1])
+        want, have = element_kind(args[0]), element_kind(args[1])
         if want in ("LONG", "TIMESTAMP") and is_timestamp(args[1]):  # ARRAY_AGG(__time) holds millis
             args[1] = to_millis(args[1])
         elif _is_array_typed(args[0]) and want not in (None, "TIMESTAMP") and have not in (None, want):
