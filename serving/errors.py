@@ -126,9 +126,10 @@ def shown_name(name: str) -> str:
     return name if _SHOWN_NAME.fullmatch(name) else "<not a table name>"
 
 
-#: what looks like a path, a URL or a file name inside a message
+#: what looks like a path, a URL or a file name inside a message (an IPv4 subnet, ``10.0.0.0/8``, is kept)
 _PATHLIKE = re.compile(
-    r"""(?:[A-Za-z][A-Za-z0-9+.-]*://|~?/|\.\.?/)[^\s'"\])]*"""
+    r"""(?P<subnet>\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}/[0-9]{1,3}\b)"""
+    r"""|(?:[A-Za-z][A-Za-z0-9+.-]*://|~?/|\.\.?/)[^\s'"\])]*"""
     r"""|[^\s'"()\[\],]*\.(?:csv|tsv|json|jsonl|ndjson|parquet|txt|db|duckdb|duckdb_extension|gz|zst|arrow|xlsx?|sqlite)\b"""
     r"""|[^\s'"()\[\],]*[*?][^\s'"()\[\],]*[/.][^\s'"()\[\],]*""",
     re.IGNORECASE)
@@ -137,7 +138,7 @@ _PATHLIKE = re.compile(
 def redact_paths(message: str) -> str:
     """``message`` with every path, URL, glob or file name replaced by ``<path>``: a query's error repeats
     what the client sent, but never a file's name, so no answer confirms or lists one."""
-    return _PATHLIKE.sub("<path>", message)
+    return _PATHLIKE.sub(lambda m: m.group() if m.group("subnet") else "<path>", message)
 
 
 def query_error(err: DruidError) -> DruidError:

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from radstack.java_format import non_strict_format
 from radstack.java_numbers import java_double, java_float
 from radstack.sketches import (
     SketchParams,
@@ -275,53 +276,28 @@ def long_bits_to_double(n: int | None) -> float | None:
     return None if n is None else struct.unpack("<d", struct.pack("<q", n))[0]
 
 
+_JAVA_LONG = re.compile(r"[+-]?[0-9a-zA-Z]+")
+
+
 def parse_long(text: str | None, radix: int | None) -> int | None:
-    """PARSE_LONG(s, radix): Java's Long.parseLong; NULL when it does not parse (or is out of range)."""
+    """PARSE_LONG(s, radix): Java's ``Long.parseLong`` (a sign and digits of the radix, nothing else: no
+    space, no underscore), a leading ``0x`` dropped in radix 16 as Druid drops it; NULL when it does not
+    parse (or is out of range)."""
     if text is None or radix is None or not 2 <= radix <= 36:
         return None
-    try:
-        n = int(text.strip(), int(radix))
-    except ValueError:
-        return None
+    if radix == 16 and text[:2] in ("0x", "0X"):
+        text = text[2:]
+    if not _JAVA_LONG.fullmatch(text) or any(int(ch, 36) >= radix for ch in text.lstrip("+-")):
+        return None  # each a digit of the radix (Python's int() would also read '0x1A' in base 16)
+    n = int(text, int(radix))
     return n if -(2**63) <= n < 2**63 else None
 
 
-_JAVA_CONVERSION = re.compile(r"%(?:(\d+)\$)?([-#+ 0,(]*)(\d+)?(\.\d+)?([a-zA-Z%])")
-
-
 def string_format(pattern: str | None, args_json: str | None) -> str | None:
-    """STRING_FORMAT(pattern, args…): Java's String.format for its common conversions (%s %d %f %e %x
-    %o %c %b %% %n, widths, precisions, argument indexes); a NULL argument prints ``null``."""
+    """STRING_FORMAT(pattern, args…): Druid's non-strict ``String.format`` (radstack/java_format.py)."""
     if pattern is None:
         return None
-    args = json.loads(args_json) if args_json else []
-    position = 0
-
-    def one(m: re.Match[str]) -> str:
-        nonlocal position
-        index, flags, width, prec, conv = m.groups()
-        if conv == "%":
-            return "%"
-        if conv == "n":
-            return "\n"
-        if index is not None:
-            value = args[int(index) - 1] if int(index) - 1 < len(args) else None
-        else:
-            value = args[position] if position < len(args) else None
-            position += 1
-        spec = "%" + flags.replace(",", "").replace("(", "") + (width or "") + (prec or "")
-        if value is None or conv in "sS":
-            text = "null" if value is None else (str(value).lower() if isinstance(value, bool) else str(value))
-            out = (spec + "s") % (text if prec is None else text[: int(prec[1:])])
-        elif conv in "bB":
-            out = (spec + "s") % ("true" if value else "false")
-        elif conv in "cC":
-            out = (spec + "s") % (chr(int(value)) if isinstance(value, int) else str(value)[:1])
-        else:
-            out = (spec + conv) % value
-        return out.upper() if conv.isupper() else out
-
-    return _JAVA_CONVERSION.sub(one, pattern)
+    return non_strict_format(pattern, json.loads(args_json) if args_json else [])
 
 
 def decode_base64_utf8(text: str | None) -> str | None:

@@ -39,6 +39,7 @@ from serving.broker.sql.rules import (
     is_aggregate,
     values_or_null,
 )
+from serving.broker.sql.value_ranges import ONE_RANGE, simplify_ranges
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.translation_context import TranslationContext
 
@@ -217,7 +218,8 @@ class _Block:
     def predicate(self, node: exp.Expression) -> exp.Expression | None:
         """A predicate over multi-value columns as Druid evaluates it, or None when ``node`` is none."""
         negated = isinstance(node, exp.Like | exp.ILike) and bool(node.args.get("negate"))
-        is_predicate = isinstance(node, _PREDICATES) or anonymous_name(node) in _STRING_PREDICATES
+        is_predicate = (isinstance(node, _PREDICATES) or anonymous_name(node) in _STRING_PREDICATES
+                        or bool(node.meta.get(ONE_RANGE)))
         is_null = isinstance(node, exp.Is) and isinstance(node.expression, exp.Null)
         if not (is_predicate or is_null) or not self._multi_in(node):
             return None
@@ -460,7 +462,22 @@ class _Block:
                                                              exp.Lambda(this=per_value, expressions=[each])))],
                         default=exp.Array(expressions=[alone]))
 
+    def simplify_ranges(self) -> None:
+        """The comparisons of each multi-value column gathered into ranges as Calcite gathers them (so as
+        Druid answers: ``tags = 'a' AND tags = 'b'`` is FALSE), in the WHERE clause and the conditions of
+        the SELECT list (``FILTER (WHERE …)``, ``CASE WHEN``)."""
+        where = self.select.args.get("where")
+        if where is not None:
+            where.set("this", simplify_ranges(where.this, self.is_multi))
+        for p in self.select.expressions:
+            for node in list(p.walk()):
+                if isinstance(node, exp.Filter) and isinstance(node.expression, exp.Where):
+                    node.expression.set("this", simplify_ranges(node.expression.this, self.is_multi))
+                elif isinstance(node, exp.If) and node.this is not None:
+                    node.set("this", simplify_ranges(node.this, self.is_multi))
+
     def rewrite(self) -> None:
+        self.simplify_ranges()
         where = self.select.args.get("where")
         if where is not None:
             self.rewrite_predicates(where)

@@ -2,14 +2,14 @@
 
 | Druid | UDF |
 | --- | --- |
-| ``IPV4_MATCH(address, subnet)`` | ``DRUID_IPV4_MATCH`` (an address as dotted text or its integer; false when not one) |
-| ``IPV4_PARSE(address)`` / ``IPV4_STRINGIFY(address)`` | ``DRUID_IPV4_PARSE`` / ``DRUID_IPV4_STRINGIFY`` (NULL when not an address) |
+| ``IPV4_MATCH(address, subnet)`` | ``DRUID_IPV4_MATCH`` (an address as dotted text or a LONG, never text of digits; false when not one; the subnet a CIDR literal) |
+| ``IPV4_PARSE(address)`` / ``IPV4_STRINGIFY(address)`` | ``DRUID_IPV4_PARSE`` / ``DRUID_IPV4_STRINGIFY`` (dotted text or a LONG in range; NULL when not an address) |
 | ``IPV6_MATCH(address, subnet)`` | ``DRUID_IPV6_MATCH`` |
 | ``HUMAN_READABLE_BINARY_BYTE_FORMAT`` / ``…_DECIMAL_BYTE_FORMAT`` / ``…_DECIMAL_FORMAT(value[, precision])`` | ``DRUID_HUMAN_READABLE`` |
 | ``BITWISE_CONVERT_DOUBLE_TO_LONG_BITS(x)`` / ``BITWISE_CONVERT_LONG_BITS_TO_DOUBLE(x)`` | ``DRUID_DOUBLE_TO_LONG_BITS`` / ``DRUID_LONG_BITS_TO_DOUBLE`` |
-| ``STRING_FORMAT(pattern, args…)`` | ``DRUID_STRING_FORMAT`` (Java's String.format; arguments passed as a JSON array) |
+| ``STRING_FORMAT(pattern, args…)`` | ``DRUID_STRING_FORMAT`` (Druid's non-strict String.format, radstack/java_format.py; arguments passed as a JSON array, a timestamp as its millis) |
 | ``DECODE_BASE64_UTF8(s)`` | ``DRUID_DECODE_BASE64_UTF8`` (Java's Base64 decoder: padding optional; bytes that are not UTF-8 become U+FFFD) |
-| ``PARSE_LONG(s, radix)`` | ``DRUID_PARSE_LONG`` (Java's Long.parseLong; base 10 stays ``TRY_CAST``, rules/strings.py) |
+| ``PARSE_LONG(s, radix)`` | ``DRUID_PARSE_LONG`` (Java's Long.parseLong; base 10 is a strict ``TRY_CAST``, rules/strings.py) |
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.translation_context import TranslationContext
-from serving.broker.sql.type_rules import is_integer, is_text
+from serving.broker.sql.timeexpr import to_millis
+from serving.broker.sql.type_rules import is_integer, is_text, is_timestamp
 
 #: Druid name → (UDF, argument counts, how each argument is passed)
 _SIMPLE = {
@@ -35,12 +36,17 @@ _SIMPLE = {
     "DECODE_BASE64_UTF8": ("DRUID_DECODE_BASE64_UTF8", (1,), ("VARCHAR",)),
 }
 _PLAIN_PATTERN = re.compile(r"(?:[^%]|%s|%%)*")
+_IPV4 = frozenset({"IPV4_MATCH", "IPV4_PARSE", "IPV4_STRINGIFY"})
+_CIDR = re.compile(r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}/(?:[0-9]|[12][0-9]|3[0-2])")
+_MAX_IPV4 = 4294967295
 _HUMAN = {"HUMAN_READABLE_BINARY_BYTE_FORMAT": "binary", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "decimal_byte",
           "HUMAN_READABLE_DECIMAL_FORMAT": "decimal"}
 
 
 def scalar_udfs(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     name = anonymous_name(node)
+    if name in _IPV4:
+        return _ipv4(name, node, ctx)
     if name in _SIMPLE:
         udf, counts, types = _SIMPLE[name]
         args = call_args(node, counts, name)
@@ -51,7 +57,11 @@ def scalar_udfs(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
         if not args:
             raise validation_error("STRING_FORMAT takes a pattern and its arguments")
         pattern = args[0]
-        if (isinstance(pattern, exp.Literal) and pattern.is_string and _PLAIN_PATTERN.fullmatch(str(pattern.this))
+        if len(args) == 1:  # no argument: Druid answers the pattern unformatted ('100%%' stays)
+            return exp.cast(pattern, "VARCHAR")
+        args = [to_millis(a) if is_timestamp(a) else a for a in args]  # __time is a long in Druid
+        text = str(pattern.this) if isinstance(pattern, exp.Literal) and pattern.is_string else None
+        if (text is not None and _PLAIN_PATTERN.fullmatch(text) and text.replace("%%", "").count("%s") == len(args) - 1
                 and all(is_text(a) or is_integer(a) for a in args[1:])):
             # only %s over text and integers: DuckDB's printf writes them as Java does, in native code
             texts = [exp.Coalesce(this=exp.cast(a, "VARCHAR"), expressions=[exp.Literal.string("null")])
@@ -75,8 +85,35 @@ def scalar_udfs(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
     return node
 
 
+def _ipv4(name: str, node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    """Druid reads an address as dotted text or as a LONG (0 … 2^32-1); text of digits is no address."""
+    args = call_args(node, (2,) if name == "IPV4_MATCH" else (1,), name)
+    address = args[0]
+    if is_integer(address):
+        in_range = exp.Between(this=address.copy(), low=exp.Literal.number(0), high=exp.Literal.number(_MAX_IPV4))
+        if name == "IPV4_PARSE":
+            return exp.Case(ifs=[exp.If(this=in_range, true=exp.cast(address, "BIGINT"))])
+        text = exp.Case(ifs=[exp.If(this=in_range, true=exp.cast(address, "VARCHAR"))])
+    else:
+        text = exp.cast(address, "VARCHAR")
+        digits = call("REGEXP_FULL_MATCH", text.copy(), exp.Literal.string("[0-9]+"))
+        text = exp.Case(ifs=[exp.If(this=digits, true=exp.cast(exp.null(), "VARCHAR"))], default=text)
+    udf = _SIMPLE[name][0]
+    ctx.udfs.add(udf)
+    if name != "IPV4_MATCH":
+        return call(udf, text)
+    subnet = args[1]
+    if not (isinstance(subnet, exp.Literal) and subnet.is_string) and not isinstance(subnet, exp.Null):
+        raise validation_error("Function[ipv4_match] subnet argument must be a literal")
+    value = "null" if isinstance(subnet, exp.Null) else str(subnet.this)
+    if not _CIDR.fullmatch(value) or any(int(p) > 255 for p in value.split("/")[0].split(".")):
+        raise validation_error(f"Function[ipv4_match] subnet arg has an invalid format: {value}")
+    return call(udf, text, subnet)
+
+
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = scalar_udfs
 ACCEPTS = frozenset(_SIMPLE) | frozenset(_HUMAN) | {"STRING_FORMAT"}
 EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()}
-                  | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY", "PRINTF"})
+                  | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY", "PRINTF",
+                     "REGEXP_FULL_MATCH", "EPOCH_MS"})

@@ -53,6 +53,15 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
             return node
         node.set("expression", exp.cast(exp.Case(ifs=ifs, default=n.copy()), "INTEGER"))
         return node
+    if isinstance(node, exp.StrPosition) and node.args.get("position") is not None \
+            and not node.meta.get("druid_position"):
+        # POSITION(n IN h FROM k) is Java's indexOf(n, k - 1) + 1: a start below 1 is 1, one past the end
+        # the end (an empty needle is found there)
+        node.meta["druid_position"] = True
+        start = exp.Greatest(this=node.args["position"].copy(), expressions=[exp.Literal.number(1)])
+        end = exp.Add(this=call("LENGTH", node.this.copy()), expression=exp.Literal.number(1))
+        node.set("position", exp.Least(this=start, expressions=[end]))
+        return node
     if isinstance(node, exp.RegexpReplace):
         replacement = node.args.get("replacement")
         if isinstance(replacement, exp.Literal) and replacement.is_string:
@@ -77,8 +86,11 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         args = call_args(node, (1, 2), name)
         return call("TRIM", *args)
     if name == "PARSE_LONG":  # with a radix: rules/scalar_udfs.py
-        args = call_args(node, (1,), name)
-        return exp.TryCast(this=args[0], to=exp.DataType.build("BIGINT"))
+        # Java's Long.parseLong: a sign and digits, nothing else (' 12', '1.5', '1_000' are NULL)
+        (text,) = call_args(node, (1,), name)
+        text = exp.cast(text, "VARCHAR")
+        digits = call("REGEXP_FULL_MATCH", text.copy(), exp.Literal.string("[+-]?[0-9]+"))
+        return exp.Case(ifs=[exp.If(this=digits, true=exp.TryCast(this=text, to=exp.DataType.build("BIGINT")))])
     if name in ("BITWISE_AND", "BITWISE_OR", "BITWISE_XOR"):
         a, b = call_args(node, (2,), name)
         a = exp.cast(a, exp.DataType.build("BIGINT"))
@@ -116,4 +128,4 @@ def re2_replacement(java: str) -> str:
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = strings
 ACCEPTS = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT", "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG"})
-EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "REGEXP_EXTRACT", "STRING_AGG", "TRIM", "XOR"})
+EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "REGEXP_EXTRACT", "REGEXP_FULL_MATCH", "STRING_AGG", "TRIM", "XOR"})
