@@ -39,9 +39,9 @@ from serving.broker.sql.rules import (
     is_aggregate,
     values_or_null,
 )
-from serving.broker.sql.value_ranges import ONE_RANGE, simplify_ranges
 from serving.broker.sql.timeexpr import call
 from serving.broker.sql.translation_context import TranslationContext
+from serving.broker.sql.value_ranges import ONE_RANGE, simplify_ranges
 
 _PREDICATES = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.In, exp.Between,
                exp.RegexpLike, exp.NullSafeEQ, exp.NullSafeNEQ)

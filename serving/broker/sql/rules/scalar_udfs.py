@@ -20,9 +20,8 @@ from sqlglot import exp
 
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args
-from serving.broker.sql.timeexpr import call
+from serving.broker.sql.timeexpr import call, to_millis
 from serving.broker.sql.translation_context import TranslationContext
-from serving.broker.sql.timeexpr import to_millis
 from serving.broker.sql.type_rules import is_integer, is_text, is_timestamp
 
 #: Druid name → (UDF, argument counts, how each argument is passed)
