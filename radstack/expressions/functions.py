@@ -70,10 +70,9 @@ def _repeat(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
 _DOTTED = r"^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$"
 
 
-def _ipv4_long(c: Compiler, e: Expr, *, integers: bool) -> str:
-    """The address ``e`` as its integer: dotted-decimal text (each part ≤ 255), a LONG as it is, and
-    with ``integers`` also text of digits below 2^32 (Druid reads IPV4_MATCH's and IPV4_STRINGIFY's
-    address so); NULL when it is none of these."""
+def _ipv4_long(c: Compiler, e: Expr) -> str:
+    """The address ``e`` as its integer: dotted-decimal text (each part ≤ 255) or a LONG in 0 … 2^32-1;
+    NULL when it is neither (text of digits is no address to Druid 33)."""
     compiled = c.compile(e)
     if compiled.type == "LONG":
         return f"(CASE WHEN {compiled.sql} BETWEEN 0 AND 4294967295 THEN {compiled.sql} END)"
@@ -82,12 +81,7 @@ def _ipv4_long(c: Compiler, e: Expr, *, integers: bool) -> str:
     octets = [f"TRY_CAST(regexp_extract({s}, {pat}, {i}) AS BIGINT)" for i in range(1, 5)]
     valid = " AND ".join([_regex_match(c, s, pat), *(f"{o} <= 255" for o in octets)])
     value = f"({octets[0]} * 16777216 + {octets[1]} * 65536 + {octets[2]} * 256 + {octets[3]})"
-    out = f"WHEN {valid} THEN {value}"
-    if integers:
-        digits = c.lit_str("^[0-9]{1,10}$")
-        out += (f" WHEN {_regex_match(c, s, digits)} AND TRY_CAST({s} AS BIGINT) <= 4294967295 "
-                f"THEN TRY_CAST({s} AS BIGINT)")
-    return f"(CASE {out} END)"
+    return f"(CASE WHEN {valid} THEN {value} END)"
 
 
 @function("ipv4_match", 2)
@@ -97,19 +91,19 @@ def _ipv4_match(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
         net = ipaddress.IPv4Network(subnet or "", strict=False)
     except ValueError as e:
         raise ExpressionError(f"function '{n}': {subnet!r} is not an IPv4 subnet") from e
-    ip = _ipv4_long(c, args[0], integers=True)
+    ip = _ipv4_long(c, args[0])
     # an address that is none (NULL included) matches no subnet: false, as in Druid
     return c.pred(f"coalesce({ip} BETWEEN {int(net.network_address)} AND {int(net.broadcast_address)}, false)")
 
 
 @function("ipv4_parse", 1)
 def _ipv4_parse(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
-    return Compiled(_ipv4_long(c, args[0], integers=False), "LONG")
+    return Compiled(_ipv4_long(c, args[0]), "LONG")
 
 
 @function("ipv4_stringify", 1)
 def _ipv4_stringify(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
-    ip = _ipv4_long(c, args[0], integers=True)
+    ip = _ipv4_long(c, args[0])
     parts = [f"CAST({int_div(ip, str(256 ** k), c.d)} % 256 AS {string_type(c.d)})" for k in (3, 2, 1, 0)]
     dotted = " || '.' || ".join(parts)
     return Compiled(f"(CASE WHEN {ip} IS NOT NULL THEN {dotted} END)", "STRING")

@@ -83,6 +83,12 @@ def test_comparisons_of_one_column_are_gathered_into_ranges_as_calcite_does(env:
                      "COUNT(*) FILTER (WHERE tags = 'a' AND tags = 'b') FROM pages") == [(0, 0)]
 
 
+def test_is_null_as_a_value_tests_the_row(env: Any) -> None:
+    # Druid 33: grouped by, ``tags IS NULL`` is whether the row has no values (C), never split per value
+    assert rows(env, "SELECT tags IS NULL AS k, SUM(added) FROM pages GROUP BY 1 ORDER BY 1") == [(False, 11), (True, 4)]
+    assert rows(env, "SELECT SUM(added) FROM pages WHERE tags IS NULL")[0][0] == 4
+
+
 def test_the_filter_applies_to_the_row_before_it_is_exploded(env: Any) -> None:
     # as in Druid: the rows with 'a' also bring their other values into the groups
     assert rows(env, "SELECT tags, SUM(added) FROM pages WHERE tags = 'a' GROUP BY tags ORDER BY 1") == [

@@ -60,6 +60,12 @@ def one(env: Any, expr: str) -> Any:
     ("IPV4_PARSE(4294967296)", None),
     ("IPV4_STRINGIFY('167772161')", None),  # text of digits is no address
     ("IPV4_MATCH('167772161', '10.0.0.0/8')", False),
+    # Druid's parser (inet.ipaddr): leading zeros, and a segment range (its lowest address)
+    ("IPV4_PARSE('010.0.0.1')", 167772161),
+    ("IPV4_PARSE('10.0.0.-15')", 167772160),
+    ("IPV4_PARSE('10.0.0.375')", None),
+    ("IPV4_STRINGIFY('10.0.0.-15')", "10.0.0.-15"),
+    ("IPV4_MATCH('10.0.0.-15', '10.0.0.0/24')", True),
     ("PARSE_LONG(' 12')", None),
     ("PARSE_LONG('+12')", 12),
     ("PARSE_LONG('1.5')", None),

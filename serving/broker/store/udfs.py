@@ -188,29 +188,53 @@ def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float |
     return None if data is None else [quantile(data, f) for f in fractions or []]
 
 
-def _ipv4_long(text: str | None) -> int | None:
-    """An IPv4 address as Druid reads one: dotted-decimal text, or its integer form (0 … 2^32-1)."""
+_IPV4_SEGMENT = re.compile(r"([0-9]{1,3})|([0-9]{0,3})-([0-9]{1,3})|\*")
+
+
+def _ipv4_span(text: str | None) -> tuple[int, int] | None:
+    """The addresses ``text`` names as Druid's IPv4 parser (inet.ipaddr) reads it: its integer form
+    (digits: how a LONG argument arrives), or four dotted segments, each a number (leading zeros allowed),
+    a range ``a-b`` (``-15`` is ``0-15``) or ``*``; (lowest, highest), or None when it names none."""
     if text is None:
         return None
     t = text.strip()
     if t.isdigit():
         n = int(t)
-        return n if n < 2**32 else None
-    try:
-        return int(ipaddress.IPv4Address(t))
-    except ValueError:
+        return (n, n) if n < 2**32 else None
+    parts = t.split(".")
+    if len(parts) != 4:
         return None
+    lo = hi = 0
+    for part in parts:
+        m = _IPV4_SEGMENT.fullmatch(part)
+        if m is None:
+            return None
+        if part == "*":
+            a, b = 0, 255
+        elif m.group(1) is not None:
+            a = b = int(m.group(1))
+        else:
+            a, b = sorted((int(m.group(2) or 0), int(m.group(3))))
+        if b > 255:
+            return None
+        lo, hi = lo * 256 + a, hi * 256 + b
+    return lo, hi
 
 
 def ipv4_parse(text: str | None) -> int | None:
-    """IPV4_PARSE: dotted-decimal → its integer; NULL when it is not an IPv4 address."""
-    return None if text is None or text.strip().isdigit() else _ipv4_long(text)
+    """IPV4_PARSE of text: the (lowest) address it names; NULL when it names none (a LONG argument is
+    answered in SQL: rules/scalar_udfs.py)."""
+    span = None if text is None or text.strip().isdigit() else _ipv4_span(text)
+    return None if span is None else span[0]
 
 
 def ipv4_stringify(text: str | None) -> str | None:
-    """IPV4_STRINGIFY: the integer form (or dotted text) → dotted-decimal; NULL when not an address."""
-    n = _ipv4_long(text)
-    return None if n is None else str(ipaddress.IPv4Address(n))
+    """IPV4_STRINGIFY: a LONG (as digits) as dotted-decimal; text that names an address as it is (Druid
+    returns a valid address string unchanged); NULL otherwise."""
+    span = _ipv4_span(text)
+    if span is None or text is None:
+        return None
+    return str(ipaddress.IPv4Address(span[0])) if text.strip().isdigit() else text
 
 
 @lru_cache(maxsize=256)
@@ -226,8 +250,10 @@ def ipv4_match(text: str | None, subnet: str | None) -> bool | None:
     (NULL included, as Druid 33 answers)."""
     if text is None or subnet is None:
         return False
-    net, n = _network(subnet, False), _ipv4_long(text)
-    return net is not None and n is not None and ipaddress.IPv4Address(n) in net
+    net, span = _network(subnet, False), _ipv4_span(text)
+    if net is None or span is None:
+        return False
+    return int(net.network_address) <= span[0] and span[1] <= int(net.broadcast_address)
 
 
 def ipv6_match(text: str | None, subnet: str | None) -> bool | None:

@@ -169,6 +169,28 @@ class _Block:
             one = exp.EQ(this=call("LEN", col.copy()), expression=exp.Literal.number(1))
             arg.replace(exp.Case(ifs=[exp.If(this=one, true=call("LIST_EXTRACT", col, exp.Literal.number(1)))]))
 
+    def row_null_tests(self) -> None:
+        """``tags IS NULL`` as a value of the SELECT list or a grouping (not a filter) is a test of the
+        row in Druid 33: true when it has no values (NULL or ``[]``), false for ``['b', NULL]``; the row is
+        not split into its values for it."""
+        group = self.select.args.get("group")
+        tops = [*self.select.expressions, *(group.expressions if group is not None else [])]
+        for top in tops:
+            for node in list(top.walk()):
+                if not (isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and self.is_multi(node.this)):
+                    continue
+                up, condition = node.parent, False
+                while up is not None and up is not top.parent:
+                    condition = condition or isinstance(up, exp.Where | exp.If | exp.Filter)
+                    up = up.parent
+                if condition:
+                    continue
+                col = node.this.copy()
+                col.meta[_ONE_VALUE] = True
+                no_values = exp.EQ(this=exp.Coalesce(this=call("LEN", col), expressions=[exp.Literal.number(0)]),
+                                   expression=exp.Literal.number(0))
+                node.replace(exp.paren(no_values))
+
     def _multi_in(self, node: exp.Expression) -> list[exp.Column]:
         """The multi-value columns ``node`` reads per value (not those inside MV_/ARRAY_ functions)."""
         out: list[exp.Column] = []
@@ -482,6 +504,7 @@ class _Block:
         if where is not None:
             self.rewrite_predicates(where)
         self.single_values()
+        self.row_null_tests()
         grouped = aggregates(self.select) or bool(self.select.args.get("distinct"))
         if grouped:
             self.split_value_aggregates()
