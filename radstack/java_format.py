@@ -127,9 +127,12 @@ def _convert(value: Value, flags: str, width: str | None, precision: str | None,
         if value is not None:
             raise IllegalFormat("%c takes a character")  # a long is not a char in Java's Formatter
         return _pad("NULL" if upper else "null", flags, width)
-    if value is None:
+    if value is None:  # "null", cut to the precision (which an integral conversion never takes)
         _check_flags(flags, width, "-#+ 0,(")
-        return _pad("NULL" if upper else "null", flags, width)
+        if precision is not None and c in "dox":
+            raise IllegalFormat("precision")
+        text = "null" if precision is None else "null"[: int(precision)]
+        return _pad(text.upper() if upper else text, flags, width)
     if c in "dox" and conversion in _INTEGRAL:
         if not isinstance(value, int):
             raise IllegalFormat(f"%{conversion} takes an integer")

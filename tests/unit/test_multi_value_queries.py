@@ -79,8 +79,19 @@ def test_comparisons_of_one_column_are_gathered_into_ranges_as_calcite_does(env:
     assert added("tags < 'b' OR tags > 'b'") == 10  # NOT (tags = 'b'): B, D (C has no value: unknown)
     assert added("NOT (tags < 'b')") == 11  # tags >= 'b': A ('b'), B, D ('c')
     assert added("(tags = 'a' AND tags = 'c') OR page = 'C'") == 4
+    # a filtering subquery's filter merges with the query's, as Calcite merges them
+    assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages WHERE tags = 'a') WHERE tags = 'c'")[0][0] is None
+    assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages WHERE tags = 'a') WHERE tags <> 'b'")[0][0] == 9
+    assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages WHERE tags IN ('a', 'c')) "
+                     "WHERE tags IN ('b', 'c')")[0][0] == 10  # one value in {'c'}: B and D
     assert rows(env, "SELECT SUM(CASE WHEN tags = 'a' AND tags = 'c' THEN 1 ELSE 0 END), "
                      "COUNT(*) FILTER (WHERE tags = 'a' AND tags = 'b') FROM pages") == [(0, 0)]
+
+
+def test_no_window_over_a_multi_value_column(env: Any) -> None:
+    with pytest.raises(DruidError, match="Window processing does not support MVDs"):
+        rows(env, "SELECT page, tags, ROW_NUMBER() OVER (ORDER BY page) FROM pages")
+    assert rows(env, "SELECT page, ROW_NUMBER() OVER (ORDER BY page) FROM pages WHERE tags = 'a'") == [("A", 1), ("D", 2)]
 
 
 def test_is_null_as_a_value_tests_the_row(env: Any) -> None:

@@ -57,18 +57,45 @@ class _Junction:
 _Node = _Term | _Junction | exp.Expression
 
 
-def simplify_ranges(condition: exp.Expression, is_multi: Callable[[exp.Expression], bool]) -> exp.Expression:
-    """``condition`` with the comparisons of each multi-value column gathered as Calcite gathers them."""
+def simplify_ranges(condition: exp.Expression, is_multi: Callable[[exp.Expression], bool],
+                    given: exp.Expression | None = None) -> exp.Expression:
+    """``condition`` with the comparisons of each multi-value column gathered as Calcite gathers them;
+    ``given``, the filter of the subquery the condition reads (Calcite merges the two filters into one),
+    narrows its comparisons of the same columns (by name)."""
     if not any(is_multi(c) for c in condition.find_all(exp.Column)):
         return condition
     tree = _read(condition, is_multi, negate=False)
-    if not _worth_it(tree):
+    known: dict[str, _Term] = {}
+    if given is not None:
+        names = {_column_key(t.column) for t in _terms(tree)}
+        outer = _read(given, lambda n: isinstance(n, exp.Column) and n.name in names, negate=False)
+        conjuncts = outer.parts if isinstance(outer, _Junction) and outer.kind is exp.And else [outer]
+        by_column: dict[str, list[_Term]] = {}
+        for t in conjuncts:
+            if isinstance(t, _Term):
+                by_column.setdefault(_column_key(t.column), []).append(t)
+        known = {k: _merge(ts, exp.And) for k, ts in by_column.items()}
+        tree = _narrowed(tree, known)
+    if not known and not _worth_it(tree):
         return condition
-    return _emit(_simplify(tree, {}))
+    return _emit(_simplify(tree, known))
+
+
+def _narrowed(tree: _Node, known: dict[str, _Term]) -> _Node:
+    """The conjuncts of ``tree`` intersected with what the merged filter already requires of the column."""
+    def narrow(t: _Node) -> _Node:
+        g = known.get(_column_key(t.column)) if isinstance(t, _Term) else None
+        if not isinstance(t, _Term) or g is None or g.nulls == _TRUE:
+            return t
+        return _Term(t.column, t.ranges & g.ranges, min(t.nulls, g.nulls))
+
+    if isinstance(tree, _Junction) and tree.kind is exp.And:
+        return _Junction(exp.And, [narrow(p) for p in tree.parts])
+    return narrow(tree)
 
 
 def _column_key(column: exp.Column) -> str:
-    return column.sql()
+    return column.name
 
 
 def _worth_it(node: _Node) -> bool:

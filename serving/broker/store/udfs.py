@@ -188,6 +188,7 @@ def quantiles(data: bytes | None, fractions: list[float] | None) -> list[float |
     return None if data is None else [quantile(data, f) for f in fractions or []]
 
 
+_IPV6_RANGE = re.compile(r"([0-9a-fA-F]{0,4})-([0-9a-fA-F]{1,4})")
 _IPV4_SEGMENT = re.compile(r"([0-9]{1,3})|([0-9]{0,3})-([0-9]{1,3})|\*")
 
 
@@ -261,8 +262,19 @@ def ipv6_match(text: str | None, subnet: str | None) -> bool | None:
     if text is None or subnet is None:
         return None
     net = _network(subnet, True)
+    if net is None:
+        return False
+    # a segment range (``::-15`` is ``::0-15``, as Druid's parser reads it) matches when all of it is inside
+    segments = text.strip().split(":")
+    ends: list[str] = []
+    for pick in (0, 1):
+        out = []
+        for seg in segments:
+            m = _IPV6_RANGE.fullmatch(seg)
+            out.append(sorted((m.group(1) or "0", m.group(2)), key=lambda h: int(h, 16))[pick] if m else seg)
+        ends.append(":".join(out))
     try:
-        return net is not None and ipaddress.IPv6Address(text.strip()) in net
+        return all(ipaddress.IPv6Address(e) in net for e in ends)
     except ValueError:
         return False
 

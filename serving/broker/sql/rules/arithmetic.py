@@ -18,10 +18,29 @@ from serving.broker.sql.type_rules import (
     integer_arithmetic,
     is_decimal,
     is_floating,
+    is_timestamp,
 )
+
+#: Calcite's forms for '+' and '-' (a timestamp takes an interval, never another timestamp)
+_DATETIME_FORMS = {
+    "-": ["'<NUMERIC> - <NUMERIC>'", "'<DATETIME_INTERVAL> - <DATETIME_INTERVAL>'", "'<DATETIME> - <DATETIME_INTERVAL>'"],
+    "+": ["'<NUMERIC> + <NUMERIC>'", "'<DATETIME_INTERVAL> + <DATETIME_INTERVAL>'", "'<DATETIME> + <DATETIME_INTERVAL>'",
+          "'<DATETIME_INTERVAL> + <DATETIME>'"],
+    "*": ["'<NUMERIC> * <NUMERIC>'", "'<DATETIME_INTERVAL> * <NUMERIC>'", "'<NUMERIC> * <DATETIME_INTERVAL>'"],
+    "/": ["'<NUMERIC> / <NUMERIC>'", "'<DATETIME_INTERVAL> / <NUMERIC>'"],
+}
+_OPERATORS = {exp.Sub: "-", exp.Add: "+", exp.Mul: "*", exp.Div: "/"}
 
 
 def arithmetic(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
+    if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div) and is_timestamp(node.this) \
+            and is_timestamp(node.expression):
+        # Calcite refuses arithmetic between two timestamps (TIMESTAMPDIFF counts between them)
+        op = _OPERATORS[type(node)]
+        kinds = [f"<{'DATE' if t.type.this == exp.DataType.Type.DATE else 'TIMESTAMP(3)'}>"
+                 for t in (node.this, node.expression)]
+        raise validation_error(f"Cannot apply '{op}' to arguments of type '{kinds[0]} {op} {kinds[1]}'. "
+                               f"Supported form(s): " + "\n".join(_DATETIME_FORMS[op]))
     if isinstance(node, exp.Div) and integer_arithmetic(node.this, node.expression):
         return exp.IntDiv(this=node.this, expression=node.expression)
     if isinstance(node, exp.Add | exp.Sub | exp.Mul | exp.Div) and decimal_operands(node.this, node.expression):

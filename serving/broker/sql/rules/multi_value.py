@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import (
     MULTI_VALUE,
     MULTI_VALUE_RESULTS,
@@ -53,6 +54,8 @@ _VALUE = "__mv_value"
 _EACH = "__mv_each"
 #: a meta key: this reference to a multi-value column reads the list whole (the rule wrote it)
 _ONE_VALUE = "druid_mv_one_value"
+#: a meta key: a block's filter before its predicates are matched per value (Calcite's reading of it)
+_FILTER = "druid_mv_filter"
 #: functions whose result is a string: over a multi-value column in a scan, Druid applies them per value
 _STRING_RESULTS = (exp.DPipe, exp.Concat, exp.Upper, exp.Lower, exp.Substring, exp.Replace, exp.Trim, exp.Pad,
                    exp.Coalesce, exp.Reverse, exp.Left, exp.Right, exp.Initcap)
@@ -490,7 +493,7 @@ class _Block:
         the SELECT list (``FILTER (WHERE …)``, ``CASE WHEN``)."""
         where = self.select.args.get("where")
         if where is not None:
-            where.set("this", simplify_ranges(where.this, self.is_multi))
+            where.set("this", simplify_ranges(where.this, self.is_multi, self._merged_filter()))
         for p in self.select.expressions:
             for node in list(p.walk()):
                 if isinstance(node, exp.Filter) and isinstance(node.expression, exp.Where):
@@ -498,9 +501,33 @@ class _Block:
                 elif isinstance(node, exp.If) and node.this is not None:
                     node.set("this", simplify_ranges(node.this, self.is_multi))
 
+    def _merged_filter(self) -> exp.Expression | None:
+        """The filter of the subquery this block reads, when Calcite merges it with the block's own (a
+        plain filtering subquery: no grouping, DISTINCT, LIMIT, window or join)."""
+        inner = self.table.this if isinstance(self.table, exp.Subquery) else None
+        if not isinstance(inner, exp.Select) or inner.meta.get(_FILTER) is None:
+            return None
+        if any(inner.args.get(k) for k in ("group", "distinct", "limit", "offset", "joins", "having")) \
+                or aggregates(inner) or any(isinstance(n, exp.Window) for n in inner.find_all(exp.Window)):
+            return None
+        return inner.meta[_FILTER]
+
+    def refuse_windows(self) -> None:
+        """Druid 33 has no window over a multi-value column (its windows read rows of single values)."""
+        if not any(isinstance(n, exp.Window) for p in self.select.expressions for n in p.walk()):
+            return
+        for p in self.select.expressions:
+            cols = self._multi_in(p)
+            if cols:
+                raise validation_error(f"Encountered a multi value column [{cols[0].name}]. Window processing does "
+                                       "not support MVDs. Consider using UNNEST or MV_TO_ARRAY.")
+
     def rewrite(self) -> None:
+        self.refuse_windows()
         self.simplify_ranges()
         where = self.select.args.get("where")
+        if where is not None:  # as Calcite reads it, for a block that reads this one (_merged_filter)
+            self.select.meta[_FILTER] = where.this.copy()
         if where is not None:
             self.rewrite_predicates(where)
         self.single_values()
