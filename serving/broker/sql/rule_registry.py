@@ -7,6 +7,9 @@ what it emits too.
 The registries are explicit tuples (as sqlglot's ``RULES``): :data:`FUNCTION_RULE_MODULES` in the order the
 rewrites run (children before parents, so a rule sees its arguments already translated), and
 :data:`RULE_MODULES`, every module of ``rules/`` (those and the passes and typed rules ``translate.py`` runs).
+Only the rules that declare a node run on it (:func:`apply_function_rules`): a function rule module's
+``ACCEPTS`` (and ``READS``) name the anonymous calls it rewrites, its ``HANDLES`` the sqlglot node classes
+(a module that declares no ``HANDLES`` sees every node).
 A new Druid SQL function is one new module in ``rules/`` and one line in :data:`FUNCTION_RULE_MODULES`
 (``rules/array_quantile.py`` is one), its test and its row in docs/druid-sql.md
 (``tests/unit/test_rule_registry.py`` fails on a module listed nowhere).
@@ -14,13 +17,16 @@ A new Druid SQL function is one new module in ``rules/`` and one line in :data:`
 
 from __future__ import annotations
 
+from functools import lru_cache
 from types import ModuleType
+from typing import Any
 
 from sqlglot import exp
 
 from serving.broker.sql.rules import (
     Rule,
     aggregate_sizes,
+    anonymous_name,
     approx,
     arithmetic,
     array_order,
@@ -113,6 +119,39 @@ RULE_MODULES: tuple[ModuleType, ...] = FUNCTION_RULE_MODULES + (
 
 #: The function rewrites, in their declared order.
 FUNCTION_RULES: list[Rule] = [m.FUNCTION_RULE for m in FUNCTION_RULE_MODULES]
+#: name → the rules (position, rule) that rewrite anonymous calls of that name, in order
+_BY_NAME: dict[str, tuple[tuple[int, Rule], ...]] = {}
+for _i, _m in enumerate(FUNCTION_RULE_MODULES):
+    for _name in getattr(_m, "ACCEPTS", frozenset()) | getattr(_m, "READS", frozenset()):
+        _BY_NAME[_name] = (*_BY_NAME.get(_name, ()), (_i, _m.FUNCTION_RULE))
+#: the rules that declare no node classes (they see every node)
+_EVERY_NODE = tuple((i, m.FUNCTION_RULE) for i, m in enumerate(FUNCTION_RULE_MODULES) if not hasattr(m, "HANDLES"))
+
+
+@lru_cache(maxsize=1024)
+def _rules_for(kind: type[exp.Expression], name: str | None) -> tuple[tuple[int, Rule], ...]:
+    """The rules that declare a node of class ``kind`` (an anonymous call: its ``name``), in order."""
+    by_class = [(i, m.FUNCTION_RULE) for i, m in enumerate(FUNCTION_RULE_MODULES)
+                if issubclass(kind, getattr(m, "HANDLES", ()))]
+    by_name = list(_BY_NAME.get(name, ())) if name is not None else []
+    return tuple(sorted({*by_class, *by_name, *_EVERY_NODE}, key=lambda r: r[0]))
+
+
+def apply_function_rules(node: exp.Expression, ctx: Any) -> exp.Expression:
+    """``node`` through the function rewrites that declare it, in :data:`FUNCTION_RULE_MODULES` order; a
+    rewrite into another kind of node hands it to the later rules that declare that one."""
+    done = -1
+    while True:
+        for position, rule in _rules_for(type(node), anonymous_name(node)):
+            if position <= done:
+                continue
+            out, done = rule(node, ctx), position
+            kind_changed = type(out) is not type(node) or anonymous_name(out) != anonymous_name(node)
+            node = out
+            if kind_changed:
+                break
+        else:
+            return node
 #: Druid functions some rule translates (anonymous calls on the way in).
 ACCEPTED: frozenset[str] = frozenset().union(*(getattr(m, "ACCEPTS", frozenset()) for m in RULE_MODULES))
 #: DuckDB function names the rules write (anonymous calls on the way out).

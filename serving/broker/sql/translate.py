@@ -20,7 +20,7 @@ from serving.broker.sql import functions, guard, planning_pool
 from serving.broker.sql.catalog import Catalog
 from serving.broker.sql.dialect import parse
 from serving.broker.sql.parameters import bind_parameters
-from serving.broker.sql.rule_registry import FUNCTION_RULES
+from serving.broker.sql.rule_registry import apply_function_rules
 from serving.broker.sql.rules import apply_bottom_up
 from serving.broker.sql.rules.arithmetic import arithmetic
 from serving.broker.sql.rules.array_order import array_order
@@ -73,7 +73,7 @@ def _typed_rules(tree: exp.Expression, ctx: TranslationContext) -> exp.Expressio
 
 
 def _function_rules(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:
-    return apply_bottom_up(tree, FUNCTION_RULES, ctx)  # declared by the rule modules (rule_registry.py)
+    return apply_bottom_up(tree, [apply_function_rules], ctx)  # only the rules that declare a node see it
 
 
 def _output_checked(tree: exp.Expression, ctx: TranslationContext) -> exp.Expression:

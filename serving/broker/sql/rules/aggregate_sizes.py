@@ -97,5 +97,7 @@ def aggregate_sizes(node: exp.Expression, _ctx: TranslationContext) -> exp.Expre
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = aggregate_sizes
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.ArrayAgg, exp.Filter, exp.GroupConcat)
 EMITS = frozenset({"ERROR", "LIST_SUM", "LIST_TRANSFORM", "OCTET_LENGTH", "ENCODE", "COALESCE"})
 EMITS_CLASSES = (exp.Lambda,)

@@ -39,5 +39,7 @@ def approx(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = approx
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.ApproxDistinct, exp.ApproxQuantile, exp.Count)
 ACCEPTS = frozenset({"APPROX_COUNT_DISTINCT_BUILTIN"})
 EMITS = frozenset({"APPROX_COUNT_DISTINCT", "APPROX_QUANTILE"})

@@ -44,6 +44,8 @@ def array_quantile(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = array_quantile
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({_NAME})
 EMITS = frozenset({"LIST_TRANSFORM", "LIST_COUNT"})
 EMITS_CLASSES = (exp.Lambda, exp.Bracket, exp.ArraySort, exp.ArrayFilter, exp.Transform)

@@ -292,5 +292,7 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = arrays
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (*TYPED, exp.ArrayAgg, exp.Unnest)
 ACCEPTS = FUNCTIONS
 EMITS = frozenset({"ARRAY_TO_STRING", "FLATTEN", "LEN", "LIST", "LIST_APPEND", "LIST_CONCAT", "LIST_CONTAINS", "LIST_EXTRACT", "LIST_FILTER", "LIST_HAS_ALL", "LIST_HAS_ANY", "LIST_POSITION", "LIST_PREPEND", "LIST_RESIZE", "LIST_SLICE", "LIST_TRANSFORM", "REGEXP_REPLACE", "STRING_SPLIT_REGEX"})

@@ -39,4 +39,6 @@ def bitwise_unary(node: exp.Expression, ctx: TranslationContext) -> exp.Expressi
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = bitwise_unary
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"BITWISE_COMPLEMENT", "BITWISE_SHIFT_RIGHT", "BITWISE_SHIFT_LEFT"})

@@ -58,3 +58,5 @@ def _never_true(cond: exp.Expression, null_columns: set[str]) -> bool:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = case_to_filter
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.Filter, exp.Sum)

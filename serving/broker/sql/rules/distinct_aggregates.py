@@ -34,5 +34,9 @@ def distinct_aggregates(node: exp.Expression, ctx: TranslationContext) -> exp.Ex
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = distinct_aggregates
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.ArrayAgg, exp.ArrayConcatAgg, exp.GroupConcat)
+#: anonymous calls it also reads though another rule translates them
+READS = frozenset({'LISTAGG'})
 EMITS = frozenset({"LIST_SORT", "LIST_DISTINCT", "FLATTEN", "LIST", "LEN", "LIST_COUNT", "LIST_PREPEND"})
 EMITS_CLASSES = (exp.Order, exp.Ordered)

@@ -58,6 +58,8 @@ def _java_list_text(array: exp.Expression) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = earliest_latest
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"EARLIEST", "LATEST", "EARLIEST_BY", "LATEST_BY"})
 EMITS = frozenset({"ARG_MAX_NULL", "ARG_MIN_NULL", "DRUID_CHOP_BYTES", "ARRAY_TO_STRING", "LIST_TRANSFORM"})
 EMITS_CLASSES = (exp.Lambda, exp.DPipe)

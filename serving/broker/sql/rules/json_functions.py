@@ -241,6 +241,8 @@ def json_functions(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = json_functions
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.JSONKeys, exp.JSONObject, exp.JSONValue, exp.ParseJSON, exp.JSONPath)
 ACCEPTS = frozenset({"JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"})
 EMITS = frozenset({"JSON", "JSON_ARRAY_LENGTH", "LIST_TRANSFORM", "LIST_FILTER", "LIST_BOOL_OR", "LIST_EXTRACT", "LEN", "RANGE", "JSON_EXTRACT", "JSON_EXTRACT_STRING", "JSON_KEYS", "JSON_OBJECT", "JSON_TYPE", "JSON_VALID", "TO_JSON"})
 # JSON_VALUE(… RETURNING … ARRAY): radstack.value_sql.array_sql's element-wise conversion

@@ -35,5 +35,7 @@ def lookup(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = lookup
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"LOOKUP"})
 EMITS_CLASSES = (exp.SplitPart, exp.ArgMin)  # serving.lookups.value_sql: the narrowest ipRange

@@ -29,5 +29,7 @@ def millis(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = millis
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.CurrentDate, exp.CurrentTimestamp)
 ACCEPTS = frozenset({"MILLIS_TO_TIMESTAMP", "TIMESTAMP_TO_MILLIS"})
 EMITS = frozenset({"EPOCH_MS"})

@@ -112,6 +112,10 @@ def _ipv4(name: str, node: exp.Expression, ctx: TranslationContext) -> exp.Expre
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = scalar_udfs
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
+#: anonymous calls it also reads though another rule translates them
+READS = frozenset({'PARSE_LONG'})
 ACCEPTS = frozenset(_SIMPLE) | frozenset(_HUMAN) | {"STRING_FORMAT"}
 EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()}
                   | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY", "PRINTF",

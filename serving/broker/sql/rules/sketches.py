@@ -207,5 +207,7 @@ def _translate(name: str, args: list[exp.Expression], ctx: TranslationContext) -
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = sketches
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.Filter,)
 ACCEPTS = FUNCTIONS
 EMITS = frozenset({"LIST"})

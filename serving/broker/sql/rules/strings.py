@@ -127,5 +127,7 @@ def re2_replacement(java: str) -> str:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = strings
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.Pad, exp.RegexpExtract, exp.RegexpReplace, exp.Repeat, exp.StrPosition, exp.Upper)
 ACCEPTS = frozenset({"CONTAINS_STRING", "ICONTAINS_STRING", "TEXTCAT", "STRLEN", "BTRIM", "PARSE_LONG", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "LISTAGG"})
 EMITS = frozenset({"CONTAINS", "LENGTH", "LISTAGG", "REGEXP_EXTRACT", "REGEXP_FULL_MATCH", "STRING_AGG", "TRIM", "XOR"})

@@ -61,5 +61,7 @@ def time_extract(node: exp.Expression, ctx: TranslationContext) -> exp.Expressio
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_extract
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.Extract,)
 ACCEPTS = frozenset({"TIME_EXTRACT"})
 EMITS = frozenset({"CEIL", "DRUID_TIME_EXTRACT", "EPOCH_MS", "FLOOR", "TIMEZONE"})

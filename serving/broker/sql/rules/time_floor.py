@@ -122,6 +122,8 @@ def time_floor(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_floor
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.Cast, exp.Ceil, exp.DateTrunc, exp.TimestampTrunc, exp.Floor)
 ACCEPTS = frozenset({"TIME_FLOOR", "TIME_CEIL"})
 EMITS = frozenset({"DATE_TRUNC", "EPOCH_MS", "MAKE_TIMESTAMP", "TIMEZONE", "TIME_BUCKET", "TO_MONTHS"})
 EMITS_CLASSES = (exp.UnixToTime, exp.DateBin, exp.ToDays, exp.Year, exp.Month, exp.Interval,)

@@ -35,5 +35,7 @@ def time_format(node: exp.Expression, ctx: TranslationContext) -> exp.Expression
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_format
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"TIME_FORMAT"})
 EMITS = frozenset({"EPOCH_MS", "STRFTIME", "TIMEZONE"})

@@ -48,4 +48,6 @@ def _zoned(text: str, tz: str) -> str:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_in_interval
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"TIME_IN_INTERVAL"})

@@ -37,5 +37,7 @@ def time_parse(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_parse
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"TIME_PARSE"})
 EMITS = frozenset({"EPOCH_MS", "REGEXP_MATCHES", "TIMEZONE", "TRY_STRPTIME"})

@@ -72,6 +72,8 @@ def time_shift(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = time_shift
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"TIME_SHIFT", "TIMESTAMPADD"})
 EMITS = frozenset({"EPOCH_MS", "TIMEZONE"})
 EMITS_CLASSES = (exp.Interval,)

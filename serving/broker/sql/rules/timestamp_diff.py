@@ -23,5 +23,7 @@ def timestamp_diff(node: exp.Expression, ctx: TranslationContext) -> exp.Express
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = timestamp_diff
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = ()
 ACCEPTS = frozenset({"TIMESTAMPDIFF"})
 EMITS = frozenset({"DATE_SUB"})

@@ -225,5 +225,9 @@ def _check_parts(node: exp.Expression, parts: list[exp.Expression], sizes: list[
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = value_limits
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.ArrayAppend, exp.ArrayConcat, exp.ArrayPrepend, exp.Concat, exp.ConcatWs, exp.DPipe, exp.Pad, exp.RegexpReplace, exp.Repeat, exp.Replace)
+#: anonymous calls it also reads though another rule translates them
+READS = frozenset({'DRUID_STRING_FORMAT'})
 EMITS = frozenset({"ERROR", "STRLEN", "COALESCE", "TO_JSON", "GREATEST", "REGEXP_EXTRACT_ALL", "LIST_MAX",
                    "LIST_TRANSFORM"})

@@ -111,3 +111,5 @@ def window_ties(node: exp.Expression, _ctx: TranslationContext) -> exp.Expressio
 
 # ---- what this rule declares (serving/broker/sql/rule_registry.py) ----
 FUNCTION_RULE = window_ties
+#: the node classes it rewrites besides the anonymous calls of ACCEPTS (the rest pass it by)
+HANDLES: tuple[type[exp.Expression], ...] = (exp.Window,)
