@@ -84,6 +84,8 @@ def test_comparisons_of_one_column_are_gathered_into_ranges_as_calcite_does(env:
     assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages WHERE tags = 'a') WHERE tags <> 'b'")[0][0] == 9
     assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages WHERE tags IN ('a', 'c')) "
                      "WHERE tags IN ('b', 'c')")[0][0] == 10  # one value in {'c'}: B and D
+    assert rows(env, "SELECT SUM(added) FROM (SELECT * FROM pages WHERE tags IN ('a', 'b')) "
+                     "WHERE tags = 'b' OR tags = 'c'")[0][0] == 1  # one value in {'b'}: A (not D)
     assert rows(env, "SELECT SUM(CASE WHEN tags = 'a' AND tags = 'c' THEN 1 ELSE 0 END), "
                      "COUNT(*) FILTER (WHERE tags = 'a' AND tags = 'b') FROM pages") == [(0, 0)]
 

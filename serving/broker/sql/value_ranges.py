@@ -78,7 +78,8 @@ def simplify_ranges(condition: exp.Expression, is_multi: Callable[[exp.Expressio
         tree = _narrowed(tree, known)
     if not known and not _worth_it(tree):
         return condition
-    return _emit(_simplify(tree, known))
+    # narrowed again after the simplification: an OR of the column's comparisons became one range
+    return _emit(_narrowed(_simplify(tree, known), known))
 
 
 def _narrowed(tree: _Node, known: dict[str, _Term]) -> _Node:
