@@ -55,12 +55,19 @@ def strings(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
         return node
     if isinstance(node, exp.StrPosition) and node.args.get("position") is not None \
             and not node.meta.get("druid_position"):
-        # POSITION(n IN h FROM k) is Java's indexOf(n, k - 1) + 1: a start below 1 is 1, one past the end
-        # the end (an empty needle is found there)
+        # POSITION(n IN h FROM k) is Java's indexOf(n, k - 1) + 1: a start below 1 is 1; past the end only
+        # an empty needle is found (at the end) — each clamp only where it can matter (k a literal ≥ 1, n
+        # a non-empty literal need none; the position is copied into each)
         node.meta["druid_position"] = True
-        start = exp.Greatest(this=node.args["position"].copy(), expressions=[exp.Literal.number(1)])
-        end = exp.Add(this=call("LENGTH", node.this.copy()), expression=exp.Literal.number(1))
-        node.set("position", exp.Least(this=start, expressions=[end]))
+        start, needle = node.args["position"], node.args.get("substr")
+        if not (isinstance(start, exp.Literal) and not start.is_string and float(start.this) >= 1):
+            below = exp.LT(this=start.copy(), expression=exp.Literal.number(1))
+            start = exp.Case(ifs=[exp.If(this=below, true=exp.Literal.number(1))], default=start.copy())
+        if not (isinstance(needle, exp.Literal) and needle.is_string and str(needle.this) != ""):
+            end = exp.Add(this=call("LENGTH", node.this.copy()), expression=exp.Literal.number(1))
+            past = exp.GT(this=start.copy(), expression=end.copy())
+            start = exp.Case(ifs=[exp.If(this=past, true=end)], default=start.copy())
+        node.set("position", start)
         return node
     if isinstance(node, exp.RegexpReplace):
         replacement = node.args.get("replacement")
