@@ -192,6 +192,7 @@ _IPV6_RANGE = re.compile(r"([0-9a-fA-F]{0,4})-([0-9a-fA-F]{1,4})")
 _IPV4_SEGMENT = re.compile(r"([0-9]{1,3})|([0-9]{0,3})-([0-9]{1,3})|\*")
 
 
+@lru_cache(maxsize=65536)  # a column's addresses repeat: each is parsed once
 def _ipv4_span(text: str | None) -> tuple[int, int] | None:
     """The addresses ``text`` names as Druid's IPv4 parser (inet.ipaddr) reads it: its integer form
     (digits: how a LONG argument arrives), or four dotted segments, each a number (leading zeros allowed),
@@ -261,15 +262,24 @@ def ipv6_match(text: str | None, subnet: str | None) -> bool | None:
     """IPV6_MATCH: whether the IPv6 address is in the CIDR subnet; false when it is not one."""
     if text is None or subnet is None:
         return None
+    return _ipv6_in(text, subnet)
+
+
+@lru_cache(maxsize=65536)  # a column's addresses repeat: each (address, subnet) is worked out once
+def _ipv6_in(text: str, subnet: str) -> bool:
     net = _network(subnet, True)
     if net is None:
         return False
+    if "-" not in text:
+        try:
+            return ipaddress.IPv6Address(text.strip()) in net
+        except ValueError:
+            return False
     # a segment range (``::-15`` is ``::0-15``, as Druid's parser reads it) matches when all of it is inside
-    segments = text.strip().split(":")
     ends: list[str] = []
     for pick in (0, 1):
         out = []
-        for seg in segments:
+        for seg in text.strip().split(":"):
             m = _IPV6_RANGE.fullmatch(seg)
             out.append(sorted((m.group(1) or "0", m.group(2)), key=lambda h: int(h, 16))[pick] if m else seg)
         ends.append(":".join(out))
