@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from functools import lru_cache
 from types import ModuleType
-from typing import Any
 
 from sqlglot import exp
 
@@ -68,6 +67,7 @@ from serving.broker.sql.rules import (
     window_frames,
     window_ties,
 )
+from serving.broker.sql.translation_context import TranslationContext
 
 #: The function rewrites, in the order they run on every node.
 FUNCTION_RULE_MODULES: tuple[ModuleType, ...] = (
@@ -119,11 +119,18 @@ RULE_MODULES: tuple[ModuleType, ...] = FUNCTION_RULE_MODULES + (
 
 #: The function rewrites, in their declared order.
 FUNCTION_RULES: list[Rule] = [m.FUNCTION_RULE for m in FUNCTION_RULE_MODULES]
+
+
+def _rules_by_name() -> dict[str, tuple[tuple[int, Rule], ...]]:
+    out: dict[str, tuple[tuple[int, Rule], ...]] = {}
+    for i, m in enumerate(FUNCTION_RULE_MODULES):
+        for name in getattr(m, "ACCEPTS", frozenset()) | getattr(m, "READS", frozenset()):
+            out[name] = (*out.get(name, ()), (i, m.FUNCTION_RULE))
+    return out
+
+
 #: name → the rules (position, rule) that rewrite anonymous calls of that name, in order
-_BY_NAME: dict[str, tuple[tuple[int, Rule], ...]] = {}
-for _i, _m in enumerate(FUNCTION_RULE_MODULES):
-    for _name in getattr(_m, "ACCEPTS", frozenset()) | getattr(_m, "READS", frozenset()):
-        _BY_NAME[_name] = (*_BY_NAME.get(_name, ()), (_i, _m.FUNCTION_RULE))
+_BY_NAME = _rules_by_name()
 #: the rules that declare no node classes (they see every node)
 _EVERY_NODE = tuple((i, m.FUNCTION_RULE) for i, m in enumerate(FUNCTION_RULE_MODULES) if not hasattr(m, "HANDLES"))
 
@@ -137,7 +144,7 @@ def _rules_for(kind: type[exp.Expression], name: str | None) -> tuple[tuple[int,
     return tuple(sorted({*by_class, *by_name, *_EVERY_NODE}, key=lambda r: r[0]))
 
 
-def apply_function_rules(node: exp.Expression, ctx: Any) -> exp.Expression:
+def apply_function_rules(node: exp.Expression, ctx: TranslationContext) -> exp.Expression:
     """``node`` through the function rewrites that declare it, in :data:`FUNCTION_RULE_MODULES` order; a
     rewrite into another kind of node hands it to the later rules that declare that one."""
     done = -1

@@ -273,12 +273,20 @@ class _Block:
     def rewrite_conditions(self) -> None:
         """Conditions inside the SELECT list — an aggregate's ``FILTER (WHERE …)``, a ``CASE WHEN`` —
         over multi-value columns the block does not split into values: matched as filters are."""
+        for holder in self._select_conditions():
+            self.rewrite_predicates(holder.this)
+
+    def _select_conditions(self) -> list[exp.Expression]:
+        """The nodes whose ``this`` is a condition inside the SELECT list: an aggregate's ``FILTER (WHERE
+        …)`` (its Where) and a ``CASE WHEN`` (its If)."""
+        out: list[exp.Expression] = []
         for p in self.select.expressions:
-            for node in list(p.walk()):
+            for node in p.walk():
                 if isinstance(node, exp.Filter) and isinstance(node.expression, exp.Where):
-                    self.rewrite_predicates(node.expression)
+                    out.append(node.expression)
                 elif isinstance(node, exp.If) and node.this is not None:
-                    self.rewrite_predicates(node.this)
+                    out.append(node)
+        return out
 
     # ---- GROUP BY ----------------------------------------------------------------------------
 
@@ -494,12 +502,8 @@ class _Block:
         where = self.select.args.get("where")
         if where is not None:
             where.set("this", simplify_ranges(where.this, self.is_multi, self._merged_filter()))
-        for p in self.select.expressions:
-            for node in list(p.walk()):
-                if isinstance(node, exp.Filter) and isinstance(node.expression, exp.Where):
-                    node.expression.set("this", simplify_ranges(node.expression.this, self.is_multi))
-                elif isinstance(node, exp.If) and node.this is not None:
-                    node.set("this", simplify_ranges(node.this, self.is_multi))
+        for holder in self._select_conditions():
+            holder.set("this", simplify_ranges(holder.this, self.is_multi))
 
     def _merged_filter(self) -> exp.Expression | None:
         """The filter of the subquery this block reads, when Calcite merges it with the block's own (a

@@ -26,16 +26,14 @@ from serving.broker.sql.type_rules import is_integer, is_text, is_timestamp
 
 #: Druid name → (UDF, argument counts, how each argument is passed)
 _SIMPLE = {
-    "IPV4_MATCH": ("DRUID_IPV4_MATCH", (2,), ("VARCHAR", "VARCHAR")),
-    "IPV4_PARSE": ("DRUID_IPV4_PARSE", (1,), ("VARCHAR",)),
-    "IPV4_STRINGIFY": ("DRUID_IPV4_STRINGIFY", (1,), ("VARCHAR",)),
     "IPV6_MATCH": ("DRUID_IPV6_MATCH", (2,), ("VARCHAR", "VARCHAR")),
     "BITWISE_CONVERT_DOUBLE_TO_LONG_BITS": ("DRUID_DOUBLE_TO_LONG_BITS", (1,), ("DOUBLE",)),
     "BITWISE_CONVERT_LONG_BITS_TO_DOUBLE": ("DRUID_LONG_BITS_TO_DOUBLE", (1,), ("BIGINT",)),
     "DECODE_BASE64_UTF8": ("DRUID_DECODE_BASE64_UTF8", (1,), ("VARCHAR",)),
 }
 _PLAIN_PATTERN = re.compile(r"(?:[^%]|%s|%%)*")
-_IPV4 = frozenset({"IPV4_MATCH", "IPV4_PARSE", "IPV4_STRINGIFY"})
+#: Druid name → its UDF (the address is typed by the rule: _ipv4)
+_IPV4 = {"IPV4_MATCH": "DRUID_IPV4_MATCH", "IPV4_PARSE": "DRUID_IPV4_PARSE", "IPV4_STRINGIFY": "DRUID_IPV4_STRINGIFY"}
 _CIDR = re.compile(r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}/(?:[0-9]|[12][0-9]|3[0-2])")
 _MAX_IPV4 = 4294967295
 _HUMAN = {"HUMAN_READABLE_BINARY_BYTE_FORMAT": "binary", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "decimal_byte",
@@ -97,7 +95,7 @@ def _ipv4(name: str, node: exp.Expression, ctx: TranslationContext) -> exp.Expre
         text = exp.cast(address, "VARCHAR")
         digits = call("REGEXP_FULL_MATCH", text.copy(), exp.Literal.string("[0-9]+"))
         text = exp.Case(ifs=[exp.If(this=digits, true=exp.cast(exp.null(), "VARCHAR"))], default=text)
-    udf = _SIMPLE[name][0]
+    udf = _IPV4[name]
     ctx.udfs.add(udf)
     if name != "IPV4_MATCH":
         return call(udf, text)
@@ -116,7 +114,7 @@ FUNCTION_RULE = scalar_udfs
 HANDLES: tuple[type[exp.Expression], ...] = ()
 #: anonymous calls it also reads though another rule translates them
 READS = frozenset({'PARSE_LONG'})
-ACCEPTS = frozenset(_SIMPLE) | frozenset(_HUMAN) | {"STRING_FORMAT"}
-EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()}
+ACCEPTS = frozenset(_SIMPLE) | frozenset(_IPV4) | frozenset(_HUMAN) | {"STRING_FORMAT"}
+EMITS = frozenset({udf for udf, _, _ in _SIMPLE.values()} | set(_IPV4.values())
                   | {"DRUID_HUMAN_READABLE", "DRUID_PARSE_LONG", "DRUID_STRING_FORMAT", "JSON_ARRAY", "PRINTF",
                      "REGEXP_FULL_MATCH", "EPOCH_MS"})
