@@ -34,7 +34,9 @@ from radstack.expressions.compiler import (
     expression_to_predicate_sql,
     expression_to_sql,
     json_scalar_text,
+    mapped_columns,
     normalize_type,
+    scalar_of_mapped,
 )
 from radstack.sql_text import ExpressionError
 
@@ -52,7 +54,9 @@ __all__ = [
     "expression_to_predicate_sql",
     "expression_to_sql",
     "json_scalar_text",
+    "mapped_columns",
     "normalize_type",
     "parse_expression",
     "required_columns",
+    "scalar_of_mapped",
 ]

@@ -22,6 +22,7 @@ from radstack.sql_text import (
     string_type,
     value_limit_sql,
 )
+from radstack.value_sql import values_or_null_sql
 
 #: the largest string one function call may build (``server.max_string_bytes``): a native query sets it
 #: for its own compilation (serving/broker/native); ingestion transforms use the default
@@ -62,6 +63,9 @@ class Compiled:
     type: str | None
     bool_sql: str | None = None  # a SQL boolean form, when the expression is a predicate
     size: str | None = None  # a checked value: SQL of the largest size it can have (value_limit_sql)
+    #: the SQL is a list: the expression applied to each value of the multi-value columns it reads as
+    #: scalars (Druid's implicit mapping; ``type`` is the type of one result)
+    mapped: bool = False
 
 
 def operator_type(a: str | None, b: str | None) -> str | None:
@@ -92,6 +96,23 @@ class Compiler:
         self.d = check_dialect(dialect)
         self.types = {k: normalize_type(v) for k, v in (column_types or {}).items()}
         self.value_limit = VALUE_LIMIT.get()
+        self.value_of: dict[str, str] = {}  # a mapped multi-value column → the lambda variable of one value
+
+    def mapped(self, node: Expr, columns: Sequence[str], *, predicate: bool = False) -> Compiled:
+        """``node`` applied to each value of the multi-value ``columns`` (DuckDB lists; a row without
+        values as one NULL value), as Druid maps an expression that reads such a column as a scalar:
+        one column → ``map``, several → ``cartesian_map``. A ``predicate`` holds when it holds for one
+        of the values (Druid's expression filter over a multi-value column)."""
+        names = [f"__mv{i}" for i in range(len(columns))]
+        self.value_of.update(zip(columns, names, strict=True))
+        inner = self.compile(node)
+        body = self.boolean(inner) if predicate else inner.sql
+        for i in reversed(range(len(columns))):
+            listed = f"list_transform({values_or_null_sql(quote_identifier(columns[i], self.d))}, lambda {names[i]}: {body})"
+            body = listed if i == len(columns) - 1 else f"flatten({listed})"
+        if predicate:
+            return self.pred(f"list_bool_or({body})")
+        return Compiled(body, inner.type, mapped=True)
 
     # -- the per-value budget (radstack.sql_text.value_limit_sql)
     def size_of(self, c: Compiled) -> str:
@@ -196,6 +217,8 @@ class Compiler:
         return Compiled(f"CAST({v!r} AS DOUBLE)", "DOUBLE")
 
     def identifier(self, name: str) -> Compiled:
+        if name in self.value_of:
+            return Compiled(self.value_of[name], "STRING")
         t = self.types.get(name)
         if name == "__time" and t is None:
             t = "TIMESTAMP"
@@ -284,11 +307,57 @@ def _concat_fn(c: Compiler, _n: str, args: tuple[Expr, ...]) -> Compiled:
 
 
 def compile_expression(
-    expr: str | Expr, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None
+    expr: str | Expr, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None,
+    multi_value_columns: frozenset[str] = frozenset(), predicate: bool = False,
 ) -> Compiled:
-    """Compile an expression (text or AST) to SQL plus its Druid output type."""
+    """Compile an expression (text or AST) to SQL plus its Druid output type. An expression reading one
+    of the ``multi_value_columns`` (DuckDB lists) as a scalar is applied to each of its values
+    (:meth:`Compiler.mapped`); ``predicate``: its SQL boolean form (``bool_sql``) is what is wanted."""
     node = parse_expression(expr) if isinstance(expr, str) else expr
-    return Compiler(dialect, column_types).compile(node)
+    c = Compiler(dialect, column_types)
+    columns = mapped_columns(node, multi_value_columns, row_tests=not predicate)
+    if columns:
+        return c.mapped(node, columns, predicate=predicate)
+    return c.compile(node)
+
+
+#: functions that test a whole row of a multi-value column where a value is read (Druid's groupBy reads
+#: ``isnull(tags)`` as "the row has no values", as radstack's SQL reads ``tags IS NULL``); a filter
+#: maps them too (``isnull(tags)`` matches a row with a NULL value)
+_ROW_TESTS = frozenset({"isnull", "notnull"})
+
+
+def mapped_columns(node: Expr, multi_value_columns: frozenset[str], *, row_tests: bool = True) -> list[str]:
+    """The multi-value columns ``node`` reads as scalars, in first-use order: every use but, with
+    ``row_tests``, as the argument of a row test."""
+    if not multi_value_columns:
+        return []
+    out: dict[str, None] = {}
+
+    def walk(n: Expr) -> None:
+        if isinstance(n, Identifier):
+            if n.name in multi_value_columns:
+                out.setdefault(n.name, None)
+        elif isinstance(n, Unary):
+            walk(n.arg)
+        elif isinstance(n, Binary):
+            walk(n.left)
+            walk(n.right)
+        elif isinstance(n, Call):
+            for a in n.args:
+                if not (row_tests and n.name in _ROW_TESTS and isinstance(a, Identifier)):
+                    walk(a)
+
+    walk(node)
+    return list(out)
+
+
+def scalar_of_mapped(c: Compiled) -> str:
+    """A mapped result read as one value (a numeric selector over it, an aggregator's input): its only
+    value, NULL when it has several — as Druid reads an array where a scalar is expected."""
+    if not c.mapped:
+        return c.sql
+    return f"(CASE WHEN len({c.sql}) = 1 THEN ({c.sql})[1] END)"
 
 
 def json_scalar_text(sql: str) -> str:

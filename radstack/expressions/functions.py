@@ -4,6 +4,7 @@ implementation in the compiler's table. A new function is one entry here plus it
 from __future__ import annotations
 
 import ipaddress
+import re
 
 from radstack.expressions.ast import Expr, Literal
 from radstack.expressions.compiler import Compiled, Compiler, function, function_type, operator_type
@@ -84,13 +85,22 @@ def _ipv4_long(c: Compiler, e: Expr) -> str:
     return f"(CASE WHEN {valid} THEN {value} END)"
 
 
+_CIDR = re.compile(r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}/(?:[0-9]|[12][0-9]|3[0-2])")
+
+
+def ipv4_subnet(text: str | None) -> ipaddress.IPv4Network:
+    """``ipv4_match``'s subnet as Druid reads it, in SQL and native expressions alike: a CIDR literal
+    (``10.0.0.0/16``; an address without a prefix is none); otherwise ExpressionError with Druid's
+    message."""
+    value = "null" if text is None else text
+    if not _CIDR.fullmatch(value) or any(int(p) > 255 for p in value.split("/")[0].split(".")):
+        raise ExpressionError(f"Function[ipv4_match] subnet arg has an invalid format: {value}")
+    return ipaddress.IPv4Network(value, strict=False)
+
+
 @function("ipv4_match", 2)
 def _ipv4_match(c: Compiler, n: str, args: tuple[Expr, ...]) -> Compiled:
-    subnet = c.const_str(n, args[1], "the subnet")
-    try:
-        net = ipaddress.IPv4Network(subnet or "", strict=False)
-    except ValueError as e:
-        raise ExpressionError(f"function '{n}': {subnet!r} is not an IPv4 subnet") from e
+    net = ipv4_subnet(c.const_str(n, args[1], "the subnet"))
     ip = _ipv4_long(c, args[0])
     # an address that is none (NULL included) matches no subnet: false, as in Druid
     return c.pred(f"coalesce({ip} BETWEEN {int(net.network_address)} AND {int(net.broadcast_address)}, false)")

@@ -7,6 +7,7 @@ from typing import Any
 
 from radstack.expressions import (
     Compiler,
+    mapped_columns,
     normalize_type,
     parse_expression,
 )
@@ -319,9 +320,12 @@ class FilterCompiler(ExtractionCompiler):
         if not isinstance(text, str):
             raise FilterError("expression filter needs a string 'expression'", f"{field}.expression")
         try:
-
+            node = parse_expression(text)
             comp = Compiler(self.d, self.column_types)
-            return comp.boolean(comp.compile(parse_expression(text)))
+            columns = mapped_columns(node, self.multi, row_tests=False)
+            if columns:  # a row matches when the expression holds for one of its values
+                return comp.boolean(comp.mapped(node, columns, predicate=True))
+            return comp.boolean(comp.compile(node))
         except ExpressionError as e:
             raise FilterError(str(e), f"{field}.expression") from e
 

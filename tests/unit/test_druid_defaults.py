@@ -132,6 +132,10 @@ def test_native_ipv4_nested_field_and_datasource_metadata(env: Any) -> None:
                                          "filter": {"type": "expression", "expression": "ipv4_match(ip, '10.0.0.0/16')"},
                                          "aggregations": [{"type": "count", "name": "n"}]})
     assert out[0]["result"]["n"] == 1
+    for subnet in ("10.0.0.0", "10.0.0.0/33", "abc"):  # the subnet as SQL's IPV4_MATCH reads it: a CIDR literal
+        with pytest.raises(DruidError, match=f"subnet arg has an invalid format: {subnet}"):
+            run_native_query(env.service, {"queryType": "timeseries", **base, "aggregations": [{"type": "count", "name": "n"}],
+                                           "filter": {"type": "expression", "expression": f"ipv4_match(ip, '{subnet}')"}})
     out = run_native_query(env.service, {
         "queryType": "groupBy", **base, "dimensions": ["k"], "aggregations": [{"type": "count", "name": "n"}],
         "virtualColumns": [{"type": "nested-field", "columnName": "attrs", "path": "$.k", "outputName": "k",

@@ -16,7 +16,7 @@ from typing import Any
 import duckdb
 
 from radstack.druid_types import native_type_of_duckdb
-from radstack.expressions import compile_expression, json_scalar_text
+from radstack.expressions import Compiled, compile_expression, json_scalar_text, scalar_of_mapped
 from radstack.filters import filter_to_sql
 from radstack.time.granularity import Granularity, GranularityError
 from radstack.time.intervals import Interval, TimeParseError, condense
@@ -293,6 +293,8 @@ class QueryContext:
         vcs = parse_virtual_columns(self.query.get("virtualColumns") or [], self)
         for vc in vcs:
             expr = f"CAST({vc.sql} AS {SQL_TYPES[vc.output_type]})" if vc.output_type else vc.sql
+            if vc.multi_value:
+                self.multi_value = self.multi_value | {vc.name}
             if vc.name in real:
                 sql = f"SELECT * REPLACE ({expr} AS {q(vc.name)}) FROM ({sql})"
             else:
@@ -301,7 +303,7 @@ class QueryContext:
         if any(vc.output_type is None for vc in vcs):
             described = {r[0]: r[1] for r in self.run(f"DESCRIBE SELECT * FROM ({sql})")}
             for vc in vcs:
-                if vc.output_type is None and vc.name in described and vc.name not in real:
+                if vc.output_type is None and vc.name in described and vc.name not in real and not vc.multi_value:
                     self.column_types[vc.name] = native_type_of_duckdb(str(described[vc.name]))
                     self._typed_virtual.add(vc.name)
         if self._missing is None:
@@ -348,16 +350,25 @@ class QueryContext:
         except (ValueError, KeyError, TypeError) as e:
             raise invalid_input(f"Invalid filter: {e}") from e
 
-    def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str:
-        """A native expression as SQL; a JSON scalar it yields (``json_value`` without a type) as the
-        value Druid gives for it (``"x"`` → ``x``, ``true`` → ``1``)."""
+    def expression(self, text: str, column_types: dict[str, str] | None = None) -> Compiled:
+        """A native expression compiled against this query's columns (one reading a multi-value column
+        as a scalar is applied to each value: ``mapped``); a JSON scalar it yields (``json_value``
+        without a type) as the value Druid gives for it (``"x"`` → ``x``, ``true`` → ``1``).
+        ``column_types`` given (post-aggregators): the names are not the datasource's columns."""
         try:
-            compiled = compile_expression(text, dialect="duckdb", column_types=column_types or self.column_types)
-            return json_scalar_text(compiled.sql) if compiled.type == "JSON" else compiled.sql
+            compiled = compile_expression(text, dialect="duckdb", column_types=column_types or self.column_types,
+                                          multi_value_columns=frozenset() if column_types else self.multi_value)
         except DruidError:
             raise
         except (ValueError, KeyError, TypeError) as e:
             raise invalid_input(f"Invalid expression [{text}]: {e}") from e
+        if compiled.type == "JSON" and not compiled.mapped:
+            return Compiled(json_scalar_text(compiled.sql), "STRING")
+        return compiled
+
+    def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str:
+        """:meth:`expression` as one value's SQL (a mapped result with several values is NULL)."""
+        return scalar_of_mapped(self.expression(text, column_types))
 
     # ---- column access --------------------------------------------------------------------------
     def col(self, name: str) -> str:

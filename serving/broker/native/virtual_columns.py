@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from radstack.expressions import Compiled, scalar_of_mapped
 from serving.errors import invalid_input, unsupported
 
 
@@ -15,7 +16,7 @@ class ExpressionScope(Protocol):
 
     column_types: dict[str, str]
 
-    def expression_sql(self, text: str, column_types: dict[str, str] | None = None) -> str: ...
+    def expression(self, text: str, column_types: dict[str, str] | None = None) -> Compiled: ...
 
 OUTPUT_TYPES = {"STRING", "LONG", "FLOAT", "DOUBLE"}
 
@@ -25,6 +26,9 @@ class VirtualColumn:
     name: str
     sql: str
     output_type: str | None
+    #: a multi-value string column (a list of strings): a STRING expression mapped over the values of a
+    #: multi-value column, as Druid gives it (grouped value by value, filtered by any value)
+    multi_value: bool = False
 
 
 def parse_virtual_columns(specs: list[Any], ctx: ExpressionScope) -> list[VirtualColumn]:
@@ -45,7 +49,13 @@ def parse_virtual_columns(specs: list[Any], ctx: ExpressionScope) -> list[Virtua
             out_type = str(out_type).upper()
             if out_type not in OUTPUT_TYPES:
                 raise invalid_input(f"Unsupported outputType [{out_type}] for virtual column [{name}]")
-        out.append(VirtualColumn(name, ctx.expression_sql(str(expr)), out_type))
+        compiled = ctx.expression(str(expr))
+        if compiled.mapped and (out_type or compiled.type or "STRING") == "STRING":
+            sql = f"list_transform({compiled.sql}, lambda __v: CAST(__v AS VARCHAR))"
+            out.append(VirtualColumn(name, sql, None, multi_value=True))
+            out_type = "STRING"
+        else:  # a numeric result read from a mapped list: its one value (Druid's numeric selector)
+            out.append(VirtualColumn(name, scalar_of_mapped(compiled), out_type))
         # later virtual columns may refer to this one
         ctx.column_types[name] = out_type or "STRING"
     return out

@@ -18,6 +18,8 @@ import re
 
 from sqlglot import exp
 
+from radstack.expressions.functions import ipv4_subnet
+from radstack.sql_text import ExpressionError
 from serving.broker.sql.errors import validation_error
 from serving.broker.sql.rules import anonymous_name, call_args
 from serving.broker.sql.timeexpr import call, to_millis
@@ -34,7 +36,6 @@ _SIMPLE = {
 _PLAIN_PATTERN = re.compile(r"(?:[^%]|%s|%%)*")
 #: Druid name → its UDF (the address is typed by the rule: _ipv4)
 _IPV4 = {"IPV4_MATCH": "DRUID_IPV4_MATCH", "IPV4_PARSE": "DRUID_IPV4_PARSE", "IPV4_STRINGIFY": "DRUID_IPV4_STRINGIFY"}
-_CIDR = re.compile(r"(?:[0-9]{1,3}\.){3}[0-9]{1,3}/(?:[0-9]|[12][0-9]|3[0-2])")
 _MAX_IPV4 = 4294967295
 _HUMAN = {"HUMAN_READABLE_BINARY_BYTE_FORMAT": "binary", "HUMAN_READABLE_DECIMAL_BYTE_FORMAT": "decimal_byte",
           "HUMAN_READABLE_DECIMAL_FORMAT": "decimal"}
@@ -102,9 +103,10 @@ def _ipv4(name: str, node: exp.Expression, ctx: TranslationContext) -> exp.Expre
     subnet = args[1]
     if not (isinstance(subnet, exp.Literal) and subnet.is_string) and not isinstance(subnet, exp.Null):
         raise validation_error("Function[ipv4_match] subnet argument must be a literal")
-    value = "null" if isinstance(subnet, exp.Null) else str(subnet.this)
-    if not _CIDR.fullmatch(value) or any(int(p) > 255 for p in value.split("/")[0].split(".")):
-        raise validation_error(f"Function[ipv4_match] subnet arg has an invalid format: {value}")
+    try:
+        ipv4_subnet(None if isinstance(subnet, exp.Null) else str(subnet.this))
+    except ExpressionError as e:
+        raise validation_error(str(e)) from e
     return call(udf, text, subnet)
 
 
