@@ -14,12 +14,20 @@ timestamp, timestampType``) plus ``event_time``, so the shared pipeline reads bo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from batch.storage_conf import storage_spark_conf
 from radstack.storage.deep_storage.base import DeepStorage
-from radstack.storage.raw_archive import HOUR_MS, hour_dir, parse_data_name, topic_prefix
+from radstack.storage.raw_archive import (
+    HOUR_MS,
+    PARSED_COLUMN,
+    PARSED_KINDS,
+    hour_dir,
+    parse_data_name,
+    parsed_column,
+    topic_prefix,
+)
 from radstack.time.granularity import Granularity
 from radstack.time.intervals import Interval
 
@@ -34,6 +42,7 @@ __all__ = [
     "archived_records_at_most",
     "spark_archive_schema",
     "read_archive",
+    "parsed_archive_columns",
     "storage_spark_conf",
     "KAFKA_LAYOUT",
 ]
@@ -134,12 +143,19 @@ def read_archive(
     spark: SparkSession,
     deep_storage: DeepStorage,
     ranges: Mapping[str, Interval],
+    fields: Sequence[str] = (),
 ) -> DataFrame:
     """Raw records of each ``topic`` whose event time is in ``ranges[topic]``, as one DataFrame in the
-    Kafka source's layout (``timestamp`` = the Kafka timestamp, UTC) plus ``event_time``."""
+    Kafka source's layout (``timestamp`` = the Kafka timestamp, UTC) plus ``event_time``. With
+    ``fields``: also the parsed archive's ``parsed`` flag and every kind's column of each field
+    (null where a file has none: an older archive reads as not parsed)."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
+    from pyspark.sql.types import StructField, StructType  # lazy: as above
 
     schema = spark_archive_schema()
+    parsed = parsed_archive_columns(fields)
+    if parsed:
+        schema = StructType([*schema.fields, *[StructField(name, _spark_type(t), True) for name, t in parsed]])
     frames = []
     for topic, iv in sorted(ranges.items()):
         paths = archive_paths(deep_storage, topic, iv)
@@ -160,5 +176,21 @@ def read_archive(
         *[
             (F.col(src).cast("timestamp") if src in ("kafka_timestamp", "event_time") else F.col(src)).alias(dst)
             for src, dst in KAFKA_LAYOUT.items()
-        ]
+        ],
+        *[F.col(f"`{name}`") for name, _ in parsed],
     )
+
+
+def parsed_archive_columns(fields: Sequence[str]) -> list[tuple[str, str]]:
+    """(archive column, Spark SQL type) of the parsed archive for ``fields``: ``parsed``, then each
+    field's column of every kind (:data:`radstack.storage.raw_archive.PARSED_KINDS`)."""
+    if not fields:
+        return []
+    return [(PARSED_COLUMN, "boolean"),
+            *[(parsed_column(kind, f), t) for f in dict.fromkeys(fields) for kind, t in PARSED_KINDS.items()]]
+
+
+def _spark_type(name: str) -> Any:
+    from pyspark.sql.types import _parse_datatype_string  # lazy: only Spark code paths load pyspark
+
+    return _parse_datatype_string(name)

@@ -32,6 +32,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -51,7 +52,7 @@ from radstack.config import load_settings
 from radstack.druid_cluster.json_export import write_json_lines
 from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.indexing import write_segments
-from radstack.pipeline.input_schema import join_options
+from radstack.pipeline.input_schema import input_fields, join_options
 from radstack.pipeline.rollup import rollup_rows
 from radstack.pipeline.spark_session import build_spark_session
 from radstack.spec import TIME_COLUMN, DatasourceSpec
@@ -146,17 +147,21 @@ def _join_topic(join: dict[str, Any]) -> str:
 
 
 def read_inputs(
-    spark: SparkSession, deep_storage: DeepStorage, spec: DatasourceSpec, chunks: list[Interval]
+    spark: SparkSession, deep_storage: DeepStorage, spec: DatasourceSpec, chunks: list[Interval], *,
+    parsed: bool = True,
 ) -> tuple[DataFrame, dict[str, DataFrame]]:
     """The raw archive rows the rebuild of ``chunks`` needs: the datasource's own topics for exactly the
-    chunks, and for every stream join the joined topic padded by the join window (a click may be
-    delivered after its impression's hour), keyed by join name."""
+    chunks, with the parsed archive's columns of the fields it reads (``parsed``: batch.parsed_archive),
+    and for every stream join the joined topic padded by the join window (a click may be delivered
+    after its impression's hour), keyed by join name (raw: the join parses it)."""
 
     whole = Interval(chunks[0].start, chunks[-1].end)
     joins = join_options(spec)
     side = {_join_topic(j) for j in joins}
     primary = [t for t in spec.processing.topics if t not in side]
-    main = read_archive(spark, deep_storage, {t: whole for t in primary})
+    # the parsed archive's columns of the fields the spec reads (none: every record's JSON is parsed)
+    fields = input_fields(spec) if parsed else ()
+    main = read_archive(spark, deep_storage, {t: whole for t in primary}, fields)
     joined = {}
     for j in joins:
         pad = _join_pad_ms(j)
@@ -314,7 +319,7 @@ def rebuild_spec(
                     java_options=QUICK_JIT if small else "",
                 )  # fmt: skip
                 stages.lap("spark_start")
-            raw, joined = (reader or read_inputs)(spark, storage, spec, chunks)
+            raw, joined = (reader or partial(read_inputs, parsed=settings.batch.parsed_archive))(spark, storage, spec, chunks)
             rows = batch_rows(spark, raw, spec, joined=joined)
             parts = int(settings.batch.partitions or 0) or int(settings.spark.shuffle_partitions)
             segments, stats, written = index_chunks(

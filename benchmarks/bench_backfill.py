@@ -14,7 +14,9 @@ data, or (``--hourly``) what an hourly Airflow task runs.
    archiver watermark set past the day (the interval is closed).
 2. ``radctl backfill --interval 2026-11-20T00:00Z/PT{minutes}M --datasource ads --via local
    --json`` in a child process (JVM start included), run from ``--repo`` (default: this checkout; pass
-   an older checkout to time the code before a change).
+   an older checkout to time the code before a change; ``--vs-repo DIR`` runs DIR's beside this
+   checkout's in each round, alternating which goes first, and prints ``vs_repo_ratio``: best wall time
+   here / best there, on the same archive in the same run).
 
 Prints the wall time, seconds per chunk, the versions published, the stderr/stdout line counts and a
 JSON line. ``--rounds N`` runs the backfill N times (``--force``: the same hour again) and reports each;
@@ -56,6 +58,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1, help="backfills to run, one after the other (--force)")
     ap.add_argument("--vs-full-jit", action="store_true",
                     help="each round also runs the backfill with batch.quick_jit_max_records 0 (C2 too), alternating")
+    ap.add_argument("--vs-repo", type=Path, default=None,
+                    help="each round also runs the backfill from this checkout (the baseline), alternating which goes first")
     a = ap.parse_args()
     if a.hourly:
         a.minutes, a.data_minutes = 60, 60
@@ -108,13 +112,18 @@ def main() -> int:
     imports_s = time.monotonic() - t
     rounds: list[dict[str, Any]] = []
     full_jit: list[dict[str, Any]] = []
+    vs: list[dict[str, Any]] = []
     for r in range(a.rounds):
-        runs = [("", rounds), *([("full JIT", full_jit)] if a.vs_full_jit else [])]
+        runs = [("", rounds), *([("full JIT", full_jit)] if a.vs_full_jit else []),
+                *([("vs " + str(a.vs_repo), vs)] if a.vs_repo else [])]
         for label, sink in runs if r % 2 == 0 else runs[::-1]:
-            extra = {"RADSTACK_BATCH__QUICK_JIT_MAX_RECORDS": "0"} if label else {}
+            extra = {"RADSTACK_BATCH__QUICK_JIT_MAX_RECORDS": "0"} if sink is full_jit else {}
+            repo = a.vs_repo if sink is vs else a.repo
+            if sink is vs:
+                extra["PYTHONPATH"] = str(repo)
             t = time.monotonic()
-            proc = subprocess.run([*argv, *(["--force"] if r or label else [])], cwd=a.repo, env={**env, **extra},
-                                  capture_output=True, text=True, check=False)  # fmt: skip
+            proc = subprocess.run([*argv, *(["--force"] if rounds or full_jit or vs else [])], cwd=repo,
+                                  env={**env, **extra}, capture_output=True, text=True, check=False)  # fmt: skip
             wall = time.monotonic() - t
             (work / "stdout.txt").write_text(proc.stdout)
             (work / "stderr.txt").write_text(proc.stderr)
@@ -147,6 +156,8 @@ def main() -> int:
         "rounds": rounds,
         **({"full_jit_wall_s": min(x["wall_s"] for x in full_jit), "full_jit_rounds": full_jit,
             "vs_full_jit": round(best["wall_s"] / min(x["wall_s"] for x in full_jit), 2)} if full_jit else {}),
+        **({"vs_repo": str(a.vs_repo), "vs_wall_s": min(x["wall_s"] for x in vs), "vs_rounds": vs,
+            "vs_repo_ratio": round(best["wall_s"] / min(x["wall_s"] for x in vs), 3)} if vs else {}),
     }  # fmt: skip
     print(f"{len(chunks)} chunks in {best['wall_s']:.1f} s (best of {a.rounds}), {len(versions)} version(s), "
           f"{out['stderr_lines']} stderr lines, {out['summary_lines']} summary lines", flush=True)

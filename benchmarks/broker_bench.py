@@ -15,12 +15,18 @@
    equivalents; prints p50/p99 per query, each query run both from the datasource's aggregate
    projections (as the broker chooses) and from the base rows (context ``noProjections``), interleaved
    request by request, after checking that both give the same answer.
+4. With ``--vs-repo DIR`` (another checkout, e.g. a ``git worktree`` of an older commit): a second
+   server runs DIR's code over a copy of the same home (the same segment files, its own cache), and
+   each query of the mix is sent to both, alternating which goes first, request by request, after
+   checking both answer the same: p50 per query on each side, the ratio (this checkout / DIR) and
+   its geometric mean — a before/after in one run, on one machine state.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -188,25 +194,26 @@ def _parquet_of(loaded: Any) -> Path:
     return Path(loaded.segment.load_spec["path"])
 
 
-def spawn_server(home: Path, env: dict[str, str] | None = None,
-                 log_name: str = "bench-server.log") -> tuple[subprocess.Popen[bytes], str]:
-    """Start the real server (uvicorn, its own process group, log under ``{home}/logs``) without waiting."""
+def spawn_server(home: Path, env: dict[str, str] | None = None, log_name: str = "bench-server.log",
+                 repo: Path = ROOT) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the real server of checkout ``repo`` (uvicorn, its own process group, log under
+    ``{home}/logs``) without waiting."""
     port = free_port()
     logs = home / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     log = open(logs / log_name, "ab")  # noqa: SIM115 - lives as long as the server
     code = ("import uvicorn; from radstack.config import load_settings; from operations.server import create_server_app as create_app; "
             f"uvicorn.run(create_app(load_settings()), host='127.0.0.1', port={port}, log_level='warning')")
-    full_env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env = {**os.environ, "RADSTACK_HOME": str(home), "PYTHONPATH": str(repo), **(env or {})}
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=subprocess.STDOUT, env=full_env,
-                            start_new_session=True)
+                            start_new_session=True, cwd=repo)
     return proc, f"http://127.0.0.1:{port}"
 
 
-def start_server(home: Path, env: dict[str, str] | None = None,
-                 log_name: str = "bench-server.log") -> tuple[subprocess.Popen[bytes], str]:
+def start_server(home: Path, env: dict[str, str] | None = None, log_name: str = "bench-server.log",
+                 repo: Path = ROOT) -> tuple[subprocess.Popen[bytes], str]:
     """Start the real server and wait until it serves the datasource."""
-    proc, url = spawn_server(home, env, log_name)
+    proc, url = spawn_server(home, env, log_name, repo)
     deadline = time.time() + 300
     while time.time() < deadline:
         if proc.poll() is not None:
@@ -297,6 +304,63 @@ def latency(url: str, queries: dict[str, tuple[str, Any]], n: int) -> list[dict[
     return out
 
 
+def latency_vs(url: str, vs_url: str, queries: dict[str, tuple[str, Any]], n: int) -> list[dict[str, Any]]:
+    """Per query: ``n`` requests to each server, alternating which goes first; the answers must be the same."""
+    out = []
+    with httpx.Client(base_url=url, timeout=120) as ours, httpx.Client(base_url=vs_url, timeout=120) as theirs:
+        for name, (path, body) in queries.items():
+            a, b = ours.post(path, json=body), theirs.post(path, json=body)
+            if a.status_code != 200 or b.status_code != 200:
+                out.append({"query": name, "error": f"{a.status_code}/{b.status_code} {a.text[:200]} {b.text[:200]}"})
+                continue
+            if not _same(_rows(a.json()), _rows(b.json())):
+                raise SystemExit(f"{name}: the two checkouts answer differently")
+            times: dict[str, list[float]] = {"ours": [], "vs": []}
+            for i in range(n):
+                pair = (("ours", ours), ("vs", theirs))
+                for side, client in pair if i % 2 == 0 else pair[::-1]:
+                    t0 = time.perf_counter()
+                    client.post(path, json=body).raise_for_status()
+                    times[side].append((time.perf_counter() - t0) * 1000)
+            p50, vs50 = _pct(times["ours"], 0.5), _pct(times["vs"], 0.5)
+            out.append({"query": name, "p50": p50, "vs_p50": vs50, "ratio": p50 / vs50, "n": n})
+    return out
+
+
+def vs_repo(home: Path, repo: Path, requests: int, requests_full: int) -> None:
+    """Step 4 of the module's docstring: this checkout's server and ``repo``'s, the mix interleaved."""
+    vs_home = home.with_name(home.name + "-vs")
+    shutil.rmtree(vs_home, ignore_errors=True)
+    shutil.copytree(home, vs_home, ignore=shutil.ignore_patterns("run", "logs"))
+    proc, url = start_server(home)
+    try:
+        vs_proc, vs_url = start_server(vs_home, log_name="bench-server-vs.log", repo=repo)
+    except BaseException:
+        stop_server(proc)
+        raise
+    ratios: list[float] = []
+    try:
+        for label, interval, n in (("one day", "2025-01-15/2025-01-16", requests),
+                                   ("all 30 days", INTERVAL, requests_full)):
+            print(f"\n## dashboard latency, this checkout vs {repo} ({label}; {n} requests to each, interleaved)")
+            print("| query | this checkout p50 ms | vs p50 ms | this / vs |")
+            print("|---|---|---|---|")
+            for r in latency_vs(url, vs_url, dashboard_queries(interval), n):
+                if "error" in r:
+                    print(f"| {r['query']} | error: {r['error']} | | |")
+                    continue
+                ratios.append(r["ratio"])
+                print(f"| {r['query']} | {r['p50']:.1f} | {r['vs_p50']:.1f} | {r['ratio']:.2f}× |")
+        rss = {side: memory(p.pid)[1] for side, p in (("this", proc), ("vs", vs_proc))}
+        geo = statistics.geometric_mean(ratios) if ratios else float("nan")
+        print(f"\ngeometric mean of this / vs (baseline: {repo}): {geo:.3f}×; peak RSS this "
+              f"{rss['this'] / 2**20:.0f} MB, vs {rss['vs'] / 2**20:.0f} MB")
+    finally:
+        stop_server(vs_proc)
+        stop_server(proc)
+        shutil.rmtree(vs_home, ignore_errors=True)
+
+
 def _rows(answer: Any) -> Any:
     """An answer with its top-level rows in a canonical order (a GROUP BY without ORDER BY has none)."""
     if not isinstance(answer, list):
@@ -333,6 +397,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=100, help="requests per query, one-day interval")
     ap.add_argument("--requests-full", type=int, default=20, help="requests per query, all 30 days")
     ap.add_argument("--skip-http", action="store_true")
+    ap.add_argument("--vs-repo", type=Path, default=None,
+                    help="another checkout: its server beside this one's, the dashboard mix interleaved (step 4)")
     args = ap.parse_args()
     home = Path(args.home).resolve()
     home.mkdir(parents=True, exist_ok=True)
@@ -342,6 +408,9 @@ def main() -> None:
     settings = load_settings(env={"RADSTACK_HOME": str(home)})
     cores = os.cpu_count() or 1
     load(settings, args.rows)
+    if args.vs_repo is not None:
+        vs_repo(home, args.vs_repo.resolve(), args.requests, args.requests_full)
+        return
     print(f"\n## scan rate ({cores} cores, median of {args.repeat})")
     print("| query | rows | radstack view | rows/s/core | native timeseries | raw DuckDB on Parquet | rows/s/core | "
           "view / raw | paper (Druid) |")

@@ -121,6 +121,10 @@ class BatchSettings(Section):
         "a local rebuild that may read at most this many archived records (counted from the archive's file "
         "names) starts its JVM with the C1 JIT only: an hourly job is done before C2's compiling pays off "
         "(100 k events: 20 s → 13 s; docs/benchmarks.md); 0 → always the full JIT"))
+    parsed_archive: bool = Field(True, description=(
+        "the rebuild reads each archived record's fields from the parsed archive's typed columns (the "
+        "archiver writes them beside the raw bytes) instead of parsing its JSON; records without them "
+        "(older archives, nested values, new fields) are parsed as before. false → always parse the raw JSON"))
 
 
 class AirflowSettings(Section):

@@ -21,6 +21,7 @@ import pyarrow as pa
 from radstack.pipeline.input_schema import CORRUPT_COLUMN, field_types, input_fields, json_schema_ddl
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.sql_text import quote_identifier
+from radstack.storage.raw_archive import PARSED_COLUMN, PARSED_KINDS, parsed_column
 from radstack.time.timestamps import parse_timestamp_column
 from radstack.value_sql import numeric_cast_sql
 
@@ -165,6 +166,31 @@ def _read_json(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataF
     return flat, f"{q(BYTES_COLUMN)} = 0", f"{q(CORRUPT_COLUMN)} IS NOT NULL OR {_NOT_OBJECT} IS NOT NULL"
 
 
+def _from_columns(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataFrame, str, str]:
+    """:func:`_read_json`'s rows, reading each parsed record (the parsed archive's ``parsed`` flag) from
+    its typed columns instead of its JSON: a field's text is its one kind's value as Spark writes it
+    (a long's digits, a double as ``Double.toString``, ``true``/``false``) — what the JSON reader
+    gives for it. Every other record (not parsed, or an archive without the columns) goes through
+    :func:`_read_json`."""
+    from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
+
+    flag = F.coalesce(F.col(f"`{PARSED_COLUMN}`"), F.lit(False))
+    rest, empty, malformed = _read_json(raw.where(~flag), fields, value_col)
+    types = dict(zip(META_COLUMNS, ("binary", "string", "int", "bigint"), strict=True))
+
+    def text(f: str) -> Column:
+        return F.coalesce(*[F.col(f"`{parsed_column(kind, f)}`").cast("string") for kind in PARSED_KINDS])
+
+    columns = raw.where(flag).select(
+        *[F.lit(None).cast(t).alias(c) for c, t in types.items()],
+        F.length(F.col(value_col)).cast("bigint").alias(BYTES_COLUMN),
+        F.lit(None).cast("boolean").alias(_NOT_OBJECT),
+        *[text(f).alias(f) for f in fields],
+        F.lit(None).cast("string").alias(CORRUPT_COLUMN),
+    )
+    return columns.unionByName(rest), empty, malformed
+
+
 def parse_events(
     raw: DataFrame, spec: DatasourceSpec, *, value_col: str = "value", sizes: bool = False, keep_raw: bool = True
 ) -> DataFrame:
@@ -175,14 +201,16 @@ def parse_events(
     the input has Kafka's ``topic``/``partition``/``offset`` columns (NULL otherwise); with ``sizes``,
     also ``__bytes`` (the event's size in bytes, for the ``processedBytes`` stat). ``keep_raw=False``
     (jobs that keep no dead letters): ``__raw`` and the Kafka coordinates are NULL, and the JSON is
-    parsed by Spark's JSON reader instead of ``from_json`` (:func:`_read_json`: same rows, faster)."""
+    parsed by Spark's JSON reader instead of ``from_json`` (:func:`_read_json`: same rows, faster) —
+    or not parsed at all where ``raw`` has the parsed archive's columns (:func:`_from_columns`)."""
     from pyspark.sql import functions as F  # lazy: only Spark code paths load pyspark
 
     ds = spec.data_schema
     fields = input_fields(spec)
     types = field_types(spec)
     ts = ds.timestamp_spec
-    flat, empty, malformed = (_from_json if keep_raw else _read_json)(raw, fields, value_col)
+    reader = _from_json if keep_raw else (_from_columns if PARSED_COLUMN in raw.columns else _read_json)
+    flat, empty, malformed = reader(raw, fields, value_col)
 
     ts_col = q(ts.column)
     trimmed = f"trim({ts_col})"

@@ -32,6 +32,23 @@ HOUR_MS = 3_600_000
 """The archive's partitioning step: event hours, floored (an event before 1970 belongs to the hour it
 is in, not the one after it)."""
 
+PARSED_COLUMN = "parsed"
+"""Archive column: true when the record is a JSON object whose every top-level member is in the parsed
+columns below, exactly as the rebuild's JSON reader would read it (null or false: read the raw value)."""
+
+PARSED_KINDS: dict[str, str] = {"string": "string", "long": "bigint", "double": "double", "bool": "boolean"}
+"""The kinds a top-level member's value is archived as (kind → Spark SQL type); one column per
+(kind, member) that occurs in the file, named by :func:`parsed_column`."""
+
+
+def parsed_column(kind: str, member: str) -> str:
+    """The archive column holding ``member``'s values of ``kind`` (``p:long:price``). A capital is
+    written ``^`` and its small letter (``City`` → ``p:string:^city``; ``^`` itself ``^^``): Spark
+    resolves Parquet columns without case, JSON members are read with it."""
+    name = "".join("^^" if ch == "^" else ("^" + ch.lower() if ch != ch.lower() else ch) for ch in member)
+    return f"p:{kind}:{name}"
+
+
 _NAME_RE = re.compile(r"^(?P<topic>.+)\+(?P<partition>\d+)\+(?P<first>\d+)\+(?P<last>\d+)\.(?P<ext>[a-z.]+)$")
 
 

@@ -4,7 +4,8 @@ Nothing is parsed away: ``value`` is the record's exact bytes (valid JSON or not
 ``headers``. The event time comes from the event's timestamp field; when that cannot be read (not
 JSON, no field, unparseable) the Kafka timestamp stands in and ``event_time_from_kafka`` is true.
 Parsing is vectorised (DuckDB's JSON functions over the whole flush), so the per-record Python cost
-is only collecting the fields from the consumer.
+is only collecting the fields from the consumer; the same parse gives the parsed archive's typed
+columns, after the raw ones (:mod:`realtime.archiver.parsed_fields`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from confluent_kafka import Message
 
 from radstack.storage.raw_archive import HOUR_MS, data_key
 from radstack.time.timestamps import parse_timestamp_column, query_arrow, string_millis_sql, utc_connection
+from realtime.archiver.parsed_fields import archive_columns, parse_fields
 
 SCHEMA = pa.schema(
     [
@@ -43,7 +45,8 @@ SCHEMA = pa.schema(
         pa.field("valid_json", pa.bool_(), nullable=False),
     ]
 )
-"""Columns of every raw archive file (Parquet); Spark reads them with ``spark.read.parquet``."""
+"""The raw columns of every archive file (Parquet); Spark reads them with ``spark.read.parquet``. The
+parsed archive's columns follow them (``parsed``, ``p:<kind>:<member>``; they vary by file)."""
 
 _DICTIONARY_COLUMNS = ["topic", "partition", "timestamp_type", "event_time_from_kafka", "valid_json"]
 
@@ -167,62 +170,63 @@ def kafka_millis(types: pa.Array | pa.ChunkedArray, stamps: pa.Array | pa.Chunke
 
 
 def to_table(
-    buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp_format: str = "auto"
+    buf: ColumnBuffer, *, timestamp_field: str = "timestamp", timestamp_format: str = "auto", parsed: bool = True
 ) -> pa.Table:
-    """Build the archive table of a buffer, event times included."""
+    """Build the archive table of a buffer: the raw records with their event times and, with
+    ``parsed``, the parsed archive's columns (:mod:`realtime.archiver.parsed_fields`) after them."""
     n = len(buf)
     values = buf.column("value")
-    event_ms, valid_json = extract_event_time(values, timestamp_field, timestamp_format)
+    fields = parse_fields(_as_utf8(values), timestamp_field)
+    event_ms = event_millis(fields.member_text, timestamp_format)
     ts_types = buf.column("timestamp_type")
     kafka_ms = kafka_millis(ts_types, buf.column("kafka_ts"))
     from_kafka = pc.is_null(event_ms)
     # Records without a Kafka timestamp (-1 / NOT_AVAILABLE) and no event time fall back to 0 (1970):
     # they stay archived and visible instead of being dropped.
     event = pc.if_else(from_kafka, pc.fill_null(kafka_ms, 0), event_ms)
-    return pa.Table.from_arrays(
-        [
-            pa.repeat(pa.scalar(buf.topic, pa.string()), n),
-            pa.repeat(pa.scalar(buf.partition, pa.int32()), n),
-            buf.column("offset"),
-            kafka_ms.cast(pa.timestamp("ms")),
-            ts_types,
-            buf.column("key"),
-            values,
-            buf.column("headers"),
-            event.cast(pa.timestamp("ms")),
-            from_kafka,
-            valid_json,
-        ],
-        schema=SCHEMA,
-    )
+    base = [
+        pa.repeat(pa.scalar(buf.topic, pa.string()), n),
+        pa.repeat(pa.scalar(buf.partition, pa.int32()), n),
+        buf.column("offset"),
+        kafka_ms.cast(pa.timestamp("ms")),
+        ts_types,
+        buf.column("key"),
+        values,
+        buf.column("headers"),
+        event.cast(pa.timestamp("ms")),
+        from_kafka,
+        fields.valid_json,
+    ]
+    table = pa.Table.from_arrays(base, schema=SCHEMA)
+    if parsed:
+        for name, col in archive_columns(fields):
+            table = table.append_column(pa.field(name, col.type, nullable=True), col)
+    return table
 
 
 def extract_event_time(
     values: pa.Array | pa.ChunkedArray, field_name: str, fmt: str
 ) -> tuple[pa.Array | pa.ChunkedArray, pa.Array | pa.ChunkedArray]:
-    """(event time millis or null, valid_json) for each raw value, vectorised: one DuckDB query reads
-    the field and, for every format but a Joda pattern DuckDB cannot read, parses it too."""
-    path = "$." + _json_path_part(field_name)
+    """(event time millis or null, valid_json) for each raw value."""
+    fields = parse_fields(_as_utf8(values), field_name)
+    return event_millis(fields.member_text, fmt), fields.valid_json
+
+
+def event_millis(text: pa.Array, fmt: str) -> pa.Array:
+    """Event-time millis from the timestamp member's (trimmed) text, null where it cannot be read:
+    DuckDB for every format but a Joda pattern it cannot read (the indexer's parser takes those)."""
     millis = string_millis_sql(fmt)
-    # json_extract_string gives NULL for a document that is not an object: no json_type check (a
-    # third parse of every record) is needed
-    fields = f"SELECT ok, trim(CASE WHEN ok THEN json_extract_string(s, '{path}') END) AS s FROM ({_VALID})"
+    if millis is None:
+        return parse_timestamp_column(text, fmt)
     con = utc_connection()
     try:
-        con.register("raw", pa.table({"s": _as_utf8(values)}))
-        if millis is not None:
-            res = query_arrow(con, f"SELECT ok, {millis} AS ms FROM ({fields})")
-            return res.column("ms"), res.column("ok")
-        res = query_arrow(con, fields)
+        con.register("raw", pa.table({"s": text}))
+        return query_arrow(con, f"SELECT {millis} AS ms FROM raw").column("ms").combine_chunks()
     finally:
         con.close()
-    return parse_timestamp_column(res.column("s"), fmt), res.column("ok")
 
 
-_VALID = "SELECT s, coalesce(json_valid(s), false) AS ok FROM raw"
-
-
-def _as_utf8(values: pa.Array) -> pa.Array:
+def _as_utf8(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The values as UTF-8 strings; invalid UTF-8 becomes null (such a record is not JSON)."""
     try:
         return values.cast(pa.string())
@@ -234,9 +238,3 @@ def _as_utf8(values: pa.Array) -> pa.Array:
             except UnicodeDecodeError:
                 out.append(None)
         return pa.array(out, pa.string())
-
-
-def _json_path_part(name: str) -> str:
-    if name.replace("_", "").isalnum():
-        return name
-    return '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("'", "''") + '"'

@@ -45,7 +45,9 @@ def test_archive_table_keeps_every_coordinate() -> None:
         ]
     )
     t = to_table(buf)
-    assert t.schema == SCHEMA
+    assert t.select(SCHEMA.names).schema == SCHEMA  # the parsed archive's columns follow the raw ones
+    assert t.column_names[len(SCHEMA):] == ["parsed", "p:long:a", "p:string:timestamp"]
+    assert t.column("parsed").to_pylist() == [True, False, False]
     rows = t.to_pylist()
     assert [r["offset"] for r in rows] == [7, 8, 9]
     assert [r["key"] for r in rows] == [b"k", None, b"k"]
