@@ -19,7 +19,10 @@ would run instead — in one run, on the same archive and this machine.
 4. The rebuild: :func:`batch.rebuild_job.rebuild` of the whole day for the ``ads`` example spec (hourly
    segments): the JSON reader + validation, transforms, one shuffle on the rollup key, the sort, dedup
    + rollup + segment files on the executors, renumbering, one atomic publish with tombstones.
-5. With ``--vs-druid`` (``vs_druid_index_parallel``): a local Apache Druid 33 (``operations.druid_local``,
+5. ``parsed_vs_raw``: the cold rebuild with ``batch.parsed_archive`` off (every record's JSON parsed, as
+   before #54) over the cold rebuild reading the parsed archive's typed columns — same archive, same
+   rows (the archive is written with the parsed columns, as the archiver writes them).
+6. With ``--vs-druid`` (``vs_druid_index_parallel``): a local Apache Druid 33 (``operations.druid_local``,
    tuned as in ``bench_vs_druid.py``) ingests the same events — the archive's JSON values as JSON lines
    files, Druid's own input form — with ``index_parallel`` and the same dataSchema; Druid's rows/s is
    the task's own duration (from its status), radstack's the cold rebuild's. Not part of ``make test``.
@@ -62,6 +65,7 @@ from radstack.storage.deep_storage import open_deep_storage  # noqa: E402
 from radstack.storage.deep_storage.local import LocalDeepStorage  # noqa: E402
 from radstack.storage.raw_archive import data_key  # noqa: E402
 from radstack.time.intervals import Interval, parse_instant  # noqa: E402
+from realtime.archiver.parsed_fields import archive_columns, parse_fields  # noqa: E402
 from realtime.archiver.records import SCHEMA  # noqa: E402
 from realtime.generators.ads import ADVERTISERS, CITIES, GENDERS, PUBLISHERS  # noqa: E402
 
@@ -124,6 +128,9 @@ def write_archive(root: Path | Any, events: int, duplicates: float, seed: int = 
                     ],
                     schema=SCHEMA,
                 )
+                # the parsed archive's columns, as the archiver writes them (realtime.archiver.parsed_fields)
+                for name, col in archive_columns(parse_fields(value.slice(lo, k), "timestamp")):
+                    table = table.append_column(pa.field(name, col.type), col)
                 local = Path(tmp) / "f.parquet"
                 pq.write_table(table, local, compression="zstd")
                 storage.put_file(local, data_key(TOPIC, 0, offset + lo, offset + hi - 1, start))
@@ -239,6 +246,10 @@ class Session:
         t = time.monotonic()
         if job == "plain":
             rows, res = plain_spark_job(self.spark, self.paths, str(self.work / "plain-out")), None
+        elif job == "rebuild-raw":
+            raw = self.settings.model_copy(update={"batch": self.settings.batch.model_copy(update={"parsed_archive": False})})
+            res = rebuild(raw, "ads", self.day, spark=self.spark, force=True)
+            rows = res.rows
         else:
             res = rebuild(self.settings, "ads", self.day, spark=self.spark, force=True)
             rows = res.rows
@@ -246,10 +257,14 @@ class Session:
 
 
 def child(a: argparse.Namespace) -> int:
-    """``--child JOB``: one cold run of JOB in this new driver process; its figures as JSON."""
+    """``--child JOB``: one cold run of JOB in this new driver process; its figures as JSON
+    (``rebuild-raw``: the rebuild with ``batch.parsed_archive`` off, parsing every record's JSON)."""
     home = a.keep / "home"
     os.environ["RADSTACK_HOME"] = str(home)
-    session = Session(make_settings(home, a), a.keep)
+    settings = make_settings(home, a)
+    if a.child == "rebuild-raw":
+        settings = settings.model_copy(update={"batch": settings.batch.model_copy(update={"parsed_archive": False})})
+    session = Session(settings, a.keep)
     secs, rows, _ = session.run(a.child)
     print(json.dumps({"job": a.child, "seconds": round(secs, 2), "rows": rows, "spark_start_s": round(session.start_s, 2)}))
     session.spark.stop()
@@ -310,7 +325,7 @@ def main() -> int:
     ap.add_argument("--no-class-sharing", action="store_true",
                     help="start the driver JVM without the class-data sharing archive (jvm.class_sharing: false)")
     ap.add_argument("--vs-druid", action="store_true", help="also ingest the events into a local Druid 33")
-    ap.add_argument("--child", choices=("plain", "rebuild"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("plain", "rebuild", "rebuild-raw"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         return child(a)
@@ -329,11 +344,13 @@ def main() -> int:
     sampler = MemorySampler()
     sampler.start()
     load_before = os.getloadavg()[0]
-    cold: dict[str, list[float]] = {"plain": [], "rebuild": []}
+    cold: dict[str, list[float]] = {"plain": [], "rebuild": [], "rebuild-raw": []}
+    cold_rows: dict[str, int] = {}
     for r in range(a.cold_rounds):  # each job first in turn
-        for job in ("plain", "rebuild") if r % 2 == 0 else ("rebuild", "plain"):
+        for job in ("plain", "rebuild", "rebuild-raw") if r % 2 == 0 else ("rebuild-raw", "rebuild", "plain"):
             got = cold_run(a, work, job)
             cold[job].append(got["seconds"])
+            cold_rows[job] = got["rows"]
             print(f"cold {job} (own driver process): {got['seconds']:.1f}s, {got['rows']:,} rows", flush=True)
 
     session = Session(settings, work)
@@ -368,6 +385,11 @@ def main() -> int:
     if a.cold_rounds:
         ratios["vs_plain_spark_job_cold"] = round(min(cold["rebuild"]) / min(cold["plain"]), 2)
         ratios.update(plain_cold_s=min(cold["plain"]), rebuild_cold_s=min(cold["rebuild"]))
+        assert cold_rows["rebuild"] == cold_rows["rebuild-raw"] == cold_rows["plain"], cold_rows
+        # the same rebuild from the raw JSON over the rebuild from the parsed archive's columns (cold)
+        ratios.update(parsed_vs_raw=round(min(cold["rebuild-raw"]) / min(cold["rebuild"]), 2),
+                      rebuild_raw_cold_s=min(cold["rebuild-raw"]))
+        print(f"parsed_vs_raw (cold rebuild from raw JSON / from the parsed archive): {ratios['parsed_vs_raw']}", flush=True)
     if warm["rebuild"] and warm["plain"]:
         ratios["vs_plain_spark_job_warm"] = round(min(warm["rebuild"]) / min(warm["plain"]), 2)
         ratios.update(plain_warm_s=round(min(warm["plain"]), 2), warm_rebuild_s=round(min(warm["rebuild"]), 2),

@@ -118,11 +118,11 @@ class _Pending:
     future: Future[_Ready]
 
 
-def _prepare(buf: ColumnBuffer, field_name: str, fmt: str, tmp: Path, compression: str) -> _Ready:
+def _prepare(buf: ColumnBuffer, field_name: str, fmt: str, tmp: Path, compression: str, parsed: bool) -> _Ready:
     """Build a buffer's archive table and write one local Parquet file per event hour (the flusher
     thread's part of a flush: DuckDB, Arrow and Parquet release the GIL, so it runs beside the consume
     loop on another core)."""
-    table = to_table(buf, timestamp_field=field_name, timestamp_format=fmt)
+    table = to_table(buf, timestamp_field=field_name, timestamp_format=fmt, parsed=parsed)
     files = write_hour_files(buf, table, tmp, compression)
     valid = pc.sum(table.column("valid_json").cast(pa.int64())).as_py() or 0
     from_kafka = pc.sum(table.column("event_time_from_kafka").cast(pa.int64())).as_py() or 0
@@ -420,7 +420,8 @@ class Archiver:
         if buf is not None and len(buf) > 0:
             topic = key[0]
             field_name, fmt = self.config.timestamp_of(topic)
-            future = self._flusher.submit(_prepare, buf, field_name, fmt, self._tmp, self.config.compression)
+            future = self._flusher.submit(_prepare, buf, field_name, fmt, self._tmp, self.config.compression,
+                                          self.config.parsed_columns)
             self._pending.append(_Pending(key, buf.first_offset, buf.last_offset, buf.min_kafka_ts, future))
         self._finish_ready(wait=wait)
 

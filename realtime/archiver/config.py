@@ -18,6 +18,7 @@ class ArchiverConfig:
     # topic → (timestamp field, timestampSpec format); default ("timestamp", "auto")
     timestamp_fields: dict[str, tuple[str, str]] = field(default_factory=dict)
     compression: str = "zstd"
+    parsed_columns: bool = True  # the parsed archive's typed columns beside the raw ones
     session_timeout_ms: int = 10_000
     consumer_conf: dict[str, Any] = field(default_factory=dict)
     # a flush step that fails (a DataNode or broker just died) is retried this long, then the run fails

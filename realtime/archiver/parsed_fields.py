@@ -59,8 +59,8 @@ def parse_fields(values: pa.Array | pa.ChunkedArray, timestamp_field: str) -> Pa
         members = _members(keys, timestamp_field)
         con.register("raw", pa.table({"s": values, "k": keys}))
         # pass 2: every member's value as JSON text, by path (one parse per record)
-        paths = ", ".join(_sql_string("$." + json_path_part(m)) for m in members)
-        ts_path = _sql_string("$." + json_path_part(timestamp_field))
+        paths = ", ".join(sql_string("$." + json_path_part(m)) for m in members)
+        ts_path = sql_string("$." + json_path_part(timestamp_field))
         listed = (f"CAST(CASE WHEN k IS NOT NULL THEN json_extract(s, [{paths}]) END AS VARCHAR[])" if members
                   else "CAST(NULL AS VARCHAR[])")
         ts = "NULL" if timestamp_field in members else f"trim(CASE WHEN k IS NOT NULL THEN json_extract_string(s, {ts_path}) END)"
@@ -177,7 +177,7 @@ def _one(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def _sql_string(s: str) -> str:
+def sql_string(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 

@@ -42,6 +42,7 @@ def archiver_config(settings: Settings) -> ArchiverConfig:
         max_age_seconds=float(settings.archiver.max_age_seconds),
         timestamp_fields=stamps,
         compression=settings.archiver.compression,
+        parsed_columns=bool(settings.archiver.parsed_columns),
         session_timeout_ms=int(settings.archiver.session_timeout_ms),
         retry_seconds=float(settings.archiver.retry_seconds),
     )

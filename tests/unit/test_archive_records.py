@@ -123,3 +123,14 @@ def test_one_file_per_floored_event_hour(tmp_path: Path) -> None:
     five = parse_instant("2026-01-01T05:00:00Z")
     assert [k for k, _ in files] == [data_key("t", 2, 0, 2, before), data_key("t", 2, 0, 2, five)]
     assert [pq.read_table(p).column("offset").to_pylist() for _, p in files] == [[0], [1, 2]]
+
+
+def test_without_the_parsed_columns_the_raw_columns_are_the_same() -> None:
+    """``archiver.parsed_columns`` off: the raw columns only, with the same event times and validity."""
+    values = [b'{"timestamp": " 2026-01-01T01:02:03Z ", "a": [1]}', b"not json", b'{"timestamp": 1767225600000}',
+              b'"2026-01-01"', b'{"a": 1}', b"\xff\xfe"]
+    buf = ColumnBuffer("t", 0)
+    buf.extend([Msg(i, (1, 5_000), v) for i, v in enumerate(values)])
+    with_parsed, raw_only = to_table(buf), to_table(buf, parsed=False)
+    assert raw_only.schema == SCHEMA
+    assert raw_only.equals(with_parsed.select(SCHEMA.names).cast(SCHEMA))
