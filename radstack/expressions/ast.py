@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from radstack.sql_text import ExpressionError
@@ -201,22 +202,23 @@ def parse_expression(text: str) -> Expr:
     return _Parser(text).parse()
 
 
+def identifier_uses(node: Expr) -> Iterator[tuple[Identifier, Call | None]]:
+    """Every identifier of ``node`` in reading order, with the call it is a direct argument of (None
+    when it is not one)."""
+    stack: list[tuple[Expr, Call | None]] = [(node, None)]
+    while stack:
+        n, parent = stack.pop()
+        if isinstance(n, Identifier):
+            yield n, parent
+        elif isinstance(n, Unary):
+            stack.append((n.arg, None))
+        elif isinstance(n, Binary):
+            stack += [(n.right, None), (n.left, None)]
+        elif isinstance(n, Call):
+            stack += [(a, n) for a in reversed(n.args)]
+
+
 def required_columns(expr: str | Expr) -> set[str]:
     """The column names an expression reads."""
     node = parse_expression(expr) if isinstance(expr, str) else expr
-    out: set[str] = set()
-
-    def walk(n: Expr) -> None:
-        if isinstance(n, Identifier):
-            out.add(n.name)
-        elif isinstance(n, Unary):
-            walk(n.arg)
-        elif isinstance(n, Binary):
-            walk(n.left)
-            walk(n.right)
-        elif isinstance(n, Call):
-            for a in n.args:
-                walk(a)
-
-    walk(node)
-    return out
+    return {ident.name for ident, _ in identifier_uses(node)}

@@ -8,7 +8,16 @@ from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from radstack.expressions.ast import Binary, Call, Expr, Identifier, Literal, Unary, parse_expression
+from radstack.expressions.ast import (
+    Binary,
+    Call,
+    Expr,
+    Identifier,
+    Literal,
+    Unary,
+    identifier_uses,
+    parse_expression,
+)
 from radstack.sql_text import (
     DEFAULT_MAX_VALUE_BYTES,
     RESOURCE_LIMIT_PREFIX,
@@ -333,22 +342,9 @@ def mapped_columns(node: Expr, multi_value_columns: frozenset[str], *, row_tests
     if not multi_value_columns:
         return []
     out: dict[str, None] = {}
-
-    def walk(n: Expr) -> None:
-        if isinstance(n, Identifier):
-            if n.name in multi_value_columns:
-                out.setdefault(n.name, None)
-        elif isinstance(n, Unary):
-            walk(n.arg)
-        elif isinstance(n, Binary):
-            walk(n.left)
-            walk(n.right)
-        elif isinstance(n, Call):
-            for a in n.args:
-                if not (row_tests and n.name in _ROW_TESTS and isinstance(a, Identifier)):
-                    walk(a)
-
-    walk(node)
+    for ident, call in identifier_uses(node):
+        if ident.name in multi_value_columns and not (row_tests and call is not None and call.name in _ROW_TESTS):
+            out.setdefault(ident.name, None)
     return list(out)
 
 
