@@ -1,7 +1,8 @@
 """The parsed archive: each record's top-level JSON members as typed columns beside its raw bytes.
 
 One flush is parsed in bulk by DuckDB (two passes over the values: the members of each record, then
-their values by path), not field by field in Python. A member's value goes to the column of its
+their values by path) and its values typed by Arrow's kernels from their JSON text, not field by field
+in Python. A member's value goes to the column of its
 kind — ``p:string:<name>``, ``p:long:<name>``, ``p:double:<name>``, ``p:bool:<name>``
 (:func:`radstack.storage.raw_archive.parsed_column`) — so a member that changes type between records
 loses nothing: each record's value stays in the column of its own kind.
@@ -33,7 +34,6 @@ MAX_MEMBERS = 256
 """Distinct top-level members given columns per flush (the most frequent); a record with another is
 not parsed."""
 
-_INTEGER = r"^-?[0-9]+$"
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 
 
