@@ -34,7 +34,6 @@ from radstack.expressions.compiler import (
     expression_to_predicate_sql,
     expression_to_sql,
     json_scalar_text,
-    mapped_columns,
     normalize_type,
     scalar_of_mapped,
 )
@@ -54,7 +53,6 @@ __all__ = [
     "expression_to_predicate_sql",
     "expression_to_sql",
     "json_scalar_text",
-    "mapped_columns",
     "normalize_type",
     "parse_expression",
     "required_columns",

@@ -376,8 +376,12 @@ def expression_to_sql(
 
 
 def expression_to_predicate_sql(
-    text: str, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None
+    text: str, *, dialect: str = "duckdb", column_types: Mapping[str, str] | None = None,
+    multi_value_columns: frozenset[str] = frozenset(),
 ) -> str:
-    """A Druid expression as a SQL boolean (Druid truthiness; NULL stays NULL)."""
-    c = Compiler(dialect, column_types)
-    return c.boolean(c.compile(parse_expression(text)))
+    """A Druid expression as a SQL boolean (Druid truthiness; NULL stays NULL). Over one of the
+    ``multi_value_columns`` it holds when it holds for one of the row's values (Druid's expression
+    filter)."""
+    compiled = compile_expression(text, dialect=dialect, column_types=column_types,
+                                  multi_value_columns=multi_value_columns, predicate=True)
+    return Compiler(dialect, column_types).boolean(compiled)

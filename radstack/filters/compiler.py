@@ -5,12 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from radstack.expressions import (
-    Compiler,
-    mapped_columns,
-    normalize_type,
-    parse_expression,
-)
+from radstack.expressions import expression_to_predicate_sql, normalize_type
 from radstack.filters.columns import NUMERIC_TYPES, Col, FilterError, num_literal, parse_number, stringify
 from radstack.filters.extraction import ExtractionCompiler
 from radstack.sql_text import ExpressionError, quote_identifier
@@ -320,12 +315,8 @@ class FilterCompiler(ExtractionCompiler):
         if not isinstance(text, str):
             raise FilterError("expression filter needs a string 'expression'", f"{field}.expression")
         try:
-            node = parse_expression(text)
-            comp = Compiler(self.d, self.column_types)
-            columns = mapped_columns(node, self.multi, row_tests=False)
-            if columns:  # a row matches when the expression holds for one of its values
-                return comp.boolean(comp.mapped(node, columns, predicate=True))
-            return comp.boolean(comp.compile(node))
+            return expression_to_predicate_sql(text, dialect=self.d, column_types=self.column_types,
+                                               multi_value_columns=self.multi)
         except ExpressionError as e:
             raise FilterError(str(e), f"{field}.expression") from e
 
