@@ -2,7 +2,7 @@
 
 ``python -m batch.airflow_tasks check --datasource D --interval I`` — exit 0 when every chunk of the
 interval is closed (window period passed, archiver watermark past end + windowPeriod), 75 (EX_TEMPFAIL,
-"poke again") when not, with the reason on stdout; 2 on bad input.
+"poke again") when not or when the metadata store does not answer, with the reason on stdout; 2 on bad input.
 
 ``python -m batch.airflow_tasks verify --datasource D --interval I --since ISO`` — exit 0 when every chunk
 is served by a version at or after ``since`` (published by this run) and nothing older shows through;
@@ -127,7 +127,10 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         interval = parse_interval(a.interval)
         if a.cmd == "check":
-            ok, msg = check(settings, a.datasource, interval)
+            try:
+                ok, msg = check(settings, a.datasource, interval)
+            except SQLAlchemyError as e:  # the store locked or unreachable for now: the sensor pokes again
+                ok, msg = False, f"the metadata store did not answer: {type(e).__name__}: {str(e)[:300]}"
             print(msg)
             return 0 if ok else EX_TEMPFAIL
         if a.cmd == "druid":

@@ -123,7 +123,11 @@ def make_dag(name: str, spec: Any, settings: Settings) -> DAG:
         params={},
     ) as dag:
 
-        @task.sensor(task_id="wait_for_archive", poke_interval=60, timeout=24 * 3600, mode="reschedule", retries=0)
+        # the check is read-only and idempotent: a crash of the poke itself (its process killed, the task
+        # runner losing the API server on a loaded machine) is retried at once, whatever task_retries says;
+        # the sensor's timeout still fails the run without a retry (Airflow does not retry a sensor timeout)
+        @task.sensor(task_id="wait_for_archive", poke_interval=60, timeout=24 * 3600, mode="reschedule", retries=2,
+                     retry_delay=dt.timedelta(seconds=15))
         def wait_for_archive(**context: Any) -> bool:
             interval = _interval(context)
             if _force(context):

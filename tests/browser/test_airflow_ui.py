@@ -86,6 +86,17 @@ def _task_state(api: AirflowClient, run_id: str, task: str) -> str | None:
     return api.request("GET", f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/{task}").get("state")
 
 
+def _expect_state(api: AirflowClient, run_id: str, task: str, want: str, radstack_home: Path) -> None:
+    """The task ended in ``want``; if not, the assertion carries the task's Airflow logs (the scheduler
+    writes them under the embedded Airflow's home), so a failure in CI says why."""
+    got = _task_state(api, run_id, task)
+    if got == want:
+        return
+    logs = sorted((radstack_home / "airflow" / "logs").rglob(f"*{run_id}*/**/*{task}*/*"))
+    text = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-6000:]}" for p in logs if p.is_file())
+    raise AssertionError(f"{task} of {run_id} is {got!r}, not {want!r}; its logs:\n{text or '(none found)'}")
+
+
 def _events(n: int, start: int, seed: int, prefix: str) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     return [{"timestamp": format_instant(start + rng.randrange(0, HOUR)), "id": f"{prefix}{i}",
@@ -161,8 +172,8 @@ def test_rebuild_from_the_airflow_ui(airflow: Settings, radstack_home: Path, con
 
             # the rebuild fails on the corrupt archive file
             wait(lambda: api.run_state(DAG, run_id) == "failed", 300, "the run to fail", every=2)
-            assert _task_state(api, run_id, "wait_for_archive") == "success"
-            assert _task_state(api, run_id, "rebuild") == "failed"
+            _expect_state(api, run_id, "wait_for_archive", "success", radstack_home)
+            _expect_state(api, run_id, "rebuild", "failed", radstack_home)
             d.get(f"{api.url}/dags/{DAG}/runs/{run_id}/tasks/rebuild")
             wait(lambda: "failed" in d.find_element(By.TAG_NAME, "body").text.lower(), 30, "the failed task page")
             d.save_screenshot(str(console_artifacts / "airflow-failed.png"))
