@@ -94,7 +94,7 @@ test-druid: system venv
 # every case, with a local Druid 33 as the referee of the cases that fail (the expected tables are
 # Druid master's; a case Druid 33 answers as radstack does is counted apart), ~40 min; the per-suite
 # report goes to build/druid-qa/ (summary.md, failures.json, as-druid33.json).
-# `make test` runs a fixed 1-in-5 sample of it as a regression guard (tests/druid_qa/test_druid_qa.py).
+# `make test` runs a fixed 1-in-10 sample of it as a regression guard (tests/druid_qa/test_druid_qa.py).
 test-druid-qa: venv jvm
 	$(PY) -m tests.druid_qa --referee --out build/druid-qa
 
