@@ -54,7 +54,8 @@ from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.indexing import write_segments
 from radstack.pipeline.input_schema import input_fields, join_options
 from radstack.pipeline.rollup import rollup_rows
-from radstack.pipeline.spark_session import build_spark_session
+from radstack.pipeline.spark_connect import connect_session
+from radstack.pipeline.spark_session import build_spark_session, session_conf
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.corrections import ChunkCounts, corrections, realtime_served
 from radstack.storage.deep_storage import open_deep_storage
@@ -79,7 +80,7 @@ __all__ = ["RebuildResult", "rebuild", "rebuild_spec", "closed_checks", "read_in
 
 STAGES = ("prepare", "spark_start", "index", "renumber", "corrections", "publish")
 """The steps :attr:`RebuildResult.stages` times: checks, clean-up and registration in the metadata store;
-starting Spark (when the caller gave no session); the Spark job (read, parse, roll up, write segment
+starting Spark or opening a session on the warm one (when the caller gave no session); the Spark job (read, parse, roll up, write segment
 files); renumbering each chunk's core set; recording what the publish corrects; the publish."""
 
 PARTITION_STRIDE = 1_000_000
@@ -100,6 +101,7 @@ class RebuildResult:
     cleaned: list[str] = field(default_factory=list)
     corrections: list[Any] = field(default_factory=list)  # CorrectionRow per chunk whose real time it replaced
     stages: dict[str, float] = field(default_factory=dict)  # seconds per step of the job (:data:`STAGES`)
+    spark: str = "given"  # what ran the job: "connect" (the warm Spark), "local" (its own) or "given" (the caller's)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +115,7 @@ class RebuildResult:
             "stats": self.stats,
             "seconds": round(self.seconds, 3),
             "stages": {k: round(v, 3) for k, v in self.stages.items()},
+            "spark": self.spark,
             "corrections": [{"interval": Interval(c.start, c.end).iso(), "realtime_events": c.realtime_events,
                              "batch_events": c.batch_events, "late_recovered": c.late_recovered,
                              "duplicates_removed": c.duplicates_removed, "invalid_dropped": c.invalid_dropped}
@@ -226,6 +229,22 @@ def _small_job(settings: Settings, storage: DeepStorage, spec: DatasourceSpec, c
     return archived_records_at_most(storage, dict.fromkeys(spec.processing.topics, whole)) <= limit
 
 
+def _job_session(settings: Settings, storage: DeepStorage, spec: DatasourceSpec, chunks: list[Interval], *,
+                 quick: bool) -> tuple[SparkSession, str]:
+    """The rebuild's Spark: a session on the warm Spark Connect server when one runs for this deep
+    storage (:mod:`radstack.pipeline.spark_connect`), else a local session of its own — with the quick
+    JIT when ``quick`` and the job is small (:func:`_small_job`). Returns it and ``connect``/``local``."""
+    name = f"radstack-rebuild-{spec.name}"
+    storage_conf = storage_spark_conf(settings.deep_storage, settings.jvm_dir)
+    remote = connect_session(settings, app_name=name,
+                             conf=session_conf(settings, kafka=False, log_name="batch", extra_conf=storage_conf))  # fmt: skip
+    if remote is not None:
+        return remote, "connect"
+    small = quick and _small_job(settings, storage, spec, chunks)
+    return build_spark_session(settings, app_name=name, kafka=False, log_name="batch", extra_conf=storage_conf,
+                               java_options=QUICK_JIT if small else ""), "local"  # fmt: skip
+
+
 class _Stopwatch:
     """Seconds per named step, each from the end of the one before."""
 
@@ -310,14 +329,11 @@ def rebuild_spec(
         )
         job_state.register(md, datasource, version, chunks)
         stages.lap("prepare")
+        ran_on, remote = "given", None
         try:
             if spark is None:
-                small = reader is None and _small_job(settings, storage, spec, chunks)
-                spark = build_spark_session(
-                    settings, app_name=f"radstack-rebuild-{datasource}", kafka=False, log_name="batch",
-                    extra_conf=storage_spark_conf(settings.deep_storage, settings.jvm_dir),
-                    java_options=QUICK_JIT if small else "",
-                )  # fmt: skip
+                spark, ran_on = _job_session(settings, storage, spec, chunks, quick=reader is None)
+                remote = spark if ran_on == "connect" else None
                 stages.lap("spark_start")
             raw, joined = (reader or partial(read_inputs, parsed=settings.batch.parsed_archive))(spark, storage, spec, chunks)
             rows = batch_rows(spark, raw, spec, joined=joined)
@@ -347,6 +363,9 @@ def rebuild_spec(
                     log.warning("could not delete %s", prefix, exc_info=True)
             job_state.unregister(md, datasource, version)
             raise
+        finally:
+            if remote is not None:  # this job's session on the warm Spark: released, the server stays
+                remote.stop()
         job_state.unregister(md, datasource, version)
         data = [s for s in full if not s.is_tombstone]
         return RebuildResult(
@@ -362,6 +381,7 @@ def rebuild_spec(
             cleaned=cleaned,
             corrections=fixes,
             stages=stages.laps,
+            spark=ran_on,
         )
     finally:
         if own_md:

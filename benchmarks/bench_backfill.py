@@ -58,6 +58,9 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1, help="backfills to run, one after the other (--force)")
     ap.add_argument("--vs-full-jit", action="store_true",
                     help="each round also runs the backfill with batch.quick_jit_max_records 0 (C2 too), alternating")
+    ap.add_argument("--warm", action="store_true",
+                    help="start the warm Spark (radctl up --only spark-connect) first: the backfills run on it; each "
+                         "round also runs one with spark.connect_server false (its own Spark), alternating; prints vs_cold")
     ap.add_argument("--vs-repo", type=Path, default=None,
                     help="each round also runs the backfill from this checkout (the baseline), alternating which goes first")
     a = ap.parse_args()
@@ -113,38 +116,23 @@ def main() -> int:
     rounds: list[dict[str, Any]] = []
     full_jit: list[dict[str, Any]] = []
     vs: list[dict[str, Any]] = []
-    for r in range(a.rounds):
-        runs = [("", rounds), *([("full JIT", full_jit)] if a.vs_full_jit else []),
-                *([("vs " + str(a.vs_repo), vs)] if a.vs_repo else [])]
-        for label, sink in runs if r % 2 == 0 else runs[::-1]:
-            extra = {"RADSTACK_BATCH__QUICK_JIT_MAX_RECORDS": "0"} if sink is full_jit else {}
-            repo = a.vs_repo if sink is vs else a.repo
-            if sink is vs:
-                extra["PYTHONPATH"] = str(repo)
-            t = time.monotonic()
-            proc = subprocess.run([*argv, *(["--force"] if rounds or full_jit or vs else [])], cwd=repo,
-                                  env={**env, **extra}, capture_output=True, text=True, check=False)  # fmt: skip
-            wall = time.monotonic() - t
-            (work / "stdout.txt").write_text(proc.stdout)
-            (work / "stderr.txt").write_text(proc.stderr)
-            if proc.returncode != 0:
-                print(proc.stdout[-3000:] + proc.stderr[-3000:], file=sys.stderr)
-                return proc.returncode
-            chunks = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
-            assert len(chunks) == a.minutes // (60 if a.hourly else 1), (len(chunks), a.minutes)
-            assert {c["status"] for c in chunks} == {"published"}
-            events_out = sum(c["batch_events"] for c in chunks)
-            assert events_out == a.events, (events_out, a.events)
-            stages: dict[str, float] = {}
-            for c in {c["group"]: c for c in chunks}.values():  # one rebuild per group
-                for k, v in c.get("stages", {}).items():
-                    stages[k] = stages.get(k, 0.0) + v
-            sink.append({"wall_s": round(wall, 2), "stages": {k: round(v, 2) for k, v in stages.items()},
-                         "rest_s": round(wall - imports_s - sum(stages.values()), 2)})
-            print(f"round {r + 1}{' (' + label + ')' if label else ''}: {len(chunks)} chunk(s), {events_out:,} events "
-                  f"in {wall:.1f} s: python + imports {imports_s:.1f} s, "
-                  + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()) + f", the rest {sink[-1]['rest_s']:.1f} s",
-                  flush=True)  # fmt: skip
+    cold: list[dict[str, Any]] = []
+    warm_start_s = 0.0
+    if a.warm:
+        t = time.monotonic()
+        subprocess.run([sys.executable, "-m", "operations", "up", "--only", "spark-connect"], cwd=a.repo, env=env,
+                       check=True, capture_output=True)  # fmt: skip
+        warm_start_s = time.monotonic() - t
+        print(f"the warm Spark started in {warm_start_s:.1f} s (not in any round's time)", flush=True)
+    try:
+        status, chunks, proc = _rounds(a, argv, env, work, imports_s, rounds, full_jit, vs, cold)
+    finally:
+        if a.warm:
+            subprocess.run([sys.executable, "-m", "operations", "down"], cwd=a.repo, env=env, check=False,
+                           capture_output=True)  # fmt: skip
+    if status:
+        return status
+    events_out = sum(c["batch_events"] for c in chunks)
     versions = {c["version"] for c in chunks}
     table = [ln for ln in proc.stdout.splitlines() if not ln.startswith("{")]
     best = min(rounds, key=lambda x: x["wall_s"])
@@ -154,10 +142,13 @@ def main() -> int:
         "stderr_lines": len(proc.stderr.splitlines()), "summary_lines": len(table),
         "data_chunks": sum(1 for c in chunks if c["batch_rows"]), "python_imports_s": round(imports_s, 2),
         "rounds": rounds,
+        **({"hourly_seconds": best["wall_s"]} if a.hourly else {}),
         **({"full_jit_wall_s": min(x["wall_s"] for x in full_jit), "full_jit_rounds": full_jit,
             "vs_full_jit": round(best["wall_s"] / min(x["wall_s"] for x in full_jit), 2)} if full_jit else {}),
         **({"vs_repo": str(a.vs_repo), "vs_wall_s": min(x["wall_s"] for x in vs), "vs_rounds": vs,
             "vs_repo_ratio": round(best["wall_s"] / min(x["wall_s"] for x in vs), 3)} if vs else {}),
+        **({"warm_start_s": round(warm_start_s, 1), "cold_wall_s": min(x["wall_s"] for x in cold), "cold_rounds": cold,
+            "vs_cold": round(best["wall_s"] / min(x["wall_s"] for x in cold), 3)} if cold else {}),
     }  # fmt: skip
     print(f"{len(chunks)} chunks in {best['wall_s']:.1f} s (best of {a.rounds}), {len(versions)} version(s), "
           f"{out['stderr_lines']} stderr lines, {out['summary_lines']} summary lines", flush=True)
@@ -165,6 +156,51 @@ def main() -> int:
     if a.keep is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _rounds(a: argparse.Namespace, argv: list[str], env: dict[str, str], work: Path, imports_s: float,
+            rounds: list[dict[str, Any]], full_jit: list[dict[str, Any]], vs: list[dict[str, Any]],
+            cold: list[dict[str, Any]]) -> tuple[int, list[dict[str, Any]], Any]:
+    """Run the rounds; every backfill's result goes into the list of its kind. Returns the exit status
+    (non-zero: a backfill failed), the last backfill's chunk lines and its process."""
+    chunks: list[dict[str, Any]] = []
+    proc: Any = None
+    for r in range(a.rounds):
+        runs = [("", rounds), *([("full JIT", full_jit)] if a.vs_full_jit else []),
+                *([("vs " + str(a.vs_repo), vs)] if a.vs_repo else []), *([("own Spark", cold)] if a.warm else [])]
+        for label, sink in runs if r % 2 == 0 else runs[::-1]:
+            extra = {"RADSTACK_BATCH__QUICK_JIT_MAX_RECORDS": "0"} if sink is full_jit else {}
+            if sink is cold:
+                extra["RADSTACK_SPARK__CONNECT_SERVER"] = "false"
+            repo = a.vs_repo if sink is vs else a.repo
+            if sink is vs:
+                extra["PYTHONPATH"] = str(repo)
+            t = time.monotonic()
+            proc = subprocess.run([*argv, *(["--force"] if rounds or full_jit or vs or cold else [])], cwd=repo,
+                                  env={**env, **extra}, capture_output=True, text=True, check=False)  # fmt: skip
+            wall = time.monotonic() - t
+            (work / "stdout.txt").write_text(proc.stdout)
+            (work / "stderr.txt").write_text(proc.stderr)
+            if proc.returncode != 0:
+                print(proc.stdout[-3000:] + proc.stderr[-3000:], file=sys.stderr)
+                return proc.returncode, chunks, proc
+            chunks = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+            assert len(chunks) == a.minutes // (60 if a.hourly else 1), (len(chunks), a.minutes)
+            assert {c["status"] for c in chunks} == {"published"}
+            events_out = sum(c["batch_events"] for c in chunks)
+            assert events_out == a.events, (events_out, a.events)
+            stages: dict[str, float] = {}
+            for c in {c["group"]: c for c in chunks}.values():  # one rebuild per group
+                for k, v in c.get("stages", {}).items():
+                    stages[k] = stages.get(k, 0.0) + v
+            spark = sorted({c.get("spark", "") for c in chunks})
+            sink.append({"wall_s": round(wall, 2), "stages": {k: round(v, 2) for k, v in stages.items()},
+                         "rest_s": round(wall - imports_s - sum(stages.values()), 2), "spark": spark})
+            print(f"round {r + 1}{' (' + label + ')' if label else ''}: {len(chunks)} chunk(s), {events_out:,} events "
+                  f"in {wall:.1f} s: python + imports {imports_s:.1f} s, "
+                  + ", ".join(f"{k} {v:.2f} s" for k, v in stages.items()) + f", the rest {sink[-1]['rest_s']:.1f} s"
+                  + f" ({'/'.join(spark)} Spark)", flush=True)  # fmt: skip
+    return 0, chunks, proc
 
 
 if __name__ == "__main__":

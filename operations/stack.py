@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations import airflow_local
+from operations import airflow_local, spark_connect_local
 from operations.kafka_broker import KafkaBroker, metadata_ok
 from operations.processes import (
     http_ok,
@@ -145,6 +145,17 @@ PROCESSES: list[ProcessSpec] = [
         )
         for r in range(MAX_REPLICAS)
     ],
+    ProcessSpec(  # the batch jobs' warm Spark (operations/spark_connect_local.py)
+        name="spark-connect",
+        enabled=spark_connect_local.enabled,
+        prepare=spark_connect_local.prepare,
+        argv=spark_connect_local.command,
+        env=spark_connect_local.environment,
+        port=lambda s: int(s.spark.connect_port),
+        health=lambda s: port_open("127.0.0.1", int(s.spark.connect_port), 0.3),
+        ready_timeout=lambda s: 180.0,
+        stop_timeout=30.0,
+    ),
     ProcessSpec(  # the batch layer's scheduler and UI (operations/airflow_local.py)
         name="airflow",
         enabled=lambda s: bool(s.airflow.embedded) or pid_file(s, "airflow").exists(),

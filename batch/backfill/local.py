@@ -69,23 +69,25 @@ def run_local(
                         if progress:
                             progress(res)
                     t0 = time.monotonic()
-                    status, error, stages = "published", "", {}
+                    status, error, stages, ran_on = "published", "", {}, ""
                     task.line(f"rebuilding {whole.iso()} ({len(group):,} chunk(s)) in one Spark job")
                     try:
-                        stages = rebuild(settings, ds, whole, spark=spark, force=True, metadata=md, deep_storage=storage).stages
+                        done = rebuild(settings, ds, whole, spark=spark, force=True, metadata=md, deep_storage=storage)
+                        stages, ran_on = done.stages, done.spark
                     except Exception as e:  # noqa: BLE001 - reported for the group's chunks; the next group still runs
                         status, error = "failed", f"{type(e).__name__}: {e}"
                         task.failure(e)
                     seconds = time.monotonic() - t0
                     for res, (rows, events, versions) in zip(batch, chunk_summaries(md, storage, spec, group), strict=True):
-                        res.status, res.error, res.seconds, res.stages = status, error, seconds, stages
+                        res.status, res.error, res.seconds, res.stages, res.spark = status, error, seconds, stages, ran_on
                         res.rows, res.events = rows, events
                         res.version = ", ".join(versions)  # after a publish: the group's one new version
                         results.append(res)
                         if progress:
                             progress(res)
                     if status == "published":
-                        task.line(f"published {whole.iso()} as version {batch[0].version} in {seconds:.1f} s ("
+                        task.line(f"published {whole.iso()} as version {batch[0].version} in {seconds:.1f} s"
+                                  + (" on the warm Spark" if ran_on == "connect" else "") + " ("
                                   + ", ".join(f"{k} {v:.1f} s" for k, v in stages.items()) + ")")
                         if druid and settings.druid.serves(ds):
                             _to_druid(settings, md, storage, spec, whole, batch, task, started_by, progress)

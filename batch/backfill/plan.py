@@ -48,6 +48,7 @@ class ChunkResult:
     group: Interval | None = None  # local: the interval the Spark job rebuilt (this chunk's group)
     group_chunks: int = 1  # local: how many chunks that job rebuilt
     stages: dict[str, float] = field(default_factory=dict)  # local: the group's rebuild, seconds per step
+    spark: str = ""  # local: what ran it, "connect" (the warm Spark) or "local" (its own Spark)
     druid_version: str = ""  # local, a datasource a Druid cluster serves: the version Druid now serves
     druid_error: str = ""  # … or why Druid did not take the rebuild (radstack serves it all the same)
     druid_seconds: float = 0.0  # the re-index, from submission to Druid's broker serving it
@@ -68,6 +69,7 @@ class ChunkResult:
             "seconds": round(self.seconds, 3),
             "group": self.group.iso() if self.group is not None else "",
             "stages": {k: round(v, 3) for k, v in self.stages.items()},
+            **({"spark": self.spark} if self.spark else {}),
             **({"druid_version": self.druid_version, "druid_error": self.druid_error,
                 "druid_seconds": round(self.druid_seconds, 3)} if self.druid_version or self.druid_error else {}),
         }

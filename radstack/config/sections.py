@@ -105,6 +105,14 @@ class SparkSettings(Section):
     shuffle_partitions: int = Field(4, description="spark.sql.shuffle.partitions")
     driver_memory: str = Field("2g", description="spark.driver.memory")
     conf: dict[str, Any] = Field(default_factory=dict, description="any other Spark settings")
+    connect_server: bool = Field(True, description=(
+        "`radctl up` also starts a warm Spark: a Spark Connect server on 127.0.0.1:{spark.connect_port} with a "
+        "generated token, which the rebuilds of `radctl backfill`, the Airflow DAGs and Overlord tasks run on "
+        "(no JVM start per job); a job runs its own Spark when it is not running. false → every job starts its own"))
+    connect_port: int = Field(15002, description="the warm Spark's port (loopback only)")
+    connect_url: str = Field("", description=(
+        "a Spark Connect server elsewhere that the batch jobs use (sc://host:port/;token=…; it must reach the "
+        "same deep storage); empty → the embedded one of spark.connect_server when it runs"))
 
     @property
     def is_local(self) -> bool:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from radstack.pipeline.input_schema import CORRUPT_COLUMN, field_types, input_fields, json_schema_ddl
+from radstack.pipeline.spark_session import is_connect
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.sql_text import quote_identifier
 from radstack.storage.raw_archive import PARSED_COLUMN, PARSED_KINDS, parsed_column
@@ -149,14 +150,21 @@ def _read_json(raw: DataFrame, fields: list[str], value_col: str) -> tuple[DataF
         [StructField("\x00b", LongType()), StructField("\x00n", BooleanType()),
          *[StructField(f, StringType()) for f in fields], StructField(CORRUPT_COLUMN, StringType())]
     )  # fmt: skip
-    # PySpark's DataFrameReader.json takes paths or an RDD (rows through Python); the JVM reader takes
-    # the Dataset[String] directly
     spark = raw.sparkSession
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    strings = getattr(raw.select(rewritten.cast("string").alias("value"))._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
-    reader = (spark._jsparkSession.read().schema(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))  # type: ignore[attr-defined]
-              .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN))  # fmt: skip
-    flat = SparkDataFrame(reader.json(strings), spark).toDF(BYTES_COLUMN, _NOT_OBJECT, *fields, CORRUPT_COLUMN)
+    names = (BYTES_COLUMN, _NOT_OBJECT, *fields, CORRUPT_COLUMN)
+    if is_connect(spark):
+        # a Spark Connect session has no JVM in this process to hand the Dataset[String] to: from_json
+        # parses the same text with the same parser and options (the slower per-row path above)
+        options = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN}
+        flat = raw.select(F.from_json(rewritten.cast("string"), schema, options).alias("j")).select("j.*").toDF(*names)
+    else:
+        # PySpark's DataFrameReader.json takes paths or an RDD (rows through Python); the JVM reader
+        # takes the Dataset[String] directly
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        strings = getattr(raw.select(rewritten.cast("string").alias("value"))._jdf, "as")(jvm.org.apache.spark.sql.Encoders.STRING())
+        reader = (spark._jsparkSession.read().schema(jvm.org.apache.spark.sql.types.DataType.fromJson(schema.json()))  # type: ignore[attr-defined]
+                  .option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT_COLUMN))  # fmt: skip
+        flat = SparkDataFrame(reader.json(strings), spark).toDF(*names)
     # malformed JSON: the size is still the rewritten text's first member
     bad = F.col(CORRUPT_COLUMN)
     size_of_bad = F.when(bad.isNotNull(), F.regexp_extract(bad, r'^\{"\\u0000b":([0-9]+)', 1).cast("bigint"))

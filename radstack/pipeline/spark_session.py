@@ -23,7 +23,7 @@ from radstack.jvm import class_sharing_options, jars
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["build_spark_session", "jvm_options", "driver_jvm_options", "write_log4j2_config", "arrow_batch_conf", "DEFAULT_SHUFFLE_PARTITIONS"]
+__all__ = ["build_spark_session", "session_conf", "is_connect", "jvm_options", "driver_jvm_options", "write_log4j2_config", "arrow_batch_conf", "DEFAULT_SHUFFLE_PARTITIONS"]
 
 DEFAULT_SHUFFLE_PARTITIONS = 4
 
@@ -92,6 +92,61 @@ def driver_jvm_options(log_conf: Path, extra: str = "", jvm_dir: Path | None = N
     return jvm_options(log_conf, f"{class_sharing_options(jvm_dir)} {extra}")
 
 
+def session_conf(
+    settings: Settings | None = None,
+    *,
+    shuffle_partitions: int | None = None,
+    kafka: bool = True,
+    log_name: str = "spark",
+    extra_conf: dict[str, str] | None = None,
+    java_options: str = "",
+    class_sharing: bool | None = None,
+) -> dict[str, str]:
+    """Every Spark setting of a radstack session but its master and name (:func:`build_spark_session`;
+    the warm Spark Connect server of :mod:`radstack.pipeline.spark_connect` starts with the same);
+    ``class_sharing``: the driver maps the class-data sharing archive (default: ``jvm.class_sharing``)."""
+    driver_address = os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")
+    spark_settings = settings.spark if settings is not None else SparkSettings()
+    if settings is not None:
+        log_dir = Path(settings.logs_dir)
+    else:
+        log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
+    log_conf = write_log4j2_config(log_dir, log_name)
+    java_opts = jvm_options(log_conf, java_options)
+    jvm_dir = Path(settings.jvm_dir) if settings is not None else None
+    if class_sharing is None:
+        class_sharing = settings.jvm.class_sharing if settings is not None else True
+    driver_opts = driver_jvm_options(log_conf, java_options, jvm_dir, class_sharing=class_sharing)
+    parts = int(shuffle_partitions or spark_settings.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
+    conf = {
+        "spark.driver.memory": spark_settings.driver_memory or "2g",
+        "spark.driver.bindAddress": driver_address,
+        "spark.driver.host": driver_address,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(parts),
+        "spark.default.parallelism": str(parts),
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        "spark.python.worker.reuse": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.streaming.stateStore.providerClass":
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        # the exact state row count costs a read before every write (~15 % of a dedup batch here)
+        "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows": "false",
+        "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+        "spark.driver.extraJavaOptions": driver_opts,
+        "spark.executor.extraJavaOptions": java_opts,
+        **arrow_batch_conf(settings.receiver.max_event_bytes if settings is not None else 0),
+    }  # fmt: skip
+    if kafka:
+        conf["spark.jars"] = ",".join(str(p) for p in jars("spark-kafka", jvm_dir))
+    conf.update({str(k): str(v) for k, v in spark_settings.conf.items()})
+    conf.update(extra_conf or {})
+    return conf
+
+
 def build_spark_session(
     settings: Settings | None = None,
     *,
@@ -111,56 +166,24 @@ def build_spark_session(
     running session is returned as is (its jars cannot change any more)."""
     # the driver's address: loopback, unless this machine's address for Spark is set (a driver on one
     # host of a cluster whose executors run on others: `radctl cluster exec` sets it)
-    driver_address = os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
 
     spark_settings = settings.spark if settings is not None else SparkSettings()
-    if settings is not None:
-        log_dir = Path(settings.logs_dir)
-    else:
-        log_dir = Path(os.environ.get("RADSTACK_HOME", Path.home() / ".radstack")).expanduser() / "logs"
-    log_conf = write_log4j2_config(log_dir, log_name)
-    java_opts = jvm_options(log_conf, java_options)
-    jvm_dir = Path(settings.jvm_dir) if settings is not None else None
-    driver_opts = driver_jvm_options(log_conf, java_options, jvm_dir,
-                                     class_sharing=settings.jvm.class_sharing if settings is not None else True)  # fmt: skip
-    parts = int(shuffle_partitions or spark_settings.shuffle_partitions or DEFAULT_SHUFFLE_PARTITIONS)
-    b = (
-        SparkSession.builder.appName(app_name)
-        .master(master or spark_settings.master or "local[*]")
-        .config("spark.driver.memory", spark_settings.driver_memory or "2g")
-        .config("spark.driver.bindAddress", driver_address)
-        .config("spark.driver.host", driver_address)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", str(parts))
-        .config("spark.default.parallelism", str(parts))
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.streaming.stateStore.providerClass",
-                "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
-        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
-        # the exact state row count costs a read before every write (~15 % of a dedup batch here)
-        .config("spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows", "false")
-        .config("spark.sql.streaming.noDataMicroBatches.enabled", "true")
-        .config("spark.driver.extraJavaOptions", driver_opts)
-        .config("spark.executor.extraJavaOptions", java_opts)
-    )  # fmt: skip
-    for k, v in arrow_batch_conf(settings.receiver.max_event_bytes if settings is not None else 0).items():
-        b = b.config(k, v)
-    if kafka:
-        b = b.config("spark.jars", ",".join(str(p) for p in jars("spark-kafka", jvm_dir)))
-    for k, v in spark_settings.conf.items():
-        b = b.config(str(k), str(v))
-    for k, v in (extra_conf or {}).items():
+    b = SparkSession.builder.appName(app_name).master(master or spark_settings.master or "local[*]")
+    for k, v in session_conf(settings, shuffle_partitions=shuffle_partitions, kafka=kafka, log_name=log_name,
+                             extra_conf=extra_conf, java_options=java_options).items():  # fmt: skip
         b = b.config(k, v)
     _launch_quiet_gateway(b._options)
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no JVM in this process: no ``_jvm``, no RDDs)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 JVM_NOISE = (b"WARNING: Using incubator modules",)

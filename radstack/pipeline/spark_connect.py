@@ -1,0 +1,169 @@
+"""The warm Spark of the batch jobs: a long-lived Spark Connect server (Spark's own
+``SparkConnectServer``, from the pyspark distribution) that a rebuild submits to instead of starting a
+JVM of its own. ``radctl up`` starts it (``spark.connect_server``; :mod:`operations.stack`), bound to
+127.0.0.1 and refusing every client without the token it was started with (Spark's pre-shared-key
+authentication); :func:`connect_session` is how a job reaches it, and answers ``None`` (the job then
+starts a local session as before) when none runs, the client libraries are missing, or the server was
+started for other deep storage.
+
+The endpoint file ``{home}/run/spark-connect.json`` (0600: it holds the token) says where it listens and
+with which static settings it started; the settings ``spark.connect_url`` name a server elsewhere
+instead (``sc://host:port/;token=…``).
+
+Two things differ from a session of one's own: the Python workers are the server's (its interpreter, the
+code it imported when they started: restart the server after changing radstack's code) and are reused
+between jobs (artifact isolation is off: only radstack's own jobs, holding the token, reach it); and a
+job's settings are the server's except the runtime SQL settings of :data:`RUNTIME_KEYS`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from radstack.config import Settings
+from radstack.private_files import write_private
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "ConnectEndpoint", "connect_session", "endpoint_file", "read_endpoint", "new_endpoint", "server_command",
+    "RUNTIME_KEYS", "SERVER_CLASS",
+]  # fmt: skip
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+RUNTIME_KEYS = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.session.timeZone",
+    "spark.sql.parquet.outputTimestampType",
+    "spark.sql.execution.arrow.pyspark.enabled",
+    "spark.sql.execution.arrow.maxBytesPerBatch",
+    "spark.sql.execution.arrow.maxRecordsPerBatch",
+)
+"""The settings a job sets on its own Spark Connect session (runtime SQL settings); every other one is
+the server's, fixed when it started."""
+
+STATIC_PREFIXES = ("spark.hadoop.", "spark.jars")
+"""The static settings a job needs the server to have started with: those of its deep storage (the
+S3/HDFS client settings and jars of :mod:`batch.storage_conf`). A server started with others cannot
+read that job's archive: the job runs locally."""
+
+
+@dataclass(frozen=True)
+class ConnectEndpoint:
+    """Where the embedded server listens, its token, and the static settings it started with."""
+
+    port: int
+    token: str
+    conf: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        # "localhost": Spark's client sends a token only over TLS or, on localhost, over gRPC's local
+        # credentials (a loopback TCP connection); an address would ask for TLS
+        return f"sc://localhost:{self.port}/;token={self.token}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"port": self.port, "token": self.token, "conf": self.conf}
+
+
+def endpoint_file(settings: Settings) -> Path:
+    return Path(settings.run_dir) / "spark-connect.json"
+
+
+def new_endpoint(settings: Settings, conf: dict[str, str]) -> ConnectEndpoint:
+    """A fresh token for a server about to start with ``conf``, written to :func:`endpoint_file` (0600)."""
+    ep = ConnectEndpoint(int(settings.spark.connect_port), secrets.token_urlsafe(24),
+                         {k: v for k, v in conf.items() if k.startswith(STATIC_PREFIXES)})  # fmt: skip
+    f = endpoint_file(settings)
+    f.parent.mkdir(parents=True, exist_ok=True)
+    write_private(f, json.dumps(ep.to_json()))
+    return ep
+
+
+def read_endpoint(settings: Settings) -> ConnectEndpoint | None:
+    try:
+        raw = json.loads(endpoint_file(settings).read_text())
+        return ConnectEndpoint(int(raw["port"]), str(raw["token"]), {str(k): str(v) for k, v in raw["conf"].items()})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def server_command(settings: Settings, conf: dict[str, str], endpoint: ConnectEndpoint) -> tuple[list[str], dict[str, str]]:
+    """The server's command line (pyspark's ``spark-submit`` running :data:`SERVER_CLASS` in the
+    foreground, its settings in a 0600 properties file beside the endpoint file: deep-storage
+    credentials never show in a process list) and the environment it needs on top of the stack's (the
+    token, loopback, radstack's Python for the workers)."""
+    from pyspark.find_spark_home import _find_spark_home  # lazy: only Spark code paths load pyspark
+
+    submit = Path(_find_spark_home()) / "bin" / "spark-submit"
+    server_conf = {
+        **conf,
+        "spark.master": str(settings.spark.master or "local[*]"),
+        "spark.app.name": "radstack-spark-connect",
+        "spark.connect.grpc.binding.address": "127.0.0.1",
+        "spark.connect.grpc.binding.port": str(endpoint.port),
+        # the Python workers are reused between the sessions of radstack's jobs (only they hold the token)
+        "spark.sql.artifact.isolation.enabled": "false",
+    }
+    props = endpoint_file(settings).with_suffix(".conf")
+    write_private(props, "".join(f"{k} {_escaped(v)}\n" for k, v in server_conf.items()))
+    argv = [str(submit), "--properties-file", str(props), "--class", SERVER_CLASS, "spark-internal"]
+    # the workers' interpreter: this one, radstack's virtualenv
+    env = {"SPARK_CONNECT_AUTHENTICATE_TOKEN": endpoint.token, "SPARK_LOCAL_IP": "127.0.0.1",
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}  # fmt: skip
+    return argv, env
+
+
+def _escaped(value: str) -> str:
+    """``value`` as a Java properties file reads it back (backslashes, and line breaks, escaped)."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+
+
+def _listening(port: int, timeout: float = 0.3) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def connect_session(settings: Settings, *, app_name: str, conf: dict[str, str]) -> SparkSession | None:
+    """A new session on the warm Spark for a job whose local session would have ``conf``
+    (:func:`radstack.pipeline.spark_session.session_conf`), or ``None`` (logged) when the job should
+    start its own: no server runs (or ``spark.connect_server`` is off), the client libraries (grpcio) are missing, the server's deep-storage
+    settings are not the job's, or the server does not take the session."""
+    url = str(settings.spark.connect_url or "")
+    if not url:
+        if not settings.spark.connect_server:
+            return None
+        ep = read_endpoint(settings)
+        if ep is None or not _listening(ep.port):
+            return None
+        wanted = {k: v for k, v in conf.items() if k.startswith(STATIC_PREFIXES)}
+        if wanted != ep.conf:
+            log.info("the warm Spark started with other deep-storage settings: %s runs its own Spark", app_name)
+            return None
+        url = ep.url
+    try:
+        from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
+
+        b = SparkSession.builder.remote(url).appName(app_name)
+        for k in RUNTIME_KEYS:
+            if k in conf:
+                b = b.config(k, conf[k])
+        return b.create()
+    except Exception as e:  # noqa: BLE001 - any failure to connect means: run locally, as without a server
+        log.warning("the warm Spark at %s did not take %s (%s: %s): it runs its own Spark", url.split(";")[0],
+                    app_name, type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")  # fmt: skip
+        return None
