@@ -364,7 +364,7 @@ def rebuild_spec(
             job_state.unregister(md, datasource, version)
             raise
         finally:
-            if remote is not None:  # this job's session on the warm Spark: released, the server stays
+            if remote is not None:  # this job's client of the warm Spark: closed (its session and the server stay)
                 remote.stop()
         job_state.unregister(md, datasource, version)
         data = [s for s in full if not s.is_tombstone]

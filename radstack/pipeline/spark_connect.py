@@ -10,10 +10,15 @@ The endpoint file ``{home}/run/spark-connect.json`` (0600: it holds the token) s
 with which static settings it started; the settings ``spark.connect_url`` name a server elsewhere
 instead (``sc://host:port/;token=…``).
 
-Two things differ from a session of one's own: the Python workers are the server's (its interpreter, the
-code it imported when they started: restart the server after changing radstack's code) and are reused
-between jobs (artifact isolation is off: only radstack's own jobs, holding the token, reach it); and a
-job's settings are the server's except the runtime SQL settings of :data:`RUNTIME_KEYS`.
+Every job opens the same server-side session (its id is in the endpoint file): Spark keeps one set of
+Python workers per session (they are started with the session's artifact id), so one session is what lets
+the workers — and the modules they imported — serve job after job; a session per job would leave one idle
+set of workers behind per job. So, unlike a session of one's own: the Python workers are the server's
+(its interpreter, the code they imported when they started: restart the server after changing radstack's
+code); jobs running at once share the session (radstack's jobs keep no state in it: no temporary views,
+no caches); and a job's settings are the server's except the runtime SQL settings of
+:data:`RUNTIME_KEYS`, which every job sets to the same values from the same settings. Only radstack's own
+jobs, holding the token, reach the server, so artifact isolation is off.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import logging
 import secrets
 import socket
 import sys
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,20 +67,22 @@ read that job's archive: the job runs locally."""
 
 @dataclass(frozen=True)
 class ConnectEndpoint:
-    """Where the embedded server listens, its token, and the static settings it started with."""
+    """Where the embedded server listens, its token, the static settings it started with, and the one
+    session every job opens (see :func:`connect_session`)."""
 
     port: int
     token: str
     conf: dict[str, str]
+    session: str
 
     @property
     def url(self) -> str:
         # "localhost": Spark's client sends a token only over TLS or, on localhost, over gRPC's local
         # credentials (a loopback TCP connection); an address would ask for TLS
-        return f"sc://localhost:{self.port}/;token={self.token}"
+        return f"sc://localhost:{self.port}/;token={self.token};session_id={self.session}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"port": self.port, "token": self.token, "conf": self.conf}
+        return {"port": self.port, "token": self.token, "conf": self.conf, "session": self.session}
 
 
 def endpoint_file(settings: Settings) -> Path:
@@ -84,7 +92,7 @@ def endpoint_file(settings: Settings) -> Path:
 def new_endpoint(settings: Settings, conf: dict[str, str]) -> ConnectEndpoint:
     """A fresh token for a server about to start with ``conf``, written to :func:`endpoint_file` (0600)."""
     ep = ConnectEndpoint(int(settings.spark.connect_port), secrets.token_urlsafe(24),
-                         {k: v for k, v in conf.items() if k.startswith(STATIC_PREFIXES)})  # fmt: skip
+                         {k: v for k, v in conf.items() if k.startswith(STATIC_PREFIXES)}, str(uuid.uuid4()))  # fmt: skip
     f = endpoint_file(settings)
     f.parent.mkdir(parents=True, exist_ok=True)
     write_private(f, json.dumps(ep.to_json()))
@@ -94,7 +102,8 @@ def new_endpoint(settings: Settings, conf: dict[str, str]) -> ConnectEndpoint:
 def read_endpoint(settings: Settings) -> ConnectEndpoint | None:
     try:
         raw = json.loads(endpoint_file(settings).read_text())
-        return ConnectEndpoint(int(raw["port"]), str(raw["token"]), {str(k): str(v) for k, v in raw["conf"].items()})
+        return ConnectEndpoint(int(raw["port"]), str(raw["token"]), {str(k): str(v) for k, v in raw["conf"].items()},
+                               str(uuid.UUID(str(raw["session"]))))  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -113,8 +122,9 @@ def server_command(settings: Settings, conf: dict[str, str], endpoint: ConnectEn
         "spark.app.name": "radstack-spark-connect",
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(endpoint.port),
-        # the Python workers are reused between the sessions of radstack's jobs (only they hold the token)
+        # one session for every job (see connect_session), never timed out: its Python workers stay
         "spark.sql.artifact.isolation.enabled": "false",
+        "spark.connect.session.manager.defaultSessionTimeout": "3650d",
     }
     props = endpoint_file(settings).with_suffix(".conf")
     write_private(props, "".join(f"{k} {_escaped(v)}\n" for k, v in server_conf.items()))
@@ -162,7 +172,10 @@ def connect_session(settings: Settings, *, app_name: str, conf: dict[str, str]) 
         for k in RUNTIME_KEYS:
             if k in conf:
                 b = b.config(k, conf[k])
-        return b.create()
+        spark = b.create()
+        if not settings.spark.connect_url:
+            spark.release_session_on_close = False  # stop() closes this client; the session stays for the next job
+        return spark
     except Exception as e:  # noqa: BLE001 - any failure to connect means: run locally, as without a server
         log.warning("the warm Spark at %s did not take %s (%s: %s): it runs its own Spark", url.split(";")[0],
                     app_name, type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")  # fmt: skip
