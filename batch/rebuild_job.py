@@ -54,7 +54,7 @@ from radstack.pipeline.batch import BatchRows, batch_rows
 from radstack.pipeline.indexing import write_segments
 from radstack.pipeline.input_schema import input_fields, join_options
 from radstack.pipeline.rollup import rollup_rows
-from radstack.pipeline.spark_connect import connect_session
+from radstack.pipeline.spark_connect import close_session, connect_session
 from radstack.pipeline.spark_session import build_spark_session, session_conf
 from radstack.spec import TIME_COLUMN, DatasourceSpec
 from radstack.storage.corrections import ChunkCounts, corrections, realtime_served
@@ -365,7 +365,7 @@ def rebuild_spec(
             raise
         finally:
             if remote is not None:  # this job's client of the warm Spark: closed (its session and the server stay)
-                remote.stop()
+                close_session(remote)
         job_state.unregister(md, datasource, version)
         data = [s for s in full if not s.is_tombstone]
         return RebuildResult(

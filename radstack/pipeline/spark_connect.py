@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import secrets
 import socket
 import sys
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "ConnectEndpoint", "connect_session", "endpoint_file", "read_endpoint", "new_endpoint", "server_command",
+    "ConnectEndpoint", "connect_session", "close_session", "endpoint_file", "read_endpoint", "new_endpoint", "server_command",
     "RUNTIME_KEYS", "SERVER_CLASS",
 ]  # fmt: skip
 
@@ -148,6 +149,22 @@ def _listening(port: int, timeout: float = 0.3) -> bool:
         return False
 
 
+def _speaks_grpc(port: int, timeout: float = 5.0) -> bool:
+    """Whether a gRPC server answers on ``port`` within ``timeout`` (the HTTP/2 handshake; no call). Spark's
+    client retries a connection for minutes: a port held by something else, or a server hung, must not
+    hold a job that long before it runs its own Spark."""
+    import grpc  # lazy: only the warm Spark's path needs the gRPC client
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        grpc.channel_ready_future(channel).result(timeout=timeout)
+        return True
+    except grpc.FutureTimeoutError:
+        return False
+    finally:
+        channel.close()
+
+
 def connect_session(settings: Settings, *, app_name: str, conf: dict[str, str]) -> SparkSession | None:
     """A new session on the warm Spark for a job whose local session would have ``conf``
     (:func:`radstack.pipeline.spark_session.session_conf`), or ``None`` (logged) when the job should
@@ -164,11 +181,17 @@ def connect_session(settings: Settings, *, app_name: str, conf: dict[str, str]) 
         if wanted != ep.conf:
             log.info("the warm Spark started with other deep-storage settings: %s runs its own Spark", app_name)
             return None
+        if not _speaks_grpc(ep.port):
+            log.warning("port %d of the warm Spark does not answer gRPC: %s runs its own Spark", ep.port, app_name)
+            return None
         url = ep.url
+    mode_was_set = "SPARK_CONNECT_MODE_ENABLED" in os.environ
     try:
         from pyspark.sql import SparkSession  # lazy: only Spark code paths load pyspark
 
-        b = SparkSession.builder.remote(url).appName(app_name)
+        # a builder of its own: SparkSession.builder is one object per process, and the remote URL left on
+        # it would turn a later local session (the fallback) into a Connect one
+        b = SparkSession.Builder().remote(url).appName(app_name)
         for k in RUNTIME_KEYS:
             if k in conf:
                 b = b.config(k, conf[k])
@@ -177,6 +200,21 @@ def connect_session(settings: Settings, *, app_name: str, conf: dict[str, str]) 
             spark.release_session_on_close = False  # stop() closes this client; the session stays for the next job
         return spark
     except Exception as e:  # noqa: BLE001 - any failure to connect means: run locally, as without a server
+        if not mode_was_set:  # pyspark marks the whole process as Connect's: the local fallback must not be
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        status = getattr(e, "getGrpcStatusCode", None) or getattr(e, "code", None)
+        why = status() if callable(status) else (str(e).splitlines() or [""])[0][:200]
         log.warning("the warm Spark at %s did not take %s (%s: %s): it runs its own Spark", url.split(";")[0],
-                    app_name, type(e).__name__, str(e).splitlines()[0][:200] if str(e) else "")  # fmt: skip
+                    app_name, type(e).__name__, why)  # fmt: skip
         return None
+
+
+def close_session(spark: SparkSession) -> None:
+    """Close a job's client of the warm Spark (the server-side session stays for the next job), and take
+    back pyspark's process-wide "this process speaks Spark Connect" mark, so a local session after it in
+    the same process is a local one again."""
+    try:
+        spark.stop()
+    finally:
+        if "SPARK_REMOTE" not in os.environ:  # a process the user put in Connect mode stays in it
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
