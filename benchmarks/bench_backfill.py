@@ -124,8 +124,11 @@ def main() -> int:
                        check=True, capture_output=True)  # fmt: skip
         warm_start_s = time.monotonic() - t
         print(f"the warm Spark started in {warm_start_s:.1f} s (not in any round's time)", flush=True)
+    server_mem: dict[str, float] = {}
     try:
         status, chunks, proc = _rounds(a, argv, env, work, imports_s, rounds, full_jit, vs, cold)
+        if a.warm:
+            server_mem = _server_memory(home)
     finally:
         if a.warm:
             subprocess.run([sys.executable, "-m", "operations", "down"], cwd=a.repo, env=env, check=False,
@@ -148,7 +151,7 @@ def main() -> int:
         **({"vs_repo": str(a.vs_repo), "vs_wall_s": min(x["wall_s"] for x in vs), "vs_rounds": vs,
             "vs_repo_ratio": round(best["wall_s"] / min(x["wall_s"] for x in vs), 3)} if vs else {}),
         **({"warm_start_s": round(warm_start_s, 1), "cold_wall_s": min(x["wall_s"] for x in cold), "cold_rounds": cold,
-            "vs_cold": round(best["wall_s"] / min(x["wall_s"] for x in cold), 3)} if cold else {}),
+            "vs_cold": round(best["wall_s"] / min(x["wall_s"] for x in cold), 3), **server_mem} if cold else {}),
     }  # fmt: skip
     print(f"{len(chunks)} chunks in {best['wall_s']:.1f} s (best of {a.rounds}), {len(versions)} version(s), "
           f"{out['stderr_lines']} stderr lines, {out['summary_lines']} summary lines", flush=True)
@@ -156,6 +159,29 @@ def main() -> int:
     if a.keep is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def _server_memory(home: Path) -> dict[str, float]:
+    """The warm Spark's peak RSS (its JVM's VmHWM) and the RSS of its Python workers now, in MB."""
+    pid = json.loads((home / "run" / "spark-connect.pid").read_text())["pid"]
+
+    def status(p: int, key: str) -> float:
+        for ln in Path(f"/proc/{p}/status").read_text().splitlines():
+            if ln.startswith(key + ":"):
+                return int(ln.split()[1]) / 1024
+        return 0.0
+
+    ps = subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True, check=True).stdout
+    procs = [(int(a), int(b), c) for a, b, c in (ln.split(None, 2) for ln in ps.splitlines() if ln.strip())]
+    tree = {pid}
+    for _ in range(3):
+        tree |= {p for p, pp, _ in procs if pp in tree}
+    workers = [p for p, _, args in procs if p in tree and p != pid and "pyspark" in args]
+    out = {"server_peak_rss_mb": round(status(pid, "VmHWM")), "server_python_workers": len(workers),
+           "server_python_workers_rss_mb": round(sum(status(p, "VmRSS") for p in workers))}  # fmt: skip
+    print(f"the warm Spark: JVM peak RSS {out['server_peak_rss_mb']} MB, {len(workers)} Python processes "
+          f"{out['server_python_workers_rss_mb']} MB", flush=True)
+    return out
 
 
 def _rounds(a: argparse.Namespace, argv: list[str], env: dict[str, str], work: Path, imports_s: float,

@@ -66,11 +66,14 @@ def _print_airflow_login(settings) -> None:  # type: ignore[no-untyped-def]
                   f"{airflow_local.airflow_home(settings) / 'passwords.json'} (`radctl airflow status --show-password`)")
 
 
-def down(config: Path = CONFIG_OPT) -> None:
+def down(
+    config: Path = CONFIG_OPT,
+    only: str = typer.Option(None, help="Comma-separated processes to stop (default: all)."),
+) -> None:
     """Stop every process of the embedded stack (TERM, wait, KILL the process group)."""
 
     settings = _settings(config)
-    outcomes = stack.down(settings, say=console.print)
+    outcomes = stack.down(settings, say=console.print, only=_names(only))
     if not outcomes:
         console.print("nothing is running")
 

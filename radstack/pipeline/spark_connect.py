@@ -127,6 +127,10 @@ def server_command(settings: Settings, conf: dict[str, str], endpoint: ConnectEn
         "spark.sql.artifact.isolation.enabled": "false",
         "spark.connect.session.manager.defaultSessionTimeout": "3650d",
     }
+    if str(server_conf["spark.master"]).startswith("local"):
+        # the driver's own RPC and block-manager ports (loopback) ask for a secret too: the server lives
+        # long, and another local user must not reach its JVM around the Connect token
+        server_conf |= {"spark.authenticate": "true", "spark.authenticate.secret": endpoint.token}
     props = endpoint_file(settings).with_suffix(".conf")
     write_private(props, "".join(f"{k} {_escaped(v)}\n" for k, v in server_conf.items()))
     argv = [str(submit), "--properties-file", str(props), "--class", SERVER_CLASS, "spark-internal"]

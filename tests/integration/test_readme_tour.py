@@ -41,6 +41,7 @@ def _env(home: Path) -> tuple[dict[str, str], int]:
         RADSTACK_SERVER__PORT=str(server),
         RADSTACK_RECEIVER__PORT=str(free_port()),
         RADSTACK_ARCHIVER__METRICS_PORT=str(free_port()),
+        RADSTACK_SPARK__CONNECT_PORT=str(free_port()),
         COLUMNS="200",
     )
     return env, server

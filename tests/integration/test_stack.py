@@ -58,7 +58,7 @@ def _radctl(env: dict[str, str], *args: str, timeout: float = 240) -> subprocess
 
 @pytest.fixture
 def stack_env(tmp_path: Path):  # type: ignore[no-untyped-def]
-    kafka, controller, receiver, server = _free_ports(4)
+    kafka, controller, receiver, server, connect = _free_ports(5)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RADSTACK_")}
     env.update(
         RADSTACK_HOME=str(tmp_path / "home"),
@@ -67,6 +67,7 @@ def stack_env(tmp_path: Path):  # type: ignore[no-untyped-def]
         RADSTACK_KAFKA__HEAP="384m",
         RADSTACK_RECEIVER__PORT=str(receiver),
         RADSTACK_SERVER__PORT=str(server),
+        RADSTACK_SPARK__CONNECT_PORT=str(connect),
         COLUMNS="200",
     )
     yield env
@@ -80,7 +81,8 @@ def test_up_generate_status_down(stack_env: dict[str, str]):
     r = _radctl(env, "up", *skip)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "kafka: started" in r.stdout and "receiver: started" in r.stdout
-    names = ["kafka", "receiver"] + ([] if skip else ["serve"])
+    assert "spark-connect: started" in r.stdout  # the batch jobs' warm Spark
+    names = ["kafka", "receiver", "spark-connect"] + ([] if skip else ["serve"])
     pids = {n: orjson.loads((home / "run" / f"{n}.pid").read_bytes())["pid"] for n in names}
     assert all(pid_alive(p) for p in pids.values())
     assert (home / "kafka" / "data" / "meta.properties").exists()
@@ -125,6 +127,7 @@ def test_up_generate_status_down(stack_env: dict[str, str]):
     assert not any(pid_alive(p) for p in pids.values())
     assert not list((home / "run").glob("*.pid"))
     assert not port_in_use("127.0.0.1", int(env["RADSTACK_KAFKA__PORT"]))
+    assert not port_in_use("127.0.0.1", int(env["RADSTACK_SPARK__CONNECT_PORT"]))
     assert "nothing is running" in _radctl(env, "down").stdout
 
 

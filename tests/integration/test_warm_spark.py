@@ -95,6 +95,11 @@ def test_backfill_on_the_warm_spark_gives_the_segments_of_its_own_spark(warm_hom
     # one set of Python workers served both jobs (a set per job would stay behind, idle)
     server = json.loads((settings.run_dir / "spark-connect.pid").read_text())["pid"]
     assert len(_daemons_of(server)) == 1
+    # every socket the server listens on is a loopback one (gRPC, the driver's RPC, the block manager)
+    ss = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True, check=True).stdout
+    mine = [ln.split()[3] for ln in ss.splitlines() if f"pid={server}," in ln]
+    assert f"[::ffff:127.0.0.1]:{ep.port}" in mine or f"127.0.0.1:{ep.port}" in mine, mine
+    assert all(a.startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:")) for a in mine), mine
 
     # a client without the token is refused; a backfill that cannot use the server runs its own Spark
     from pyspark.sql import SparkSession
@@ -104,6 +109,6 @@ def test_backfill_on_the_warm_spark_gives_the_segments_of_its_own_spark(warm_hom
     endpoint_file(settings).write_text(json.dumps({**ep.to_json(), "token": "wrong"}))
     assert {c["spark"] for c in _backfill(env)} == {"local"}
 
-    down = _radctl(env, "down")
+    down = _radctl(env, "down", "--only", "spark-connect")
     assert down.returncode == 0 and "spark-connect: stopped" in down.stdout, down.stdout + down.stderr
     assert not port_in_use("127.0.0.1", ep.port)
