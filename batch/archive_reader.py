@@ -191,6 +191,9 @@ def parsed_archive_columns(fields: Sequence[str]) -> list[tuple[str, str]]:
 
 
 def _spark_type(name: str) -> Any:
-    from pyspark.sql.types import _parse_datatype_string  # lazy: only Spark code paths load pyspark
+    """The Spark type of a parsed column's SQL type name, built here: parsing the name would be a call
+    to the server on a Spark Connect session, one per column."""
+    from pyspark.sql import types as T  # lazy: only Spark code paths load pyspark
 
-    return _parse_datatype_string(name)
+    return {"string": T.StringType(), "bigint": T.LongType(), "double": T.DoubleType(),
+            "boolean": T.BooleanType()}[name]  # fmt: skip
