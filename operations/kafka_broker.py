@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations.processes import port_in_use, port_open, stop_process_group, tail
+from operations.processes import port_in_use, stop_process_group, tail
 from radstack import jvm
 from radstack.config import Settings
-from radstack.process_state import spawn_group
+from radstack.process_state import port_open, spawn_group
 from realtime.topics import admin_client
 
 STORAGE_TOOL = "kafka.tools.StorageTool"  # what kafka-storage.sh runs in Kafka 4.1

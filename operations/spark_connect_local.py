@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from batch.storage_conf import storage_spark_conf
 from radstack.config import Settings
-from radstack.pipeline.spark_connect import ConnectEndpoint, new_endpoint, read_endpoint, server_command
+from radstack.pipeline.spark_connect import (
+    new_endpoint,
+    read_endpoint,
+    server_command,
+    server_environment,
+    write_server_properties,
+)
 from radstack.pipeline.spark_session import session_conf
 
 __all__ = ["prepare", "command", "environment", "enabled", "server_conf"]
@@ -25,19 +31,17 @@ def enabled(settings: Settings) -> bool:
 
 
 def prepare(settings: Settings) -> None:
-    new_endpoint(settings, server_conf(settings))
-
-
-def _endpoint(settings: Settings) -> ConnectEndpoint:
-    ep = read_endpoint(settings)
-    if ep is None:  # prepare() writes it; only a file removed in between gets here
-        raise RuntimeError("the warm Spark's endpoint file is missing: run `radctl up` again")
-    return ep
+    """A new token and session id (the endpoint file) and the server's properties file, both 0600."""
+    conf = server_conf(settings)
+    write_server_properties(settings, conf, new_endpoint(settings, conf))
 
 
 def command(settings: Settings) -> list[str]:
-    return server_command(settings, server_conf(settings), _endpoint(settings))[0]
+    return server_command(settings)
 
 
 def environment(settings: Settings) -> dict[str, str]:
-    return server_command(settings, server_conf(settings), _endpoint(settings))[1]
+    ep = read_endpoint(settings)
+    if ep is None:  # prepare() writes it; only a file removed in between gets here
+        raise RuntimeError("the warm Spark's endpoint file is missing: run `radctl up` again")
+    return server_environment(ep)

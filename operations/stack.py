@@ -24,14 +24,13 @@ from operations.kafka_broker import KafkaBroker, metadata_ok
 from operations.processes import (
     http_ok,
     port_in_use,
-    port_open,
     radctl_argv,
     stop_process_group,
     tail,
 )
 from radstack.config import Settings
 from radstack.datasources import load_catalog
-from radstack.process_state import pid_alive, process_start_time, spawn_group
+from radstack.process_state import pid_alive, port_open, process_start_time, spawn_group
 from radstack.storage.metadata import MetadataStore
 from radstack.storage.raw_archive import archive_watermark
 from radstack.storage.replicas import MAX_REPLICAS

@@ -1,12 +1,13 @@
 """Whether a process runs, read from ``/proc``, and starting and stopping the process groups we start (one
 place for every layer: the stack's pid files, the broker's private cache files, the batch layer's in-flight job
-records, Druid's and HDFS's local nodes, the Overlord's Spark tasks)."""
+records, Druid's and HDFS's local nodes, the Overlord's Spark tasks), and whether something listens on a port."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -72,3 +73,11 @@ def stop_groups(procs: Sequence[subprocess.Popen[bytes]], grace_s: float = 15.0)
             clean.append(False)
     return clean
 
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on ``host:port`` within ``timeout``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False

@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import secrets
-import socket
 import sys
 import uuid
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from radstack.config import Settings
 from radstack.private_files import write_private
+from radstack.process_state import port_open
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "ConnectEndpoint", "connect_session", "close_session", "endpoint_file", "read_endpoint", "new_endpoint", "server_command",
+    "ConnectEndpoint", "connect_session", "close_session", "endpoint_file", "read_endpoint", "new_endpoint",
+    "write_server_properties", "server_command", "server_environment",
     "RUNTIME_KEYS", "SERVER_CLASS",
 ]  # fmt: skip
 
@@ -109,14 +110,10 @@ def read_endpoint(settings: Settings) -> ConnectEndpoint | None:
         return None
 
 
-def server_command(settings: Settings, conf: dict[str, str], endpoint: ConnectEndpoint) -> tuple[list[str], dict[str, str]]:
-    """The server's command line (pyspark's ``spark-submit`` running :data:`SERVER_CLASS` in the
-    foreground, its settings in a 0600 properties file beside the endpoint file: deep-storage
-    credentials never show in a process list) and the environment it needs on top of the stack's (the
-    token, loopback, radstack's Python for the workers)."""
-    from pyspark.find_spark_home import _find_spark_home  # lazy: only Spark code paths load pyspark
-
-    submit = Path(_find_spark_home()) / "bin" / "spark-submit"
+def write_server_properties(settings: Settings, conf: dict[str, str], endpoint: ConnectEndpoint) -> Path:
+    """The server's settings (``conf`` plus where and how it serves) in a 0600 properties file beside the
+    endpoint file, which :func:`server_command` hands to ``spark-submit``: deep-storage credentials and
+    secrets never show in a process list."""
     server_conf = {
         **conf,
         "spark.master": str(settings.spark.master or "local[*]"),
@@ -131,26 +128,32 @@ def server_command(settings: Settings, conf: dict[str, str], endpoint: ConnectEn
         # the driver's own RPC and block-manager ports (loopback) ask for a secret too: the server lives
         # long, and another local user must not reach its JVM around the Connect token
         server_conf |= {"spark.authenticate": "true", "spark.authenticate.secret": endpoint.token}
-    props = endpoint_file(settings).with_suffix(".conf")
-    write_private(props, "".join(f"{k} {_escaped(v)}\n" for k, v in server_conf.items()))
-    argv = [str(submit), "--properties-file", str(props), "--class", SERVER_CLASS, "spark-internal"]
-    # the workers' interpreter: this one, radstack's virtualenv
-    env = {"SPARK_CONNECT_AUTHENTICATE_TOKEN": endpoint.token, "SPARK_LOCAL_IP": "127.0.0.1",
-           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}  # fmt: skip
-    return argv, env
+    return write_private(_properties_file(settings), "".join(f"{k} {_escaped(v)}\n" for k, v in server_conf.items()))
+
+
+def _properties_file(settings: Settings) -> Path:
+    return endpoint_file(settings).with_suffix(".conf")
+
+
+def server_command(settings: Settings) -> list[str]:
+    """The server's command line: pyspark's ``spark-submit`` running :data:`SERVER_CLASS` in the
+    foreground with the settings :func:`write_server_properties` wrote."""
+    from pyspark.find_spark_home import _find_spark_home  # lazy: only Spark code paths load pyspark
+
+    submit = Path(_find_spark_home()) / "bin" / "spark-submit"
+    return [str(submit), "--properties-file", str(_properties_file(settings)), "--class", SERVER_CLASS, "spark-internal"]
+
+
+def server_environment(endpoint: ConnectEndpoint) -> dict[str, str]:
+    """What the server needs on top of the stack's environment: the token, loopback, and radstack's
+    Python (this interpreter, the virtualenv's) for its workers."""
+    return {"SPARK_CONNECT_AUTHENTICATE_TOKEN": endpoint.token, "SPARK_LOCAL_IP": "127.0.0.1",
+            "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}  # fmt: skip
 
 
 def _escaped(value: str) -> str:
     """``value`` as a Java properties file reads it back (backslashes, and line breaks, escaped)."""
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-
-
-def _listening(port: int, timeout: float = 0.3) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def _speaks_grpc(port: int, timeout: float = 5.0) -> bool:
@@ -179,7 +182,7 @@ def connect_session(settings: Settings, *, app_name: str, conf: dict[str, str]) 
         if not settings.spark.connect_server:
             return None
         ep = read_endpoint(settings)
-        if ep is None or not _listening(ep.port):
+        if ep is None or not port_open("127.0.0.1", ep.port, 0.3):
             return None
         wanted = {k: v for k, v in conf.items() if k.startswith(STATIC_PREFIXES)}
         if wanted != ep.conf:

@@ -20,6 +20,8 @@ from radstack.pipeline.spark_connect import (
     new_endpoint,
     read_endpoint,
     server_command,
+    server_environment,
+    write_server_properties,
 )
 
 SECRET = "AKIA-not-for-ps"
@@ -57,10 +59,11 @@ def test_the_command_line_holds_no_secret(tmp_path: Path) -> None:
     settings = _settings(tmp_path)
     conf = {"spark.hadoop.fs.s3a.secret.key": SECRET, "spark.executor.extraJavaOptions": "-Da=1\n-Db=c:\\d"}
     ep = new_endpoint(settings, conf)
-    argv, env = server_command(settings, conf, ep)
+    props = write_server_properties(settings, conf, ep)
+    argv, env = server_command(settings), server_environment(ep)
     assert SECRET not in " ".join(argv) and ep.token not in " ".join(argv)
     assert env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] == ep.token and env["SPARK_LOCAL_IP"] == "127.0.0.1"
-    props = Path(argv[argv.index("--properties-file") + 1])
+    assert Path(argv[argv.index("--properties-file") + 1]) == props
     assert props.stat().st_mode & 0o777 == 0o600
     lines = dict(ln.split(" ", 1) for ln in props.read_text().splitlines())
     assert lines["spark.hadoop.fs.s3a.secret.key"] == SECRET
