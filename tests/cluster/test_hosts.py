@@ -107,11 +107,14 @@ def test_a_failing_body_still_removes_everything(tmp_path: Path) -> None:
 #: run on host 1: post events [first, first+n) to the receiver in batches of 100, timestamps from ``ts0``
 #: 200 ms apart; a batch answered 5xx (or not at all) is sent again (the same ids). Prints JSON.
 POST = """
-import json, sys, time, httpx
+import json, os, sys, time, httpx
 url, first, n, ts0, pause = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
-accepted, resent, statuses = 0, 0, {}
+hold = sys.argv[6] if len(sys.argv) > 6 else ""  # the second half waits while this file exists (10 min at most)
+accepted, resent, statuses, began = 0, 0, {}, time.monotonic()
 with httpx.Client(timeout=120) as c:
     for b in range(first, first + n, 100):
+        while hold and b >= first + n // 2 and os.path.exists(hold) and time.monotonic() - began < 600:
+            time.sleep(0.2)
         body = json.dumps([{"id": f"e{i}", "timestamp": ts0 + (i - first) * 200, "page": f"/p{i % 7}", "bytes": i % 100}
                            for i in range(b, min(b + 100, first + n))])
         while True:
@@ -362,7 +365,11 @@ def test_the_whole_path_on_three_hosts_survives_host_2_dying(on_hosts: OnHosts) 
     work2 = hosts.host_dir(2) / "cluster" / "spark" / "work"
     apps_before = {p.name for p in work2.iterdir()}
     n2 = 4000
-    poster = subprocess.Popen(c._exec(1, [PY, "-c", POST, events, str(n1), str(n2), str(current + 60_000), "2"]),
+    # the poster sends its first half, then holds its second half until host 2 is dead: whatever the
+    # rebuild takes to reach host 2, the receiver is at work when the host dies and rides it out
+    hold = hosts.host_dir(1) / "poster-hold"
+    hold.touch()
+    poster = subprocess.Popen(c._exec(1, [PY, "-c", POST, events, str(n1), str(n2), str(current + 60_000), "1", str(hold)]),
                               env=c.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     rebuild = c.spawn(1, [PY, str(REPO / "deploy" / "spark" / "submit-rebuild.py"), "-d", topic,
                           "-i", f"{time.strftime('%Y-%m-%dT%H', time.gmtime(closed / 1000))}/PT1H", "--force"],
@@ -378,6 +385,7 @@ def test_the_whole_path_on_three_hosts_survives_host_2_dying(on_hosts: OnHosts) 
         time.sleep(0.2)
     killed = hosts.kill_host(2)
     assert rebuild.poll() is None and poster.poll() is None  # both were at work when the host died
+    hold.unlink()  # the second half goes in while host 2 is down
     gone = c.status()
     assert [n for n, p in gone["processes"].items() if not p["alive"]] == ["kafka-2", "datanode-1", "spark-worker-1"]
     assert gone["hosts"]["running"] == {"1": True, "2": False, "3": True}
