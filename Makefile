@@ -64,15 +64,16 @@ $(AIRFLOW_STAMP): pyproject.toml
 airflow: $(AIRFLOW_STAMP)
 
 # Two passes: the unit, integration and browser tests on two workers (most of their time is spent
-# waiting for JVMs, brokers and micro-batch triggers, not computing), then the reliability and cluster
-# suites alone (they time latencies under load and start a dozen JVMs each). Both passes always run;
-# the target fails if either did.
+# waiting for JVMs, brokers and micro-batch triggers, not computing) together with the reliability
+# tests that bound no time (the fuzzers, the authorization and probe-file checks), then the tests marked
+# `alone` and the cluster suite one at a time (they time latencies under load, kill processes in loops or
+# start a dozen JVMs each). Both passes always run; the target fails if either did.
 test: system venv jvm airflow
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	@status=0; \
-	$(PY) -m pytest -q -n 2 --dist loadfile -m 'not druid and not reliability and not cluster' --durations=20 || status=1; \
-	$(PY) -m pytest -q -m 'reliability or cluster' --durations=20 || status=1; \
+	$(PY) -m pytest -q -n 2 --dist loadfile -m 'not druid and not alone and not cluster' --durations=20 || status=1; \
+	$(PY) -m pytest -q -m 'alone or cluster' --durations=20 || status=1; \
 	exit $$status
 
 # The reliability suite alone (~17 min, the attack suite of #49 included; RADSTACK_SOAK=1 for the long version, RADSTACK_RELIABILITY_SEED=random
@@ -94,7 +95,7 @@ test-druid: system venv
 # every case, with a local Druid 33 as the referee of the cases that fail (the expected tables are
 # Druid master's; a case Druid 33 answers as radstack does is counted apart), ~40 min; the per-suite
 # report goes to build/druid-qa/ (summary.md, failures.json, as-druid33.json).
-# `make test` runs a fixed 1-in-10 sample of it as a regression guard (tests/druid_qa/test_druid_qa.py).
+# `make test` runs a fixed 1-in-25 sample of it as a regression guard (tests/druid_qa/test_druid_qa.py).
 test-druid-qa: venv jvm
 	$(PY) -m tests.druid_qa --referee --out build/druid-qa
 

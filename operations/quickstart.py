@@ -57,6 +57,10 @@ archiver:
   max_age_seconds: 5
 coordinator:
   period_seconds: 2
+# No warm Spark (docs/batch.md, "The warm Spark"): a demo runs a rebuild or two, and a Connect server's
+# first job, with its JIT cold, takes longer than a Spark of its own. Set true for scheduled work.
+spark:
+  connect_server: false
 """
 
 

@@ -1,4 +1,4 @@
-"""Druid's own SQL QA suite as a regression guard (``make test`` runs a fixed 1-in-10 sample;
+"""Druid's own SQL QA suite as a regression guard (``make test`` runs a fixed 1-in-25 sample;
 ``RADSTACK_DRUID_QA_SAMPLE=1`` or ``make test-druid-qa`` runs every case): every dataset directory
 ingests, and no case that passed when ``tests/druid_qa/passing.json`` was recorded fails now. The
 per-suite figures are printed and written to ``test-artifacts/druid-qa/``."""
@@ -31,7 +31,7 @@ def test_druid_qa_suite_does_not_regress() -> None:
     root = qa_root()
     if not root.is_dir():
         pytest.skip(f"Druid's QA suite is not at {root} (RADSTACK_DRUID_QA)")
-    every = int(os.environ.get("RADSTACK_DRUID_QA_SAMPLE", "10"))
+    every = int(os.environ.get("RADSTACK_DRUID_QA_SAMPLE", "25"))
     cases = [c for c in load_cases(root) if in_sample(c, every)]
     outcomes, loads = run_cases(root, cases, workers=2, log=lambda _msg: None)
     reports = summarize(outcomes)

@@ -31,7 +31,7 @@ from tests.reliability.attacks import (
 )
 from tests.reliability.conftest import REPORT
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.alone]
 
 #: DuckDB stops an interrupted query between two vectors, so the vector each thread is computing when the
 #: guard acts is still built: 2,048 rows of values up to server.max_string_bytes (a streamed scan of 60 KB

@@ -32,7 +32,7 @@ from tests.fixtures.server import server_settings
 from tests.reliability.conftest import REPORT, statuses
 from tests.reliability.serving_process import ServingProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.alone]
 
 PASSWORDS = {"ana": "ana-password-1", "ops": "ops-password-1", "bob": "bob-password-1"}
 QUERY = {"query": "SELECT page, SUM(added) AS total FROM wiki GROUP BY page ORDER BY total DESC"}

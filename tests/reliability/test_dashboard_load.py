@@ -28,7 +28,7 @@ from tests.fixtures.server import server_settings
 from tests.reliability.conftest import REPORT, SOAK, statuses
 from tests.reliability.serving_process import ServingProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.alone]
 
 CLIENTS = 50
 SECONDS = 60 if SOAK else 20

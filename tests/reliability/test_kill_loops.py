@@ -23,7 +23,7 @@ from tests.integration.test_archiver import (
 from tests.integration.test_streaming_restart import _kill, _start, _wait_state
 from tests.reliability.conftest import REPORT, SEED, SOAK
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.alone]
 
 ARCHIVER_KILLS = 40 if SOAK else 20
 STREAMING_KILLS = 10 if SOAK else 5

@@ -16,7 +16,7 @@ import pytest
 from tests.reliability.conftest import REPORT, SEED
 from tests.reliability.serving_process import ServingProcess
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.alone]
 
 DAYS = 30
 ROWS_PER_DAY = 400
