@@ -72,7 +72,7 @@ test: system venv jvm airflow
 	$(PY) -m ruff check .
 	$(VENV)/bin/lint-imports
 	@status=0; \
-	$(PY) -m pytest -q -n 2 --dist loadfile -m 'not druid and not alone and not cluster' --durations=20 || status=1; \
+	$(PY) -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder -m 'not druid and not alone and not cluster' --durations=20 || status=1; \
 	$(PY) -m pytest -q -m 'alone or cluster' --durations=20 || status=1; \
 	exit $$status
 

@@ -15,6 +15,32 @@ pytest_plugins = sorted(
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
+#: the files that take minutes each on 2 cores (longest first, from `--durations` of a whole run), started
+#: before the rest so that no worker of `make test`'s first pass is left alone with one of them at the end;
+#: the pass runs with `--no-loadscope-reorder`, which keeps this order (xdist's own puts files with many
+#: tests first, and these have one or a few)
+LONGEST_FIRST = (
+    "tests/druid_qa/test_druid_qa.py",
+    "tests/integration/test_readme_tour.py",
+    "tests/reliability/test_fuzz_api.py",
+    "tests/browser/test_new_user.py",
+    "tests/browser/test_airflow_ui.py",
+    "tests/integration/test_receiver_spool.py",
+    "tests/integration/test_archiver.py",
+    "tests/integration/test_class_sharing.py",
+    "tests/integration/test_streaming_restart.py",
+    "tests/integration/test_airflow_rest.py",
+    "tests/integration/test_batch_e2e.py",
+    "tests/integration/test_streaming_join.py",
+    "tests/integration/test_streaming_replicas.py",
+    "tests/integration/test_streaming_e2e.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep their order
+
 
 @pytest.fixture
 def radstack_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
