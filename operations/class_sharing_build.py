@@ -4,9 +4,9 @@ A JVM that starts from a class-data sharing (CDS) archive maps the classes it li
 verified instead of loading them from the jars: Spark's driver starts in ≈3 s instead of ≈5 s here and its
 first query runs ≈1.3 s sooner (docs/benchmarks.md). The archive is written by a training run — a child
 process that starts Spark with :func:`radstack.jvm.class_sharing_dump_options`, rebuilds one hour of
-generated ``ads`` impressions through the real batch job (JSON reader, validation, the rollup shuffle and
-sort, the Arrow writer on the executors, Parquet in and out, the publish) and exits; the JVM then writes
-every class it loaded. The archive goes to a temporary name and is renamed into place only after the JVM
+generated ``ads`` impressions through the real batch job (:mod:`operations.training_job`: the archive
+read as the archiver wrote it, validation, the rollup shuffle and sort, the Arrow writer on the
+executors, the publish) and exits; the JVM then writes every class it loaded. The archive goes to a temporary name and is renamed into place only after the JVM
 exited cleanly, so a Spark start never sees half an archive. Sessions pick it up through
 :func:`radstack.pipeline.spark_session.build_spark_session`; a JVM it does not fit (another JDK build,
 another class path) just runs without it.
@@ -27,10 +27,6 @@ from radstack.config import load_settings
 from radstack.jvm import REPO_ROOT, class_sharing_archive, class_sharing_dump_options
 
 __all__ = ["build_archive", "train"]
-
-TRAINING_HOUR = 1_767_225_600_000  # 2026-01-01T00:00:00Z: any closed hour does
-TRAINING_EVENTS = 20_000
-
 
 def build_archive(jvm_dir: Path | None = None, *, force: bool = False, timeout: float = 600.0) -> Path | None:
     """Build the archive for this JDK and PySpark unless it is there (``force``: build it again); returns
@@ -59,33 +55,16 @@ def train(dump_to: Path) -> None:
     """The training run (in its own process: the archive is written when its JVM exits)."""
     from pyspark import SparkContext  # lazy: the build process itself needs no Spark
 
-    from batch.rebuild_job import rebuild_spec
-    from radstack.datasources import get_spec
+    from operations.training_job import rebuild_generated_hour
     from radstack.pipeline.spark_session import build_spark_session
-    from radstack.time.intervals import Interval
-    from realtime.generators.ads import generate
-    from realtime.generators.common import GeneratorOptions
 
-    work = Path(tempfile.mkdtemp(prefix="radstack-cds-"))
+    settings = load_settings(env={"RADSTACK_HOME": tempfile.mkdtemp(prefix="radstack-cds-")})
     proc = None
     try:
-        home = work / "home"
-        (home / "datasources").mkdir(parents=True)
-        shutil.copy(REPO_ROOT / "examples" / "ads" / "ads.yaml", home / "datasources" / "ads.yaml")
-        settings = load_settings(env={"RADSTACK_HOME": str(home)})
         spark = build_spark_session(settings, app_name="radstack-cds-training", kafka=False, log_name="cds",
                                     java_options=class_sharing_dump_options(dump_to))  # fmt: skip
         proc = getattr(SparkContext._gateway, "proc", None)  # type: ignore[attr-defined]
-        opts = GeneratorOptions(events=TRAINING_EVENTS, start_ms=TRAINING_HOUR, sim_rate=TRAINING_EVENTS / 3600, late=0.0)
-        values = [(e.value,) for e in generate(opts, TRAINING_HOUR) if e.stream == "impressions"]
-        raw_dir = str(work / "raw")
-        spark.createDataFrame(values, "value binary").write.parquet(raw_dir)
-
-        def reader(spark_: object, storage: object, spec: object, chunks: object) -> tuple[object, dict]:
-            return spark.read.parquet(raw_dir), {}
-
-        rebuild_spec(settings, get_spec(settings, "ads"), Interval(TRAINING_HOUR, TRAINING_HOUR + 3_600_000),
-                     spark=spark, force=True, reader=reader)  # type: ignore[arg-type]  # fmt: skip
+        rebuild_generated_hour(spark)
         spark.stop()
     except BaseException:
         if proc is not None:  # a failed training run leaves no archive: the JVM must not get to dump one
@@ -93,7 +72,7 @@ def train(dump_to: Path) -> None:
             proc.wait()
         raise
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(settings.home, ignore_errors=True)
     if proc is not None:  # the JVM exits when its stdin closes, and dumps the archive on its way out
         proc.stdin.close()
         proc.wait(timeout=300)

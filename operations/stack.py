@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from operations import airflow_local, spark_connect_local
+from operations import airflow_local, spark_connect_local, spark_connect_warm_up
 from operations.kafka_broker import KafkaBroker, metadata_ok
 from operations.processes import (
     http_ok,
@@ -152,6 +152,7 @@ PROCESSES: list[ProcessSpec] = [
         env=spark_connect_local.environment,
         port=lambda s: int(s.spark.connect_port),
         health=lambda s: port_open("127.0.0.1", int(s.spark.connect_port), 0.3),
+        after_ready=lambda s: spark_connect_warm_up.start(s, _child_env(s), _pid_of(s, "spark-connect")),
         ready_timeout=lambda s: 180.0,
         stop_timeout=30.0,
     ),
@@ -231,6 +232,11 @@ class PidRecord:
     @property
     def alive(self) -> bool:
         return pid_alive(self.pid, self.start_time)
+
+
+def _pid_of(settings: Settings, name: str) -> int | None:
+    rec = PidRecord.read(pid_file(settings, name))
+    return rec.pid if rec is not None else None
 
 
 def pid_file(settings: Settings, name: str) -> Path:

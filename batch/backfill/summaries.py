@@ -13,14 +13,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from batch.backfill.plan import BackfillPlan
 from radstack.config import Settings
 from radstack.storage.deep_storage import open_deep_storage
 from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.metadata import MetadataStore
-from radstack.storage.segment_format import segment_data_key
+from radstack.storage.segment_format import read_segment_table, segment_data_key
 from radstack.storage.supervisors import datasource_catalog
 from radstack.storage.timeline import VersionedIntervalTimeline
 from radstack.time.intervals import Interval
@@ -32,8 +31,6 @@ def _count_metric(spec: Any) -> str | None:
 
 def _segment_times(deep_storage: DeepStorage, seg: Any, count_metric: str | None, tmp: str, i: int) -> tuple[Any, Any]:
     """(``__time`` in ms, events per row) of a data segment's file, as int64 numpy arrays sorted by time."""
-
-
     spec = seg.load_spec or {}
     if spec.get("type") == "local" and Path(str(spec.get("path", ""))).is_file():
         path = Path(str(spec["path"]))
@@ -45,7 +42,7 @@ def _segment_times(deep_storage: DeepStorage, seg: Any, count_metric: str | None
             key = segment_data_key(seg.id)
         deep_storage.download(key, path)
     cols = ["__time"] + ([count_metric] if count_metric and count_metric in seg.metrics else [])
-    t = pq.read_table(path, columns=cols)
+    t = read_segment_table(path, cols)
     col = t.column("__time")
     if pa.types.is_timestamp(col.type):
         col = pc.cast(pc.cast(col, pa.timestamp("ms"), safe=False), pa.int64())

@@ -109,6 +109,9 @@ class SparkSettings(Section):
         "`radctl up` also starts a warm Spark: a Spark Connect server on 127.0.0.1:{spark.connect_port} with a "
         "generated token, which the rebuilds of `radctl backfill`, the Airflow DAGs and Overlord tasks run on "
         "(no JVM start per job); a job runs its own Spark when it is not running. false → every job starts its own"))
+    connect_warm_up: bool = Field(True, description=(
+        "once the warm Spark listens, run one generated hour's rebuild on it in the background "
+        "(operations/spark_connect_warm_up.py), so that the first scheduled rebuild does not pay its cold JIT"))
     connect_port: int = Field(15002, description="the warm Spark's port (loopback only)")
     connect_url: str = Field("", description=(
         "a Spark Connect server elsewhere that the batch jobs use (sc://host:port/;token=…; it must reach the "

@@ -11,6 +11,8 @@ columns, after the raw ones (:mod:`realtime.archiver.parsed_fields`).
 from __future__ import annotations
 
 import os
+import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -22,6 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from confluent_kafka import Message
 
+from radstack.storage.deep_storage.base import DeepStorage
 from radstack.storage.raw_archive import HOUR_MS, data_key
 from radstack.time.timestamps import parse_timestamp_column, query_arrow, string_millis_sql, utc_connection
 from realtime.archiver.parsed_fields import archive_columns, json_path_part, parse_fields, sql_string
@@ -68,6 +71,37 @@ def write_hour_files(
         write_parquet(part, local, compression)
         files.append((key, local))
     return files
+
+
+def archive_values(
+    deep_storage: DeepStorage,
+    topic: str,
+    values: Iterable[bytes],
+    *,
+    partition: int = 0,
+    first_offset: int = 0,
+    kafka_ts: int = 0,
+    timestamp_field: str = "timestamp",
+    per_file: int = 0,
+) -> int:
+    """Archive ``values`` (raw record bytes, in offset order) as the archiver's flushes of ``per_file``
+    records each (all in one without it) would, without Kafka: the same record builder, parse and layout,
+    one Parquet file per event hour per flush. For the jobs that train a JVM on generated data
+    (:mod:`operations.training_job`) and the tests. Returns the next offset."""
+    vals = list(values)
+    step = per_file or max(1, len(vals))
+    offset = first_offset
+    for lo in range(0, len(vals), step):
+        buf = ColumnBuffer(topic, partition)
+        batch = vals[lo : lo + step]
+        buf.extend([Message(topic=topic, partition=partition, offset=offset + i, value=v, timestamp=(1, kafka_ts))
+                    for i, v in enumerate(batch)])  # CreateTime  # fmt: skip
+        offset += len(batch)
+        table = to_table(buf, timestamp_field=timestamp_field)
+        with tempfile.TemporaryDirectory(prefix="radstack-archive-") as tmp:
+            for key, local in write_hour_files(buf, table, Path(tmp)):
+                deep_storage.put_file(local, key)
+    return offset
 
 
 def write_parquet(table: pa.Table, path: str | os.PathLike[str], compression: str = "zstd") -> None:

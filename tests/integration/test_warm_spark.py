@@ -9,12 +9,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from operations.processes import free_port, port_in_use
+from operations.spark_connect_warm_up import WARM_UP_JOBS, read_state
+from operations.training_job import TRAINING_EVENTS
 from radstack.config import load_settings
 from radstack.pipeline.spark_connect import endpoint_file, read_endpoint
 from radstack.storage.deep_storage import open_deep_storage
@@ -72,6 +75,15 @@ def warm_home(tmp_path: Path):  # type: ignore[no-untyped-def]
     _radctl(env, "down", timeout=120)
 
 
+def _warm_up_done(settings: Any, timeout: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while (state := read_state(settings)) is not None and state["state"] == "running":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.5)
+    assert state is not None
+    return state
+
+
 def test_backfill_on_the_warm_spark_gives_the_segments_of_its_own_spark(warm_home) -> None:  # type: ignore[no-untyped-def]
     env, settings = warm_home
     up = _radctl(env, "up", "--only", "spark-connect")
@@ -79,9 +91,15 @@ def test_backfill_on_the_warm_spark_gives_the_segments_of_its_own_spark(warm_hom
     ep = read_endpoint(settings)
     assert ep is not None and ep.port == settings.spark.connect_port
     assert endpoint_file(settings).stat().st_mode & 0o077 == 0  # the token is the owner's only
+    assert "warming up in the background" in " ".join(up.stdout.split())
     with MetadataStore.from_settings(settings) as md:
-        warm = _backfill(env)
+        warm = _backfill(env)  # while the warm-up may still run: the two share the server
         assert {c["spark"] for c in warm} == {"connect"}
+        # the warm-up's training jobs ran on the server, in a home of their own (nothing of theirs in this one)
+        state = _warm_up_done(settings)
+        assert state["state"] == "done" and state["jobs"] == WARM_UP_JOBS and state["events"] == TRAINING_EVENTS, state
+        assert "warm-up done" in (settings.logs_dir / "spark-connect-warm-up.log").read_text()
+        assert {seg.data_source for seg in md.segments(used=None)} == {"mixed"}
         on_warm = segment_rows(md, WHOLE)
         own = _backfill(env, RADSTACK_SPARK__CONNECT_SERVER="false")
         assert {c["spark"] for c in own} == {"local"}
@@ -112,3 +130,24 @@ def test_backfill_on_the_warm_spark_gives_the_segments_of_its_own_spark(warm_hom
     down = _radctl(env, "down", "--only", "spark-connect")
     assert down.returncode == 0 and "spark-connect: stopped" in down.stdout, down.stdout + down.stderr
     assert not port_in_use("127.0.0.1", ep.port)
+
+
+def test_radctl_down_during_the_warm_up_ends_it(warm_home) -> None:  # type: ignore[no-untyped-def]
+    env, settings = warm_home
+    up = _radctl(env, "up", "--only", "spark-connect")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert (read_state(settings) or {}).get("state") == "running" and _warm_ups_of(settings)  # 14–18 s of work ahead
+    down = _radctl(env, "down", "--only", "spark-connect")
+    assert down.returncode == 0, down.stdout + down.stderr
+    deadline = time.monotonic() + 15  # it checks the server's pid every second
+    while _warm_ups_of(settings):
+        assert time.monotonic() < deadline, _warm_ups_of(settings)
+        time.sleep(0.5)
+    state = read_state(settings)
+    assert state is not None and state["state"] in ("failed", "done"), state  # done: it won the race
+
+
+def _warm_ups_of(settings: Any) -> list[str]:
+    """The warm-up processes running for this home (their working directory is the home)."""
+    out = subprocess.run(["pgrep", "-f", "operations.spark_connect_warm_up"], capture_output=True, text=True).stdout
+    return [p for p in out.split() if os.path.realpath(f"/proc/{p}/cwd") == os.path.realpath(settings.home)]
