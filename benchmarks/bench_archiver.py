@@ -9,7 +9,8 @@ them ``--rounds`` times each, alternating, with fresh consumer groups: (1) the b
 timestamp (what an archive must keep) and drops them; (2) bare — consume, read the value, drop (the
 baseline before 2026-11-27, kept for history); (3) the archiver writing Parquet files to local deep
 storage (flush every ``--max-records`` per partition, default 250k: with fewer events than partitions
-× that, every flush happens at the end).
+× that, every flush happens at the end), then (4) the same without the parsed archive's columns
+(``archiver.parsed_columns`` false). Each prints its CPU time per event (this process, every thread).
 Both consumers use the archiver's fetch settings (``realtime.archiver.archiver.FETCH_SETTINGS``;
 ``--fetch-queue-backoff-ms 1000`` gives both librdkafka's default, the setting before 2026-11-26).
 Prints events/s for each round, the ratios and their medians (JSON on the last line), plus the archive
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import resource
 import statistics
 import tempfile
@@ -95,9 +97,10 @@ def bare_consume(bootstrap: str, topic: str, n: int, fetch: dict[str, Any], read
     return n / dt
 
 
-def archive(bootstrap: str, topic: str, n: int, root: Path, max_records: int, fetch: dict[str, Any]) -> float:
+def archive(bootstrap: str, topic: str, n: int, root: Path, max_records: int, fetch: dict[str, Any],
+            parsed: bool = True) -> float:
     cfg = ArchiverConfig(bootstrap, [topic], group_id=f"arch-{time.time_ns()}", max_records=max_records,
-                         max_age_seconds=30, consumer_conf=fetch)
+                         max_age_seconds=30, consumer_conf=fetch, parsed_columns=parsed)
     a = Archiver(cfg, LocalDeepStorage(root))
     first: list[float] = []
 
@@ -109,6 +112,13 @@ def archive(bootstrap: str, topic: str, n: int, root: Path, max_records: int, fe
     dt = time.perf_counter() - first[0] - 3  # the idle wait at the end is not work
     assert stats.records == n, (stats.records, n)
     return n / dt
+
+
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process, every thread: the consumers and the archiver run in it
+    (the whole of a run: its group join and, for the archiver, its idle wait at the end, both small)."""
+    t = os.times()
+    return t.user + t.system
 
 
 def peak_rss_mb() -> int:
@@ -139,20 +149,35 @@ def main() -> None:
             produce(broker.bootstrap_servers, topic, args.events)
             print(f"produced {args.events:,} events in {time.perf_counter() - t0:.1f}s; fetch settings {fetch}")
             ratios: dict[str, list[float]] = {"vs_consumer_reading_fields": [], "vs_bare_consumer": []}
+            # µs of CPU per event; "archiver_raw_only": archiver.parsed_columns false (the raw columns, as before #54)
+            cpu: dict[str, list[float]] = {"consumer_reading_fields": [], "archiver": [], "archiver_raw_only": []}
+            raw_only: list[float] = []
             for r in range(args.rounds):
                 # all with the start-up heap frozen, as `radctl archiver` runs (operations.heap)
+                c0 = _cpu_s()
                 with frozen_startup_heap():
                     fields = bare_consume(broker.bootstrap_servers, topic, args.events, fetch, _read_fields)
+                cpu["consumer_reading_fields"].append((_cpu_s() - c0) / args.events * 1e6)
                 with frozen_startup_heap():
                     bare = bare_consume(broker.bootstrap_servers, topic, args.events, fetch)
                 root = Path(tmp) / f"deep-{r}"
+                c0 = _cpu_s()
                 with frozen_startup_heap():
                     arch = archive(broker.bootstrap_servers, topic, args.events, root, args.max_records, fetch)
+                cpu["archiver"].append((_cpu_s() - c0) / args.events * 1e6)
+                c0 = _cpu_s()
+                with frozen_startup_heap():
+                    raw_only.append(archive(broker.bootstrap_servers, topic, args.events, Path(tmp) / f"deep-raw-{r}",
+                                            args.max_records, fetch, parsed=False))  # fmt: skip
+                cpu["archiver_raw_only"].append((_cpu_s() - c0) / args.events * 1e6)
                 ratios["vs_consumer_reading_fields"].append(arch / fields)
                 ratios["vs_bare_consumer"].append(arch / bare)
                 print(f"round {r + 1}: consumer reading fields {fields:10,.0f} events/s   bare consumer {bare:10,.0f} "
                       f"events/s   archiver {arch:10,.0f} events/s   archiver/fields = {arch / fields:.2f}   "
-                      f"archiver/bare = {arch / bare:.2f}", flush=True)
+                      f"archiver/bare = {arch / bare:.2f}   CPU per event: consumer reading fields "
+                      f"{cpu['consumer_reading_fields'][-1]:.2f} µs, archiver {cpu['archiver'][-1]:.2f} µs; the archiver "
+                      f"without the parsed columns {raw_only[-1]:,.0f} events/s, {cpu['archiver_raw_only'][-1]:.2f} µs",
+                      flush=True)  # fmt: skip
             files = list(root.rglob("*.parquet"))
             pq_bytes = sum(f.stat().st_size for f in files)
             values = pads.dataset([str(f) for f in files]).to_table(columns=["value"]).column("value").to_pylist()
@@ -167,6 +192,8 @@ def main() -> None:
                               "baseline": "a confluent-kafka consumer reading value, key, partition, offset "
                                           "and timestamp of every message", **medians,
                               "rounds": {k: [round(x, 3) for x in v] for k, v in ratios.items()},
+                              "cpu_us_per_event": {k: round(statistics.median(v), 2) for k, v in cpu.items()},
+                              "raw_only_events_per_s": round(statistics.median(raw_only)),
                               "parquet_mb": round(pq_bytes / 1e6, 1), "peak_rss_mb": peak_rss_mb()}))
         finally:
             broker.stop()

@@ -198,7 +198,7 @@ class Archiver:
         self._buffer_started: dict[tuple[str, int], float] = {}
         self._buffer_hour: dict[tuple[str, int], int] = {}
         self._tmp = Path(tempfile.mkdtemp(prefix="radstack-archiver-"))
-        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="radstack-archiver-flush")
+        self._flusher = ThreadPoolExecutor(max_workers=2, thread_name_prefix="radstack-archiver-flush")
         self._pending: deque[_Pending] = deque()
         self.watermarks = WatermarkTracker(config.group_id, metadata)
         self._stop = threading.Event()

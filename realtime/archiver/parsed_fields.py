@@ -82,7 +82,8 @@ def parse_fields(values: pa.Array | pa.ChunkedArray, timestamp_field: str) -> Pa
             if col.null_count < len(col):
                 columns[parsed_column(kind, m)] = col
         if m == timestamp_field:  # the member's text as json_extract_string gives it (NULL for JSON null)
-            text = pc.if_else(pc.is_valid(typed["string"]), typed["string"], x)
+            string = typed.get("string")
+            text = x if string is None else pc.if_else(pc.is_valid(string), string, x)
             member_text = pc.utf8_trim_whitespace(pc.if_else(pc.equal(x, "null"), pa.scalar(None, pa.string()), text))
     # every member of the record has a column and none is there twice: as many values found as names
     exact = pc.and_(exact, pc.equal(_one(extracted.column("nk")).cast(pa.int32()), found))
@@ -92,7 +93,8 @@ def parse_fields(values: pa.Array | pa.ChunkedArray, timestamp_field: str) -> Pa
     return ParsedFields(_one(extracted.column("ok")), member_text, parsed, columns, unparsed)
 
 
-_NUMBER_START = pa.array(list("-0123456789"))
+_NUMBER_START = frozenset("-0123456789")
+_SCALAR_START = frozenset('ntf"')
 _LONG_DIGITS = 18  # an integer of at most 18 digits always fits 64 bits
 _NULL_STRING = pa.scalar(None, pa.string())
 
@@ -100,18 +102,48 @@ _NULL_STRING = pa.scalar(None, pa.string())
 def _typed(x: pa.Array) -> tuple[dict[str, pa.Array], pa.Array]:
     """One member's JSON texts (as DuckDB writes them: a string in quotes, escaping only what JSON must;
     a number without ``.``/``e`` only when it is an integer) split by kind, without parsing them again
-    (Arrow's kernels), and where each fitted a kind (missing or null fits)."""
+    (Arrow's kernels), and where each fitted a kind (missing or null fits). Only the kinds whose first
+    character occurs are computed: a member is mostly of one kind, and the kernels of the others were
+    most of a flush's parse (docs/benchmarks.md, "Archiver")."""
     first = pc.utf8_slice_codeunits(x, 0, 1)
+    present = {c for c in pc.unique(first).to_pylist() if c is not None}
+    out: dict[str, pa.Array] = {}
+    fits = pc.is_null(x)
+    bad_escape = None
+    if '"' in present:
+        out["string"], bad_escape = _strings(x, first)
+    if present & _SCALAR_START:
+        fits = pc.or_(fits, pc.is_in(first, value_set=pa.array(sorted(present & _SCALAR_START))))
+    if present & {"t", "f"}:
+        out["bool"] = pc.if_else(pc.is_in(first, value_set=pa.array(["t", "f"])), pc.equal(first, "t"),
+                                 pa.scalar(None, pa.bool_()))  # fmt: skip
+    if present & _NUMBER_START:
+        numbers = _numbers(x, pc.is_in(first, value_set=pa.array(sorted(present & _NUMBER_START))))
+        out.update({k: v for k, v in numbers.items() if not k.endswith("_ok")})
+        fits = pc.or_(fits, pc.or_(numbers["long_ok"], numbers["double_ok"]))
+    fits = pc.fill_null(fits, False)
+    if bad_escape is not None:
+        fits = pc.and_(fits, pc.invert(pc.fill_null(bad_escape, False)))
+    return out, fits
+
+
+def _strings(x: pa.Array, first: pa.Array) -> tuple[pa.Array, pa.Array | None]:
+    """The string members' values (unquoted, unescaped) and where an escape gave no UTF-8 text."""
     is_string = pc.equal(first, '"')
     string = pc.if_else(is_string, pc.utf8_slice_codeunits(x, 1, -1), _NULL_STRING)
     escaped = pc.and_(is_string, pc.match_substring(x, "\\"))
-    bad_escape = pa.scalar(False)
-    if pc.any(escaped).as_py():  # few values: those unescaped one by one (JSON's own rules)
-        fixed = [_unescaped(t) if e else s for t, s, e in zip(x.to_pylist(), string.to_pylist(), escaped.to_pylist(),
-                                                             strict=True)]
-        string = pa.array(fixed, pa.string())
-        bad_escape = pc.and_(escaped, pc.is_null(string))  # a lone surrogate: no UTF-8 text, read raw
-    number = pc.is_in(first, value_set=_NUMBER_START)
+    if not pc.any(escaped).as_py():
+        return string, None
+    # few values: those unescaped one by one (JSON's own rules)
+    fixed = [_unescaped(t) if e else v for t, v, e in zip(x.to_pylist(), string.to_pylist(), escaped.to_pylist(),
+                                                         strict=True)]  # fmt: skip
+    string = pa.array(fixed, pa.string())
+    return string, pc.and_(escaped, pc.is_null(string))  # a lone surrogate: no UTF-8 text, read raw
+
+
+def _numbers(x: pa.Array, number: pa.Array) -> dict[str, pa.Array]:
+    """The number members' values: ``long`` (an integer of 64 bits) and ``double`` (finite), each with
+    where it fitted (``long_ok``, ``double_ok``, False elsewhere)."""
     fractional = pc.or_(pc.match_substring(x, "."), pc.or_(pc.match_substring(x, "e"), pc.match_substring(x, "E")))
     integer = pc.and_(number, pc.invert(fractional))
     short = pc.and_(integer, pc.less_equal(pc.utf8_length(x), _LONG_DIGITS))
@@ -125,13 +157,9 @@ def _typed(x: pa.Array) -> tuple[dict[str, pa.Array], pa.Array]:
         long_ok = pc.or_(short, pc.is_valid(wide_values))
     is_double = pc.and_(number, fractional)
     double = pc.cast(pc.if_else(is_double, x, _NULL_STRING), pa.float64())
-    double_ok = pc.and_(is_double, pc.is_finite(double))
-    boolean = pc.if_else(pc.is_in(first, value_set=pa.array(["t", "f"])), pc.equal(first, "t"), pa.scalar(None, pa.bool_()))
-    scalar = pc.fill_null(pc.is_in(first, value_set=pa.array(["n", "t", "f", '"'])), False)
-    fits = pc.or_(pc.is_null(x), pc.or_(scalar, pc.or_(pc.fill_null(long_ok, False), pc.fill_null(double_ok, False))))
-    fits = pc.and_(fits, pc.invert(pc.fill_null(bad_escape, False)))
-    return {"string": string, "long": long, "bool": boolean,
-            "double": pc.if_else(pc.fill_null(double_ok, False), double, pa.scalar(None, pa.float64()))}, fits
+    double_ok = pc.fill_null(pc.and_(is_double, pc.is_finite(double)), False)
+    return {"long": long, "long_ok": pc.fill_null(long_ok, False),
+            "double": pc.if_else(double_ok, double, pa.scalar(None, pa.float64())), "double_ok": double_ok}
 
 
 def _unescaped(text: str) -> str | None:
