@@ -11,8 +11,9 @@ timestamp crosses an hour boundary, on rebalance and on shutdown. A flush:
 5. commits ``last + 1`` to Kafka, synchronously;
 6. deletes the manifest, updates the completeness watermark.
 
-Steps 1-2 run on a flusher thread (DuckDB, Arrow and Parquet release the GIL) while the consumer reads
-on; steps 3-6 run on the consumer's thread, flush after flush in the order they were started, so a
+Steps 1-2 run on :data:`FLUSHER_THREADS` flusher threads (DuckDB, Arrow and Parquet release the GIL)
+while the consumer reads on; steps 3-6 run on the consumer's thread, flush after flush in the order they
+were started (whichever thread finished first), so a
 partition's commits never overtake each other. At most ``MAX_PENDING_FLUSHES`` wait for that; a
 rebalance finishes them all before the partitions go, a lost partition drops its own (nothing was
 committed for them), and the watermark counts their records as not yet archived.
@@ -96,7 +97,11 @@ def _hour(m: Any) -> int | None:
 
 
 MAX_PENDING_FLUSHES = 2
-"""Flushes whose files the flusher thread may be building while the consumer reads on."""
+"""Flushes whose files the flusher threads may be building while the consumer reads on."""
+
+FLUSHER_THREADS = 2
+"""Threads building flushes' files: two, so that flushes that come together (every partition's buffer full
+at once) are built side by side (docs/benchmarks.md, "Archiver")."""
 
 
 @dataclass
@@ -198,7 +203,7 @@ class Archiver:
         self._buffer_started: dict[tuple[str, int], float] = {}
         self._buffer_hour: dict[tuple[str, int], int] = {}
         self._tmp = Path(tempfile.mkdtemp(prefix="radstack-archiver-"))
-        self._flusher = ThreadPoolExecutor(max_workers=2, thread_name_prefix="radstack-archiver-flush")
+        self._flusher = ThreadPoolExecutor(max_workers=FLUSHER_THREADS, thread_name_prefix="radstack-archiver-flush")
         self._pending: deque[_Pending] = deque()
         self.watermarks = WatermarkTracker(config.group_id, metadata)
         self._stop = threading.Event()
