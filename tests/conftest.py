@@ -31,6 +31,7 @@ LONGEST_FIRST = (
     "tests/integration/test_streaming_restart.py",
     "tests/integration/test_airflow_rest.py",
     "tests/integration/test_batch_e2e.py",
+    "tests/integration/test_warm_spark.py",
     "tests/integration/test_streaming_join.py",
     "tests/integration/test_streaming_replicas.py",
     "tests/integration/test_streaming_e2e.py",
