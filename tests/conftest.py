@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,26 @@ LONGEST_FIRST = (
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep their order
+
+
+@pytest.fixture(autouse=True)
+def _spark_connect_mode_does_not_leak() -> Iterator[None]:
+    """A test that leaves its process in Spark Connect mode fails itself. pyspark marks a process that
+    opened a Connect session (``SPARK_CONNECT_MODE_ENABLED``), and every later ``getOrCreate`` in it then
+    asks for a Connect server: every local-Spark test after it on the same worker would fail instead."""
+    before = os.environ.get(CONNECT_MODE)
+    yield
+    after = os.environ.get(CONNECT_MODE)
+    if after != before:
+        if before is None:
+            os.environ.pop(CONNECT_MODE, None)
+        else:
+            os.environ[CONNECT_MODE] = before
+        pytest.fail(f"the test left {CONNECT_MODE}={after!r} in its process (open Spark Connect clients in a child "
+                    "process, or close them with radstack.pipeline.spark_connect.close_session)")
+
+
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -29,6 +30,16 @@ from tests.fixtures.mixed_archive import HOUR, SPEC, T0, mixed_archive, segment_
 pytestmark = pytest.mark.slow
 
 WHOLE = Interval(T0, T0 + 2 * HOUR)
+
+WRONG_TOKEN = """
+import sys
+from pyspark.sql import SparkSession
+try:
+    SparkSession.builder.remote(f"sc://localhost:{sys.argv[1]}/;token=wrong").create().range(1).collect()
+except Exception as e:  # gRPC's error types vary
+    print(type(e).__name__, e)
+    sys.exit(3)
+"""
 
 
 def _radctl(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -119,11 +130,12 @@ def test_backfill_on_the_warm_spark_gives_the_segments_of_its_own_spark(warm_hom
     assert f"[::ffff:127.0.0.1]:{ep.port}" in mine or f"127.0.0.1:{ep.port}" in mine, mine
     assert all(a.startswith(("127.0.0.1:", "[::ffff:127.0.0.1]:")) for a in mine), mine
 
-    # a client without the token is refused; a backfill that cannot use the server runs its own Spark
-    from pyspark.sql import SparkSession
-
-    with pytest.raises(Exception, match="UNAUTHENTICATED|authentication"):  # noqa: PT011 - gRPC's error types vary
-        SparkSession.builder.remote(f"sc://localhost:{ep.port}/;token=wrong").create().range(1).collect()
+    # a client without the token is refused (in a process of its own: a Connect client marks its whole
+    # process as Spark Connect's, and SparkSession.builder keeps the URL, which would turn this worker's
+    # later local sessions into Connect ones); a backfill that cannot use the server runs its own Spark
+    refused = subprocess.run([sys.executable, "-c", WRONG_TOKEN, str(ep.port)], capture_output=True, text=True,
+                             timeout=120, check=False)  # fmt: skip
+    assert refused.returncode == 3 and re.search("UNAUTHENTICATED|authentication", refused.stdout), refused
     endpoint_file(settings).write_text(json.dumps({**ep.to_json(), "token": "wrong"}))
     assert {c["spark"] for c in _backfill(env)} == {"local"}
 
